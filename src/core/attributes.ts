@@ -1,0 +1,128 @@
+import { CoreError } from './errors.js';
+
+/**
+ * Queue attributes a client may set, their defaults and their rules, as the SQS API reference
+ * (CreateQueue, SetQueueAttributes) gives them. Values are kept as the strings AWS returns.
+ */
+interface AttributeRule {
+  /** The value a new queue gets when the attribute is not given; absent: not shown until set. */
+  readonly defaultValue?: string;
+  readonly fifoOnly?: boolean;
+  /** Only at CreateQueue (FifoQueue cannot be changed later). */
+  readonly createOnly?: boolean;
+  /** Returns a normalised value, or throws InvalidAttributeValue. */
+  readonly check: (value: string, name: string) => string;
+}
+
+const integerIn =
+  (min: number, max: number) =>
+  (value: string, name: string): string => {
+    if (!/^-?\d+$/.test(value.trim())) throw invalidValue(name, value);
+    const n = Number(value);
+    if (n < min || n > max) throw invalidValue(name, value);
+    return String(n);
+  };
+
+const booleanValue = (value: string, name: string): string => {
+  const v = value.toLowerCase();
+  if (v !== 'true' && v !== 'false') throw invalidValue(name, value);
+  return v;
+};
+
+const oneOf =
+  (...allowed: string[]) =>
+  (value: string, name: string): string => {
+    if (!allowed.includes(value)) throw invalidValue(name, value);
+    return value;
+  };
+
+const jsonObject = (value: string, name: string): string => {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw invalidValue(name, value);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidValue(name, value);
+  return value;
+};
+
+const anyString = (value: string): string => value;
+
+export function invalidValue(name: string, _value: string): CoreError {
+  return new CoreError('InvalidAttributeValue', `Invalid value for the parameter ${name}.`);
+}
+
+export const MAX_MESSAGE_SIZE = 1_048_576;
+
+export const attributeRules: Readonly<Record<string, AttributeRule>> = {
+  DelaySeconds: { defaultValue: '0', check: integerIn(0, 900) },
+  MaximumMessageSize: { defaultValue: String(MAX_MESSAGE_SIZE), check: integerIn(1024, MAX_MESSAGE_SIZE) },
+  MessageRetentionPeriod: { defaultValue: '345600', check: integerIn(60, 1_209_600) },
+  ReceiveMessageWaitTimeSeconds: { defaultValue: '0', check: integerIn(0, 20) },
+  VisibilityTimeout: { defaultValue: '30', check: integerIn(0, 43_200) },
+  Policy: { check: jsonObject },
+  RedrivePolicy: { check: jsonObject },
+  RedriveAllowPolicy: { check: jsonObject },
+  KmsMasterKeyId: { check: anyString },
+  KmsDataKeyReusePeriodSeconds: { check: integerIn(60, 86_400) },
+  SqsManagedSseEnabled: { defaultValue: 'true', check: booleanValue },
+  FifoQueue: { fifoOnly: true, createOnly: true, check: booleanValue },
+  ContentBasedDeduplication: { fifoOnly: true, defaultValue: 'false', check: booleanValue },
+  DeduplicationScope: { fifoOnly: true, defaultValue: 'queue', check: oneOf('messageGroup', 'queue') },
+  FifoThroughputLimit: {
+    fifoOnly: true,
+    defaultValue: 'perQueue',
+    check: oneOf('perQueue', 'perMessageGroupId'),
+  },
+};
+
+/** Attributes GetQueueAttributes computes rather than stores. */
+export const computedAttributeNames = [
+  'ApproximateNumberOfMessages',
+  'ApproximateNumberOfMessagesNotVisible',
+  'ApproximateNumberOfMessagesDelayed',
+  'CreatedTimestamp',
+  'LastModifiedTimestamp',
+  'QueueArn',
+] as const;
+
+/** Every name GetQueueAttributes accepts, besides `All`. */
+export const readableAttributeNames: ReadonlySet<string> = new Set([
+  ...Object.keys(attributeRules),
+  ...computedAttributeNames,
+]);
+
+/**
+ * Validates attributes given to CreateQueue or SetQueueAttributes and returns them normalised.
+ * KMS attributes are kept so clients can read back what they set; no encryption is done (the
+ * store is the server's memory and Redis), which docs/compatibility.md says.
+ */
+export function validateAttributes(
+  given: Readonly<Record<string, string>>,
+  opts: { fifo: boolean; creating: boolean },
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(given)) {
+    const rule = attributeRules[name];
+    if (rule === undefined || (rule.fifoOnly === true && !opts.fifo && name !== 'FifoQueue')) {
+      throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    }
+    if (rule.createOnly === true && !opts.creating) {
+      throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    }
+    out[name] = rule.check(value, name);
+  }
+  return out;
+}
+
+export function defaultAttributes(fifo: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, rule] of Object.entries(attributeRules)) {
+    if (rule.defaultValue === undefined) continue;
+    if (rule.fifoOnly === true && !fifo) continue;
+    out[name] = rule.defaultValue;
+  }
+  if (fifo) out.FifoQueue = 'true';
+  return out;
+}

@@ -1,0 +1,25 @@
+import type { Message } from './message.js';
+import type { Queue } from './queue.js';
+
+/**
+ * What changed, for whoever keeps a copy of the state (the Redis writer). The core emits these
+ * synchronously as it changes; a consumer reads the current state of the named queue or message
+ * when it writes, so several events for one object in one tick collapse into one write.
+ */
+export type ChangeEvent =
+  /** Created, or its attributes or tags changed. */
+  | { readonly type: 'queue-put'; readonly queue: Queue }
+  | { readonly type: 'queue-delete'; readonly queue: Queue }
+  /** Every message of the queue is gone at once. */
+  | { readonly type: 'queue-purge'; readonly queue: Queue }
+  /** Sent, received, or its visibility changed. */
+  | { readonly type: 'message-put'; readonly queue: Queue; readonly message: Message }
+  /** Deleted by a client, expired, or moved away. */
+  | { readonly type: 'message-delete'; readonly queue: Queue; readonly message: Message };
+
+export interface CoreListener {
+  /** Called on every change, when someone records them. */
+  change?(event: ChangeEvent): void;
+  /** Messages became receivable in this queue now (a send, a visibility set to 0, a deadline passed). */
+  available?(queue: Queue): void;
+}

@@ -1,0 +1,92 @@
+/** What an IndexedHeap holds: it keeps each item's position so removal is O(log n), not a scan. */
+export interface HeapItem {
+  heapKey: number;
+  heapIndex: number;
+}
+
+/** A binary min-heap on `heapKey` whose items know their own index. */
+export class IndexedHeap<T extends HeapItem> {
+  private readonly items: T[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  push(item: T): void {
+    item.heapIndex = this.items.length;
+    this.items.push(item);
+    this.up(item.heapIndex);
+  }
+
+  pop(): T | undefined {
+    const top = this.items[0];
+    if (top !== undefined) this.removeAt(0);
+    return top;
+  }
+
+  remove(item: T): void {
+    const i = item.heapIndex;
+    if (i >= 0 && this.items[i] === item) this.removeAt(i);
+  }
+
+  clear(): void {
+    for (const item of this.items) item.heapIndex = -1;
+    this.items.length = 0;
+  }
+
+  *[Symbol.iterator](): IterableIterator<T> {
+    yield* this.items;
+  }
+
+  private removeAt(i: number): void {
+    const items = this.items;
+    const removed = items[i] as T;
+    const last = items.pop() as T;
+    removed.heapIndex = -1;
+    if (i < items.length) {
+      items[i] = last;
+      last.heapIndex = i;
+      this.down(i);
+      this.up(last.heapIndex);
+    }
+  }
+
+  private up(i: number): void {
+    const items = this.items;
+    const item = items[i] as T;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const parent = items[p] as T;
+      if (parent.heapKey <= item.heapKey) break;
+      items[i] = parent;
+      parent.heapIndex = i;
+      i = p;
+    }
+    items[i] = item;
+    item.heapIndex = i;
+  }
+
+  private down(i: number): void {
+    const items = this.items;
+    const n = items.length;
+    const item = items[i] as T;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      let c = l;
+      if (r < n && (items[r] as T).heapKey < (items[l] as T).heapKey) c = r;
+      const child = items[c] as T;
+      if (child.heapKey >= item.heapKey) break;
+      items[i] = child;
+      child.heapIndex = i;
+      i = c;
+    }
+    items[i] = item;
+    item.heapIndex = i;
+  }
+}

@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { detectProtocol } from '../protocol/detect.js';
+import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
+import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
+import { actions } from '../sqs/actions/index.js';
+import { SqsError } from '../sqs/errors.js';
+import type { ActionName } from '../sqs/model.generated.js';
+import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
+
+/**
+ * The largest body worth reading: a 1 MiB batch, form-encoded (up to 3 bytes per byte) plus
+ * the parameter names. Anything larger is refused before it is buffered.
+ */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+export interface DataPlaneOptions {
+  readonly services: SqsServices;
+  readonly logger: Logger;
+  readonly accountId: string;
+  readonly region: string;
+  /** Fixed scheme://host[:port] for queue URLs; when unset, taken from each request's headers. */
+  readonly baseUrl?: string | undefined;
+  /** False while this instance must not serve (not the leader): every request gets a 503. */
+  readonly isServing?: () => boolean;
+  readonly observe?: (action: string, protocol: string, status: number, seconds: number) => void;
+}
+
+type Protocol = 'json' | 'query';
+
+/**
+ * The SQS data plane: every request is a POST (or GET) to `/` or `/<account>/<queue>`; the
+ * protocol is told by its headers, decoded into the one API model, handed to the action, and
+ * the answer encoded back in the same protocol.
+ */
+export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: MAX_BODY_BYTES,
+    // Long polls last up to 20 s; keep idle keep-alive connections longer than a poll cycle.
+    keepAliveTimeout: 65_000,
+    connectionTimeout: 0,
+    requestTimeout: 120_000,
+    return503OnClosing: true,
+    forceCloseConnections: false,
+  });
+  const { services, logger } = opts;
+  const isServing = opts.isServing ?? (() => true);
+  const observe = opts.observe ?? (() => undefined);
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.addHook('onRequest', async (req, reply) => {
+    if (isServing()) return;
+    const protocol = detectProtocol(req.headers);
+    const err = new SqsError(
+      'ServiceUnavailable',
+      'This instance is not serving; retry against the active one.',
+    );
+    sendError(reply, protocol, err, randomUUID());
+    observe('Unknown', protocol, 503, 0);
+    return reply;
+  });
+
+  const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const started = performance.now();
+    const requestId = randomUUID();
+    const protocol = detectProtocol(req.headers);
+    let action = 'Unknown';
+    let queue: string | undefined;
+    let status = 200;
+    try {
+      const baseUrl = opts.baseUrl ?? baseUrlOf(req);
+      const decoded =
+        protocol === 'json'
+          ? decodeJson(header(req, 'x-amz-target'), bodyOf(req))
+          : decodeQuery(queryParams(req, baseUrl));
+      action = decoded.action;
+      queue = queueOf(decoded.input);
+      const run = actions[decoded.action] as Action<ActionName> | undefined;
+      if (run === undefined) {
+        throw new SqsError('UnsupportedOperation', `${decoded.action} is not supported by shared-sqs yet.`);
+      }
+      const ctx: RequestContext = {
+        requestId,
+        accountId: opts.accountId,
+        region: opts.region,
+        baseUrl,
+        senderId: opts.accountId,
+        onAbort: (fn) => {
+          reply.raw.once('close', () => {
+            if (!reply.raw.writableFinished) fn();
+          });
+        },
+      };
+      const output = await run(services, ctx, decoded.input as never);
+      reply.header('x-amzn-RequestId', requestId);
+      if (protocol === 'json') {
+        void reply.type('application/x-amz-json-1.0').send(encodeJson(output));
+      } else {
+        void reply.type('text/xml').send(encodeQueryResult(decoded.action, output, requestId));
+      }
+    } catch (e) {
+      const err = asSqsError(e, logger, requestId, action);
+      status = err.def.status;
+      sendError(reply, protocol, err, requestId);
+    } finally {
+      const ms = performance.now() - started;
+      observe(action, protocol, status, ms / 1000);
+      logger.info(
+        { reqId: requestId, action, queue, protocol, status, ms: Math.round(ms * 100) / 100 },
+        'request',
+      );
+    }
+  };
+
+  app.route({ method: ['GET', 'POST'], url: '/*', handler });
+
+  app.setNotFoundHandler((req, reply) => {
+    const err = new SqsError(
+      'InvalidAction',
+      `The HTTP method ${req.method} is not valid for this endpoint.`,
+    );
+    sendError(reply, detectProtocol(req.headers), err, randomUUID());
+  });
+
+  // Errors fastify raises itself, before our handler runs: a body over the limit, a broken stream.
+  app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, req, reply) => {
+    const protocol = detectProtocol(req.headers);
+    const requestId = randomUUID();
+    let err: SqsError;
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      err = new SqsError('RequestEntityTooLarge', `Request body is larger than ${MAX_BODY_BYTES} bytes.`);
+    } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      err = new SqsError('MalformedRequest', error.message);
+    } else {
+      logger.error({ reqId: requestId, err: error }, 'unexpected error before the action ran');
+      err = new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+    }
+    observe('Unknown', protocol, err.def.status, 0);
+    sendError(reply, protocol, err, requestId);
+  });
+
+  return app;
+}
+
+function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, requestId: string): void {
+  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
+  void reply
+    .code(encoded.status)
+    .headers(encoded.headers)
+    .header('x-amzn-RequestId', requestId)
+    .send(encoded.body);
+}
+
+function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
+  if (e instanceof SqsError) return e;
+  logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
+  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+}
+
+function header(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function bodyOf(req: FastifyRequest): Buffer {
+  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+}
+
+/**
+ * Query parameters come from the URL and, for a form POST, the body. A request to
+ * `/<account>/<queue>` names its queue by its path, which stands in for a missing QueueUrl.
+ */
+function queryParams(req: FastifyRequest, baseUrl: string): URLSearchParams {
+  const url = req.url;
+  const qm = url.indexOf('?');
+  const params = new URLSearchParams(qm >= 0 ? url.slice(qm + 1) : '');
+  const body = bodyOf(req);
+  if (body.length > 0) {
+    for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params.append(k, v);
+  }
+  const path = qm >= 0 ? url.slice(0, qm) : url;
+  if (path.length > 1 && !params.has('QueueUrl')) params.set('QueueUrl', baseUrl + path);
+  return params;
+}
+
+function baseUrlOf(req: FastifyRequest): string {
+  const proto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim() ?? 'http';
+  const host = header(req, 'x-forwarded-host')?.split(',')[0]?.trim() ?? header(req, 'host') ?? 'localhost';
+  return `${proto}://${host}`;
+}
+
+function queueOf(input: unknown): string | undefined {
+  if (input === null || typeof input !== 'object') return undefined;
+  const o = input as { QueueUrl?: unknown; QueueName?: unknown };
+  if (typeof o.QueueUrl === 'string') return o.QueueUrl.slice(o.QueueUrl.lastIndexOf('/') + 1);
+  return typeof o.QueueName === 'string' ? o.QueueName : undefined;
+}

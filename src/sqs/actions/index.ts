@@ -1,0 +1,41 @@
+import type { ActionName } from '../model.generated.js';
+import type { Action } from '../service.js';
+import { changeMessageVisibility } from './change-message-visibility.js';
+import { changeMessageVisibilityBatch } from './change-message-visibility-batch.js';
+import { createQueue } from './create-queue.js';
+import { deleteMessage } from './delete-message.js';
+import { deleteMessageBatch } from './delete-message-batch.js';
+import { deleteQueue } from './delete-queue.js';
+import { getQueueAttributes } from './get-queue-attributes.js';
+import { getQueueUrl } from './get-queue-url.js';
+import { listQueues } from './list-queues.js';
+import { purgeQueue } from './purge-queue.js';
+import { receiveMessage } from './receive-message.js';
+import { sendMessage } from './send-message.js';
+import { sendMessageBatch } from './send-message-batch.js';
+import { setQueueAttributes } from './set-queue-attributes.js';
+import { listQueueTags, tagQueue, untagQueue } from './tags.js';
+
+/**
+ * The action table. Actions of the API model missing here answer UnsupportedOperation and are
+ * listed as such in docs/compatibility.md.
+ */
+export const actions: { readonly [A in ActionName]?: Action<A> } = {
+  ChangeMessageVisibility: changeMessageVisibility,
+  ChangeMessageVisibilityBatch: changeMessageVisibilityBatch,
+  CreateQueue: createQueue,
+  DeleteMessage: deleteMessage,
+  DeleteMessageBatch: deleteMessageBatch,
+  DeleteQueue: deleteQueue,
+  GetQueueAttributes: getQueueAttributes,
+  GetQueueUrl: getQueueUrl,
+  ListQueues: listQueues,
+  ListQueueTags: listQueueTags,
+  PurgeQueue: purgeQueue,
+  ReceiveMessage: receiveMessage,
+  SendMessage: sendMessage,
+  SendMessageBatch: sendMessageBatch,
+  SetQueueAttributes: setQueueAttributes,
+  TagQueue: tagQueue,
+  UntagQueue: untagQueue,
+};

@@ -1,0 +1,11 @@
+import { resolveQueue, toSqsError, type Action } from '../service.js';
+
+export const purgeQueue: Action<'PurgeQueue'> = (svc, ctx, input) => {
+  const q = resolveQueue(svc, ctx, input.QueueUrl);
+  try {
+    q.purge(svc.clock.now());
+  } catch (e) {
+    throw toSqsError(e);
+  }
+  return {};
+};

@@ -1,0 +1,45 @@
+import { MAX_MESSAGE_SIZE } from '../../core/attributes.js';
+import { SqsError } from '../errors.js';
+import type { BatchResultErrorEntry, SendMessageBatchResultEntry } from '../model.generated.js';
+import { resolveQueue, type Action } from '../service.js';
+import { checkBatchEntries } from '../validate.js';
+import { failedEntry } from './batch.js';
+import { prepareSend, type PreparedSend } from './send.js';
+
+export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) => {
+  const q = resolveQueue(svc, ctx, input.QueueUrl);
+  checkBatchEntries(input.Entries);
+  const prepared: Array<PreparedSend | BatchResultErrorEntry> = [];
+  let total = 0;
+  for (const e of input.Entries) {
+    try {
+      const p = prepareSend(q, ctx, e);
+      total += p.size;
+      prepared.push(p);
+    } catch (err) {
+      prepared.push(failedEntry(e.Id, err));
+    }
+  }
+  if (total > MAX_MESSAGE_SIZE) {
+    throw new SqsError(
+      'BatchRequestTooLong',
+      `Batch requests cannot be longer than ${MAX_MESSAGE_SIZE} bytes. You have sent ${total} bytes.`,
+    );
+  }
+  const now = svc.clock.now();
+  const Successful: SendMessageBatchResultEntry[] = [];
+  const Failed: BatchResultErrorEntry[] = [];
+  input.Entries.forEach((e, i) => {
+    const p = prepared[i] as PreparedSend | BatchResultErrorEntry;
+    if (!('message' in p)) {
+      Failed.push(p);
+      return;
+    }
+    const m = q.send(p.message, now);
+    const r: SendMessageBatchResultEntry = { Id: e.Id, MessageId: m.id, MD5OfMessageBody: m.md5OfBody };
+    if (m.md5OfAttributes !== undefined) r.MD5OfMessageAttributes = m.md5OfAttributes;
+    if (m.md5OfSystemAttributes !== undefined) r.MD5OfMessageSystemAttributes = m.md5OfSystemAttributes;
+    Successful.push(r);
+  });
+  return { Successful, Failed };
+};
