@@ -25,6 +25,12 @@ export interface DataPlaneOptions {
   /** False while this instance must not serve (not the leader): every request gets a 503. */
   readonly isServing?: () => boolean;
   readonly observe?: (action: string, protocol: string, status: number, seconds: number) => void;
+  /**
+   * Resolves once every change made so far is durable (the Redis writer's group commit); a
+   * request is answered only after it. Rejects with an SqsError (ServiceUnavailable) when the
+   * write failed, and the client gets that error instead of a 200. Memory-only: absent.
+   */
+  readonly commit?: () => Promise<void>;
 }
 
 type Protocol = 'json' | 'query';
@@ -96,6 +102,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         },
       };
       const output = await run(services, ctx, decoded.input as never);
+      if (opts.commit !== undefined) await opts.commit();
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {
         void reply.type('application/x-amz-json-1.0').send(encodeJson(output));
