@@ -1,0 +1,108 @@
+/**
+ * A bare fastify 5 server used by `npm run bench` as the throughput ceiling shared-sqs is compared with.
+ *
+ * It parses every request body the way an SQS server has to (JSON for `application/x-amz-json-1.0`,
+ * `querystring` for form bodies), looks at the action, and answers a small fixed, pre-serialised reply of
+ * the right shape. It keeps no state: it is only meaningful for the send, send-batch and cold-start
+ * scenarios.
+ *
+ * Usage: node --import tsx scripts/bare-fastify.ts --port 9324
+ */
+import { parse as parseQuery } from 'node:querystring';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '9324' },
+    host: { type: 'string', default: '127.0.0.1' },
+  },
+});
+const port = Number(values.port);
+const host = values.host;
+
+const JSON_TYPE = 'application/x-amz-json-1.0';
+const XML_TYPE = 'text/xml';
+const QUEUE_URL = `http://${host}:${port}/000000000000/bench`;
+const MD5 = 'd41d8cd98f00b204e9800998ecf8427e';
+const MESSAGE_ID = '5fea7756-0ea4-451a-a703-a558b933e274';
+const REQUEST_ID = '27daac76-34dd-47df-bd01-1f6e873584a0';
+const BATCH_IDS = Array.from({ length: 10 }, (_, i) => `m${i}`);
+
+const jsonReplies: Record<string, string> = {
+  SendMessage: JSON.stringify({ MD5OfMessageBody: MD5, MessageId: MESSAGE_ID }),
+  SendMessageBatch: JSON.stringify({
+    Successful: BATCH_IDS.map((Id) => ({ Id, MD5OfMessageBody: MD5, MessageId: MESSAGE_ID })),
+    Failed: [],
+  }),
+  CreateQueue: JSON.stringify({ QueueUrl: QUEUE_URL }),
+  GetQueueUrl: JSON.stringify({ QueueUrl: QUEUE_URL }),
+  ListQueues: JSON.stringify({ QueueUrls: [QUEUE_URL] }),
+  ReceiveMessage: JSON.stringify({ Messages: [] }),
+};
+
+function xmlReply(action: string, result: string): string {
+  return (
+    `<?xml version="1.0"?><${action}Response xmlns="http://queue.amazonaws.com/doc/2012-11-05/">` +
+    `<${action}Result>${result}</${action}Result>` +
+    `<ResponseMetadata><RequestId>${REQUEST_ID}</RequestId></ResponseMetadata></${action}Response>`
+  );
+}
+
+const queryReplies: Record<string, string> = {
+  SendMessage: xmlReply(
+    'SendMessage',
+    `<MD5OfMessageBody>${MD5}</MD5OfMessageBody><MessageId>${MESSAGE_ID}</MessageId>`,
+  ),
+  SendMessageBatch: xmlReply(
+    'SendMessageBatch',
+    BATCH_IDS.map(
+      (id) =>
+        `<SendMessageBatchResultEntry><Id>${id}</Id><MessageId>${MESSAGE_ID}</MessageId>` +
+        `<MD5OfMessageBody>${MD5}</MD5OfMessageBody></SendMessageBatchResultEntry>`,
+    ).join(''),
+  ),
+  CreateQueue: xmlReply('CreateQueue', `<QueueUrl>${QUEUE_URL}</QueueUrl>`),
+  GetQueueUrl: xmlReply('GetQueueUrl', `<QueueUrl>${QUEUE_URL}</QueueUrl>`),
+  ListQueues: xmlReply('ListQueues', `<QueueUrl>${QUEUE_URL}</QueueUrl>`),
+  ReceiveMessage: xmlReply('ReceiveMessage', ''),
+};
+
+const app = Fastify({ logger: false, bodyLimit: 2 * 1024 * 1024 });
+
+app.addContentTypeParser(JSON_TYPE, { parseAs: 'string' }, (_req, body, done) => {
+  try {
+    done(null, JSON.parse(body as string) as unknown);
+  } catch (err) {
+    done(err as Error, undefined);
+  }
+});
+app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+  done(null, parseQuery(body as string));
+});
+
+app.get('/health', () => ({ status: 'ok' }));
+
+app.post('/*', (request, reply) => {
+  const target = request.headers['x-amz-target'];
+  if (typeof target === 'string') {
+    const action = target.slice(target.indexOf('.') + 1);
+    void reply.type(JSON_TYPE).send(jsonReplies[action] ?? '{}');
+    return reply;
+  }
+  const form = request.body as Record<string, string | string[] | undefined> | undefined;
+  const action = typeof form?.['Action'] === 'string' ? form['Action'] : '';
+  void reply.type(XML_TYPE).send(queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
+  return reply;
+});
+
+await app.listen({ port, host });
+
+function shutdown(): void {
+  app.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+}
+process.once('SIGTERM', shutdown);
+process.once('SIGINT', shutdown);

@@ -1,0 +1,315 @@
+/**
+ * `npm run bench`: a load generator for SQS servers (shared-sqs, a bare fastify ceiling, the fauxqs
+ * emulator). See --help, and docs/performance.md for the figures it produced.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+
+import { hasTaskset, machineInfo, pinSelf } from './bench/proc.js';
+import {
+  computeChecks,
+  computeRatios,
+  formatAnalysis,
+  formatMarkdown,
+  formatTable,
+  resultLine,
+} from './bench/report.js';
+import type { Report } from './bench/report.js';
+import { runScenario } from './bench/scenarios.js';
+import type { BenchConfig, Result } from './bench/scenarios.js';
+import { PROTOCOLS } from './bench/sqs.js';
+import type { Protocol } from './bench/sqs.js';
+import { killStartedServers, ROOT, SCENARIO_NAMES, TARGET_NAMES, TARGETS } from './bench/targets.js';
+import type { ScenarioName } from './bench/targets.js';
+
+const HELP = `Usage: npm run bench -- [options]
+
+Drives SQS servers over keep-alive HTTP/1.1 (pre-built requests, one in flight per connection) and
+prints, per target, protocol and scenario: msgs/s, req/s, p50/p99 latency, server RSS before/after
+(/proc/<pid>/status VmRSS), server CPU % of one core (/proc/<pid>/stat utime+stime) and the load
+generator's own CPU % (near 100 % would mean the load generator, not the server, is the limit).
+Every server is started by the bench (a fresh one for each scenario) and stopped at the end. Non-2xx
+replies, failed batch entries and lost messages are counted as errors; a run with errors is flagged.
+
+Targets (--targets, comma-separated; default ${TARGET_NAMES.join(',')}):
+  shared-sqs   node dist/main.js --port P --control-port C --log-level warn   (npm run build first)
+               ready when GET :C/health is 200; both protocols, every scenario
+  fastify      scripts/bare-fastify.ts: a bare fastify 5 server that parses the body and sends a fixed
+               reply, the ceiling; both protocols; send, send-batch and cold-start only
+  fauxqs       the fauxqs npm emulator (logging off); JSON protocol only
+
+Scenarios (--scenarios, comma-separated; default all):
+  send             SendMessage of a 256-byte body to one queue, --clients in parallel, --duration
+  send-batch       SendMessageBatch of 10 x 256 B (msgs/s counts messages)
+  receive-delete   pre-fill --depth messages (batched sends), then clients loop ReceiveMessage
+                   (MaxNumberOfMessages=10, WaitTimeSeconds=0) + DeleteMessageBatch until the queue is
+                   drained or --duration is up; msgs/s = deleted per second. Run again at --deep-depth
+                   to compare the rate deep vs shallow.
+  roundtrip        a producer sends --rate msgs/s whose bodies carry the send time (hrtime); --consumers
+                   long-poll (WaitTimeSeconds=20, max 10) and delete; latency = receive - send time
+  idle-long-polls  --polls concurrent ReceiveMessage long polls (WaitTimeSeconds=20, each on its own
+                   connection) on an empty queue: server RSS increase and CPU % over --duration of
+                   idling; then --wakeups times, send one message and time until a poll returns it
+                   (from issuing the SendMessage)
+  memory           create --queues empty queues, then send --messages 256-byte messages to one queue;
+                   bytes per queue and per message, of RSS and of V8 heap (the server runs with
+                   --inspect; the bench forces a full GC through the inspector before each reading)
+  cold-start       time from spawning the server to its first 200 on ListQueues, --cold-runs times
+
+Options:
+  --targets LIST        targets to run (default ${TARGET_NAMES.join(',')})
+  --protocols LIST      json,query (default both; fauxqs is always JSON only)
+  --scenarios LIST      scenarios to run (default all)
+  --clients N           concurrent clients / connections (default 32)
+  --duration S          measured seconds per scenario (default 10; --quick: 2)
+  --warmup S            unmeasured warm-up seconds before send, send-batch, roundtrip (default 1; --quick: 0.5)
+  --depth N             receive-delete queue depth (default 20000; --quick: 2000)
+  --deep-depth N        second receive-delete depth, 0 to skip (default 200000; --quick: 20000)
+  --rate N              roundtrip send rate, msgs/s (default 1000)
+  --consumers N         roundtrip long-polling consumers (default 8)
+  --polls N             idle-long-polls concurrent long polls (default 1000)
+  --wakeups N           idle-long-polls wake-up samples (default 50; --quick: 10)
+  --queues N            memory: empty queues to create (default 10000; --quick: 1000)
+  --messages N          memory: messages to queue (default 100000; --quick: 10000)
+  --cold-runs N         cold-start repetitions, median reported (default 5; --quick: 3)
+  --body-size N         message body bytes (default 256)
+  --server-cpu LIST     pin servers with taskset -c LIST (default 0; "none" to not pin)
+  --load-cpu LIST       pin the load generator with taskset (default 1; "none" to not pin)
+  --shared-sqs-entry F  shared-sqs entry point (default dist/main.js)
+  --shared-sqs-args A   extra arguments for shared-sqs, space-separated
+  --cpu-prof DIR        start the servers with --cpu-prof, profiles written to DIR on exit
+  --quick               smoke run: 2 s per scenario, smaller depths and counts
+  --json FILE           also write all results (and machine, options, ratios, checks) as JSON
+  --markdown FILE       also write the results as the Markdown tables used in docs/performance.md
+  --from-json FILE      run nothing: re-print (and --markdown) the results of an earlier --json file
+  -h, --help            this text
+
+Examples:
+  npm run bench -- --quick --targets fastify,fauxqs
+  npm run build && npm run bench -- --json .bench/full.json --markdown .bench/full.md
+  npm run bench -- --targets shared-sqs --scenarios send --protocols json --cpu-prof .bench/prof
+`;
+
+const { values: args } = parseArgs({
+  options: {
+    targets: { type: 'string' },
+    protocols: { type: 'string' },
+    scenarios: { type: 'string' },
+    clients: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    depth: { type: 'string' },
+    'deep-depth': { type: 'string' },
+    rate: { type: 'string' },
+    consumers: { type: 'string' },
+    polls: { type: 'string' },
+    wakeups: { type: 'string' },
+    queues: { type: 'string' },
+    messages: { type: 'string' },
+    'cold-runs': { type: 'string' },
+    'body-size': { type: 'string' },
+    'server-cpu': { type: 'string' },
+    'load-cpu': { type: 'string' },
+    'shared-sqs-entry': { type: 'string' },
+    'shared-sqs-args': { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    markdown: { type: 'string' },
+    'from-json': { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+  strict: true,
+  allowPositionals: false,
+});
+
+if (args.help) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+
+function fail(msg: string): never {
+  process.stderr.write(`bench: ${msg}\n`);
+  process.exit(64);
+}
+
+function list<T extends string>(value: string | undefined, all: readonly T[], what: string): T[] {
+  if (value === undefined) return [...all];
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const i of items) if (!all.includes(i as T)) fail(`unknown ${what} "${i}" (one of ${all.join(', ')})`);
+  return items as T[];
+}
+
+function number(name: keyof typeof args, normal: number, quick: number, min = 0): number {
+  const raw = args[name];
+  if (raw === undefined) return args.quick ? quick : normal;
+  const v = Number(raw);
+  if (typeof raw !== 'string' || !Number.isFinite(v) || v < min) fail(`--${name} must be a number ≥ ${min}`);
+  return v;
+}
+
+function cpuList(value: string | undefined, dflt: string): string | undefined {
+  const v = value ?? dflt;
+  if (v === 'none' || v === '') return undefined;
+  if (!/^[0-9,-]+$/.test(v)) fail(`bad CPU list "${v}"`);
+  return v;
+}
+
+function writeOut(file: string, text: string): void {
+  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  writeFileSync(file, text);
+}
+
+function finish(report: Report): void {
+  console.log('\n' + formatTable(report.results));
+  const analysis = formatAnalysis(report.ratios, report.checks);
+  if (analysis) console.log('\n' + analysis);
+  const errored = report.results.filter((r) => r.errors > 0);
+  if (errored.length) {
+    console.log(`\n⚠ ${errored.length} run(s) had errors:`);
+    for (const r of errored) {
+      console.log(
+        `  ${r.target} ${r.protocol} ${r.scenario} ${r.variant}: ${r.errors} — ${r.errorSamples.join(' | ')}`,
+      );
+    }
+  }
+  for (const n of report.notes) console.log(`note: ${n}`);
+  if (args.json) {
+    writeOut(args.json, JSON.stringify(report, null, 2) + '\n');
+    console.log(`\nJSON written to ${args.json}`);
+  }
+  if (args.markdown) {
+    writeOut(args.markdown, formatMarkdown(report));
+    console.log(`Markdown written to ${args.markdown}`);
+  }
+}
+
+if (args['from-json']) {
+  const report = JSON.parse(readFileSync(args['from-json'], 'utf8')) as Report;
+  report.ratios = computeRatios(report.results);
+  report.checks = computeChecks(report.results);
+  finish(report);
+  process.exit(0);
+}
+
+const targets = list(args.targets, TARGET_NAMES, 'target');
+const protocols = list(args.protocols, PROTOCOLS, 'protocol');
+const scenarios = list(args.scenarios, SCENARIO_NAMES, 'scenario');
+const serverCpu = cpuList(args['server-cpu'], '0');
+const loadCpu = cpuList(args['load-cpu'], '1');
+const sharedSqsEntry = args['shared-sqs-entry'] ?? 'dist/main.js';
+
+const cfg: BenchConfig = {
+  clients: number('clients', 32, 32, 1),
+  durationS: number('duration', 10, 2, 0.1),
+  warmupS: number('warmup', 1, 0.5, 0),
+  depth: number('depth', 20_000, 2_000, 10),
+  deepDepth: number('deep-depth', 200_000, 20_000, 0),
+  rate: number('rate', 1_000, 1_000, 1),
+  consumers: number('consumers', 8, 8, 1),
+  polls: number('polls', 1_000, 1_000, 1),
+  wakeups: number('wakeups', 50, 10, 0),
+  queues: number('queues', 10_000, 1_000, 1),
+  messages: number('messages', 100_000, 10_000, 10),
+  coldRuns: number('cold-runs', 5, 3, 1),
+  bodySize: number('body-size', 256, 256, 20),
+  launch: {
+    cpu: undefined,
+    cpuProfDir: args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined,
+    sharedSqsEntry,
+    sharedSqsArgs: (args['shared-sqs-args'] ?? '').split(' ').filter(Boolean),
+  },
+  log: (line) => console.log(line),
+};
+
+const machine = machineInfo();
+const notes: string[] = [];
+const loadAvgAtStart = os.loadavg()[0] ?? 0;
+if (loadAvgAtStart > 0.5) {
+  const msg = `the machine was busy when the bench started (1-minute load average ${loadAvgAtStart.toFixed(2)}): figures may be noisy; see the "other CPU %" column`;
+  notes.push(msg);
+  console.log(`warning: ${msg}`);
+}
+if ((serverCpu !== undefined || loadCpu !== undefined) && !hasTaskset()) {
+  notes.push('taskset not available: servers and load generator were not pinned');
+} else {
+  cfg.launch.cpu = serverCpu;
+  if (loadCpu !== undefined) pinSelf(loadCpu);
+}
+
+if (targets.includes('shared-sqs') && !existsSync(path.resolve(ROOT, sharedSqsEntry))) {
+  fail(`${sharedSqsEntry} not found: run "npm run build" first, or leave shared-sqs out of --targets`);
+}
+
+function gitDescribe(): string | null {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return null;
+  }
+}
+const gitCommit = gitDescribe();
+
+function onSignal(sig: NodeJS.Signals): void {
+  killStartedServers();
+  process.stderr.write(`\nbench: interrupted by ${sig}; started servers killed\n`);
+  process.exit(130);
+}
+process.once('SIGINT', onSignal);
+process.once('SIGTERM', onSignal);
+process.once('exit', () => killStartedServers());
+
+const startedAt = new Date();
+console.log(
+  `bench: ${machine.nproc} × ${machine.cpuModel}, node ${machine.node}; servers on CPU ${serverCpu ?? 'any'}, ` +
+    `load generator on CPU ${loadCpu ?? 'any'}; ${cfg.clients} clients, ${cfg.durationS} s per scenario` +
+    (args.quick ? ' (quick)' : ''),
+);
+
+const results: Result[] = [];
+for (const target of targets) {
+  const def = TARGETS[target];
+  for (const protocol of protocols.filter((p: Protocol) => def.protocols.includes(p))) {
+    for (const scenario of scenarios.filter((s: ScenarioName) => def.scenarios.includes(s))) {
+      const t0 = Date.now();
+      console.log(`… ${target} ${protocol} ${scenario}`);
+      const rs = await runScenario(cfg, target, protocol, scenario);
+      for (const r of rs) {
+        results.push(r);
+        console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      }
+    }
+  }
+}
+
+const report: Report = {
+  version: 1,
+  startedAt: startedAt.toISOString(),
+  finishedAt: new Date().toISOString(),
+  gitCommit,
+  machine,
+  options: {
+    targets,
+    protocols,
+    scenarios,
+    quick: args.quick,
+    serverCpu: serverCpu ?? null,
+    loadCpu: loadCpu ?? null,
+    ...Object.fromEntries(Object.entries(cfg).filter(([k]) => k !== 'launch' && k !== 'log')),
+    sharedSqsEntry,
+    sharedSqsArgs: cfg.launch.sharedSqsArgs,
+  },
+  notes,
+  loadAverage: { atStart: loadAvgAtStart, atEnd: os.loadavg()[0] ?? null },
+  results,
+  ratios: computeRatios(results),
+  checks: computeChecks(results),
+};
+finish(report);
+process.exitCode = results.some((r) => r.errors > 0) ? 1 : 0;

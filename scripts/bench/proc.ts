@@ -1,0 +1,195 @@
+/** Reading a process's memory and CPU use from /proc, CPU pinning, free ports, machine facts. */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+
+let clkTck: number | undefined;
+
+/** Clock ticks per second, the unit of utime/stime in /proc/<pid>/stat. */
+export function clockTicks(): number {
+  if (clkTck === undefined) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+}
+
+/** Resident set size of a process in bytes (VmRSS), or NaN if it cannot be read. */
+export function readRss(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** utime + stime of a process (all its threads), in seconds, or NaN. */
+export function readCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces: fields are counted from after its ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return (Number(rest[11]) + Number(rest[12])) / clockTicks();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** A snapshot for measuring a process's CPU share over an interval. */
+export interface CpuMark {
+  cpuS: number;
+  wallNs: bigint;
+}
+
+export function markCpu(pid: number): CpuMark {
+  return { cpuS: readCpuSeconds(pid), wallNs: process.hrtime.bigint() };
+}
+
+/** CPU used since `mark`, as a percentage of one core. */
+export function cpuPercentSince(pid: number, mark: CpuMark): number {
+  const now = markCpu(pid);
+  const wallS = Number(now.wallNs - mark.wallNs) / 1e9;
+  return wallS > 0 ? ((now.cpuS - mark.cpuS) / wallS) * 100 : Number.NaN;
+}
+
+/** A snapshot of this (load generator) process's CPU use. */
+export interface SelfCpuMark {
+  usage: NodeJS.CpuUsage;
+  wallNs: bigint;
+}
+
+export function markSelfCpu(): SelfCpuMark {
+  return { usage: process.cpuUsage(), wallNs: process.hrtime.bigint() };
+}
+
+export function selfCpuPercentSince(mark: SelfCpuMark): number {
+  const d = process.cpuUsage(mark.usage);
+  const wallS = Number(process.hrtime.bigint() - mark.wallNs) / 1e9;
+  return wallS > 0 ? ((d.user + d.system) / 1e6 / wallS) * 100 : Number.NaN;
+}
+
+/** Busy time of all CPUs of the machine (user+nice+system+irq+softirq+steal), in seconds. */
+export function readMachineBusySeconds(): number {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal guest guest_nice (guest is included in user)
+    const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+    return busy / clockTicks();
+  } catch {
+    return Number.NaN;
+  }
+}
+
+export interface MeterReading {
+  /** Server CPU, % of one core. */
+  serverCpuPct: number;
+  /** Load generator (this process) CPU, % of one core. */
+  loadCpuPct: number;
+  /**
+   * CPU used on the machine by anything else (other processes, and kernel network work not charged to
+   * either process), % of one core. High values mean the figures were taken on a busy machine.
+   */
+  otherCpuPct: number;
+  wallS: number;
+}
+
+/** Measures server, load generator and everything else's CPU use over an interval. */
+export class Meter {
+  private readonly server: CpuMark;
+  private readonly self: SelfCpuMark;
+  private readonly machineBusyS: number;
+
+  constructor(private readonly pid: number) {
+    this.machineBusyS = readMachineBusySeconds();
+    this.self = markSelfCpu();
+    this.server = markCpu(pid);
+  }
+
+  read(): MeterReading {
+    const server = markCpu(this.pid);
+    const selfUsage = process.cpuUsage(this.self.usage);
+    const machineBusyS = readMachineBusySeconds();
+    const wallS = Number(server.wallNs - this.server.wallNs) / 1e9;
+    const serverS = server.cpuS - this.server.cpuS;
+    const selfS = (selfUsage.user + selfUsage.system) / 1e6;
+    const otherS = Math.max(0, machineBusyS - this.machineBusyS - serverS - selfS);
+    return {
+      serverCpuPct: (serverS / wallS) * 100,
+      loadCpuPct: (selfS / wallS) * 100,
+      otherCpuPct: (otherS / wallS) * 100,
+      wallS,
+    };
+  }
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let tasksetOk: boolean | undefined;
+
+export function hasTaskset(): boolean {
+  if (tasksetOk === undefined) {
+    try {
+      execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+      tasksetOk = true;
+    } catch {
+      tasksetOk = false;
+    }
+  }
+  return tasksetOk;
+}
+
+/** Pin every thread of this process (and threads it starts later) to the given CPU list. */
+export function pinSelf(cpus: string): void {
+  execFileSync('taskset', ['-a', '-c', '-p', cpus, String(process.pid)], { stdio: 'ignore' });
+}
+
+export interface MachineInfo {
+  nproc: number;
+  cpuModel: string;
+  memGiB: number;
+  node: string;
+  platform: string;
+  kernel: string;
+}
+
+export function machineInfo(): MachineInfo {
+  let cpuModel = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m?.[1]) cpuModel = m[1].trim();
+  } catch {
+    // keep os.cpus()'s answer
+  }
+  return {
+    nproc: os.cpus().length,
+    cpuModel,
+    memGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    platform: `${os.platform()} ${os.arch()}`,
+    kernel: os.release(),
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

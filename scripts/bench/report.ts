@@ -1,0 +1,728 @@
+/** Turning results into the console table, ratios, target checks and the Markdown of docs/performance.md. */
+import type { Result } from './scenarios.js';
+import type { MachineInfo } from './proc.js';
+import type { ScenarioName, TargetName } from './targets.js';
+import type { Protocol } from './sqs.js';
+
+export interface Report {
+  version: 1;
+  startedAt: string;
+  finishedAt: string;
+  gitCommit: string | null;
+  machine: MachineInfo;
+  options: Record<string, unknown>;
+  notes: string[];
+  /** 1-minute load averages when the run started and ended. */
+  loadAverage?: { atStart: number | null; atEnd: number | null };
+  results: Result[];
+  ratios: Ratio[];
+  checks: Check[];
+}
+
+export interface Ratio {
+  name: string;
+  value: number | null;
+  detail: string;
+}
+
+export interface Check {
+  /** The figure shared-sqs is held to, in words. */
+  target: string;
+  protocol: Protocol;
+  /** The measured figure, in words. */
+  measured: string;
+  met: boolean | null;
+  /** How far off it is when not met. */
+  gap: string;
+}
+
+const MiB = 2 ** 20;
+
+function fmtNum(v: number | null | undefined, digits = 0): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function fmtMs(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0);
+}
+
+function fmtMiB(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || !Number.isFinite(bytes)) return '–';
+  return (bytes / MiB).toFixed(1);
+}
+
+function fmtRatio(v: number | null): string {
+  return v === null || !Number.isFinite(v) ? '–' : `${v.toFixed(2)}×`;
+}
+
+function num(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/** Short scenario-specific figures for the notes column. */
+export function notes(r: Result): string {
+  const e = r.extra;
+  const parts: string[] = [];
+  switch (r.scenario) {
+    case 'receive-delete':
+      if (e['drained'] === true) parts.push('drained');
+      if (num(e['fillMsgsPerSec']) !== null)
+        parts.push(`filled at ${fmtNum(num(e['fillMsgsPerSec']))} msgs/s`);
+      break;
+    case 'roundtrip':
+      parts.push(`rate ${fmtNum(num(e['rate']))}/s, ${fmtNum(num(e['consumers']))} consumers`);
+      if (num(e['sendP50Ms']) !== null) parts.push(`send p50 ${fmtMs(num(e['sendP50Ms']))} ms`);
+      break;
+    case 'idle-long-polls':
+      parts.push(
+        `${fmtNum(num(e['connections']))} polls open, RSS +${fmtNum(num(e['rssIncreaseMiB']), 1)} MiB`,
+      );
+      if (num(e['returnedWhileIdle'])) parts.push(`${fmtNum(num(e['returnedWhileIdle']))} returned early`);
+      break;
+    case 'memory':
+      parts.push(
+        `per queue: heap ${fmtNum(num(e['heapPerQueue']))} B, RSS ${fmtNum(num(e['rssPerQueue']))} B`,
+        `per msg: heap ${fmtNum(num(e['heapPerMessage']))} B, RSS ${fmtNum(num(e['rssPerMessage']))} B`,
+      );
+      break;
+    case 'cold-start':
+      parts.push(
+        `median ${fmtMs(num(e['medianMs']))} ms (min ${fmtMs(num(e['minMs']))}, max ${fmtMs(num(e['maxMs']))})`,
+      );
+      break;
+    case 'send':
+    case 'send-batch':
+      break;
+  }
+  return parts.join('; ');
+}
+
+export function resultLine(r: Result): string {
+  const head = `${r.target} ${r.protocol} ${r.scenario}${r.variant ? ` (${r.variant})` : ''}`;
+  const parts: string[] = [];
+  if (r.msgsPerSec !== null) parts.push(`${fmtNum(r.msgsPerSec)} msgs/s`);
+  if (r.reqPerSec !== null) parts.push(`${fmtNum(r.reqPerSec)} req/s`);
+  if (r.latency?.p50 !== null && r.latency?.p50 !== undefined) {
+    parts.push(`p50 ${fmtMs(r.latency.p50)} ms, p99 ${fmtMs(r.latency.p99)} ms`);
+  }
+  if (r.serverCpuPct !== null) parts.push(`server CPU ${fmtNum(r.serverCpuPct)} %`);
+  const n = notes(r);
+  if (n) parts.push(n);
+  if (r.errors > 0) parts.push(`ERRORS ${r.errors}: ${r.errorSamples.join(' | ')}`);
+  return `${head}: ${parts.join(', ')}`;
+}
+
+const COLUMNS = [
+  'target',
+  'proto',
+  'scenario',
+  'msgs/s',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'RSS MiB (before→after)',
+  'srv CPU %',
+  'load CPU %',
+  'other CPU %',
+  'errors',
+  'notes',
+] as const;
+
+function row(r: Result): string[] {
+  return [
+    r.target,
+    r.protocol,
+    r.scenario + (r.variant ? ` (${r.variant})` : ''),
+    fmtNum(r.msgsPerSec),
+    fmtNum(r.reqPerSec),
+    fmtMs(r.latency?.p50),
+    fmtMs(r.latency?.p99),
+    r.serverRssBefore === null
+      ? fmtMiB(r.serverRssAfter)
+      : `${fmtMiB(r.serverRssBefore)}→${fmtMiB(r.serverRssAfter)}`,
+    fmtNum(r.serverCpuPct, r.scenario === 'idle-long-polls' ? 1 : 0),
+    fmtNum(r.loadCpuPct),
+    fmtNum(r.otherCpuPct),
+    r.errors > 0 ? `${r.errors} !` : '0',
+    notes(r),
+  ];
+}
+
+export function formatTable(results: readonly Result[]): string {
+  const rows = [COLUMNS.slice() as string[], ...results.map(row)];
+  const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = new Set([3, 4, 5, 6, 8, 9, 10]);
+  const line = (r: string[]): string =>
+    r
+      .map((c, i) => (numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  const sep = widths.map((w) => '-'.repeat(w)).join('  ');
+  return [line(rows[0]!), sep, ...rows.slice(1).map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------- analysis
+
+function find(
+  results: readonly Result[],
+  target: TargetName,
+  protocol: Protocol,
+  scenario: ScenarioName,
+  variant?: string,
+): Result | undefined {
+  return results.find(
+    (r) =>
+      r.target === target &&
+      r.protocol === protocol &&
+      r.scenario === scenario &&
+      (variant === undefined || r.variant === variant),
+  );
+}
+
+function ratio(a: number | null | undefined, b: number | null | undefined): number | null {
+  if (a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !b)
+    return null;
+  return a / b;
+}
+
+function depthsOf(results: readonly Result[]): [string | undefined, string | undefined] {
+  const depths = [
+    ...new Set(results.filter((r) => r.scenario === 'receive-delete').map((r) => num(r.extra['depth']))),
+  ]
+    .filter((d): d is number => d !== null)
+    .sort((a, b) => a - b);
+  return [
+    depths[0] !== undefined ? `${depths[0]} deep` : undefined,
+    depths.length > 1 ? `${depths[depths.length - 1]} deep` : undefined,
+  ];
+}
+
+export function computeRatios(results: readonly Result[]): Ratio[] {
+  const out: Ratio[] = [];
+  const protos: Protocol[] = ['json', 'query'];
+  for (const p of protos) {
+    const s = find(results, 'shared-sqs', p, 'send');
+    const f = find(results, 'fastify', p, 'send');
+    if (s && f) {
+      out.push({
+        name: `send ${p}: shared-sqs / fastify (req/s)`,
+        value: ratio(s.reqPerSec, f.reqPerSec),
+        detail: `${fmtNum(s.reqPerSec)} / ${fmtNum(f.reqPerSec)}`,
+      });
+    }
+    const sb = find(results, 'shared-sqs', p, 'send-batch');
+    const fb = find(results, 'fastify', p, 'send-batch');
+    if (sb && fb) {
+      out.push({
+        name: `send-batch ${p}: shared-sqs / fastify (msgs/s)`,
+        value: ratio(sb.msgsPerSec, fb.msgsPerSec),
+        detail: `${fmtNum(sb.msgsPerSec)} / ${fmtNum(fb.msgsPerSec)}`,
+      });
+    }
+  }
+  const [shallow, deep] = depthsOf(results);
+  for (const t of ['shared-sqs', 'fastify'] as const) {
+    for (const sc of ['send', 'send-batch', 'receive-delete'] as const) {
+      const q = find(results, t, 'query', sc, sc === 'receive-delete' ? shallow : undefined);
+      const j = find(results, t, 'json', sc, sc === 'receive-delete' ? shallow : undefined);
+      if (q && j) {
+        out.push({
+          name: `${sc}${sc === 'receive-delete' ? ` (${shallow})` : ''}: ${t} query / json (msgs/s)`,
+          value: ratio(q.msgsPerSec, j.msgsPerSec),
+          detail: `${fmtNum(q.msgsPerSec)} / ${fmtNum(j.msgsPerSec)}`,
+        });
+      }
+    }
+  }
+  const vsFauxqs: [ScenarioName, string | undefined, 'msgsPerSec' | 'p50' | 'median'][] = [
+    ['send', undefined, 'msgsPerSec'],
+    ['send-batch', undefined, 'msgsPerSec'],
+    ['receive-delete', shallow, 'msgsPerSec'],
+    ['receive-delete', deep, 'msgsPerSec'],
+    ['roundtrip', undefined, 'p50'],
+    ['idle-long-polls', undefined, 'p50'],
+    ['cold-start', undefined, 'median'],
+  ];
+  for (const [sc, variant, field] of vsFauxqs) {
+    if (variant === undefined && sc === 'receive-delete') continue;
+    const s = find(results, 'shared-sqs', 'json', sc, variant);
+    const f = find(results, 'fauxqs', 'json', sc, variant);
+    if (!s || !f) continue;
+    const pick = (r: Result): number | null =>
+      field === 'msgsPerSec'
+        ? r.msgsPerSec
+        : field === 'p50'
+          ? (r.latency?.p50 ?? null)
+          : num(r.extra['medianMs']);
+    const what =
+      field === 'msgsPerSec'
+        ? 'msgs/s'
+        : field === 'p50'
+          ? 'p50 latency, lower is better'
+          : 'median ms, lower is better';
+    out.push({
+      name: `${sc}${variant ? ` (${variant})` : ''} json: shared-sqs / fauxqs (${what})`,
+      value: ratio(pick(s), pick(f)),
+      detail: `${fmtNum(pick(s), field === 'msgsPerSec' ? 0 : 2)} / ${fmtNum(pick(f), field === 'msgsPerSec' ? 0 : 2)}`,
+    });
+  }
+  if (shallow && deep) {
+    for (const t of ['shared-sqs', 'fauxqs'] as const) {
+      for (const p of protos) {
+        const a = find(results, t, p, 'receive-delete', deep);
+        const b = find(results, t, p, 'receive-delete', shallow);
+        if (a && b) {
+          out.push({
+            name: `receive-delete ${t} ${p}: ${deep} / ${shallow} (msgs/s)`,
+            value: ratio(a.msgsPerSec, b.msgsPerSec),
+            detail: `${fmtNum(a.msgsPerSec)} / ${fmtNum(b.msgsPerSec)}`,
+          });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+export function computeChecks(results: readonly Result[]): Check[] {
+  const out: Check[] = [];
+  const [shallow, deep] = depthsOf(results);
+  const add = (
+    target: string,
+    protocol: Protocol,
+    value: number | null,
+    limit: number,
+    kind: 'min' | 'max',
+    show: (v: number) => string,
+    unitGap: (v: number) => string,
+    errored: boolean,
+  ): void => {
+    if (value === null || !Number.isFinite(value)) {
+      out.push({ target, protocol, measured: 'not measured', met: null, gap: '' });
+      return;
+    }
+    const met = (kind === 'min' ? value >= limit : value <= limit) && !errored;
+    out.push({
+      target,
+      protocol,
+      measured: show(value) + (errored ? ' (run had errors)' : ''),
+      met,
+      gap: met ? '' : unitGap(value),
+    });
+  };
+  const pct = (v: number, limit: number): string => `${Math.abs((v / limit - 1) * 100).toFixed(0)} %`;
+
+  for (const p of ['json', 'query'] as const) {
+    const s = find(results, 'shared-sqs', p, 'send');
+    const f = find(results, 'fastify', p, 'send');
+    if (p === 'json' && s && f) {
+      const v = ratio(s.reqPerSec, f.reqPerSec);
+      add(
+        'SendMessage ≥ 0.8× bare fastify req/s',
+        p,
+        v,
+        0.8,
+        'min',
+        (x) => `${x.toFixed(2)}× (${fmtNum(s.reqPerSec)} vs ${fmtNum(f.reqPerSec)} req/s)`,
+        (x) => `${pct(x, 0.8)} short of 0.8×`,
+        s.errors > 0,
+      );
+    }
+    if (p === 'query') {
+      for (const sc of ['send', 'send-batch'] as const) {
+        const q = find(results, 'shared-sqs', 'query', sc);
+        const j = find(results, 'shared-sqs', 'json', sc);
+        if (q && j) {
+          const v = ratio(q.msgsPerSec, j.msgsPerSec);
+          add(
+            `${sc === 'send' ? 'SendMessage' : 'SendMessageBatch'}: Query within 15 % of JSON`,
+            p,
+            v,
+            0.85,
+            'min',
+            (x) => `${x.toFixed(2)}× of JSON (${fmtNum(q.msgsPerSec)} vs ${fmtNum(j.msgsPerSec)} msgs/s)`,
+            (x) => `${((1 - x) * 100).toFixed(0)} % below JSON`,
+            q.errors > 0,
+          );
+        }
+      }
+    }
+    const sb = find(results, 'shared-sqs', p, 'send-batch');
+    const fb = find(results, 'fastify', p, 'send-batch');
+    if (sb && fb) {
+      const v = ratio(sb.msgsPerSec, fb.msgsPerSec);
+      add(
+        'SendMessageBatch ≥ 0.7× bare fastify batch rate',
+        p,
+        v,
+        0.7,
+        'min',
+        (x) => `${x.toFixed(2)}× (${fmtNum(sb.msgsPerSec)} vs ${fmtNum(fb.msgsPerSec)} msgs/s)`,
+        (x) => `${pct(x, 0.7)} short of 0.7×`,
+        sb.errors > 0,
+      );
+    }
+    const rd = shallow ? find(results, 'shared-sqs', p, 'receive-delete', shallow) : undefined;
+    if (rd) {
+      add(
+        `receive+delete ≥ 30,000 msgs/s (${shallow})`,
+        p,
+        rd.msgsPerSec,
+        30_000,
+        'min',
+        (x) => `${fmtNum(x)} msgs/s`,
+        (x) => `${pct(x, 30_000)} short`,
+        rd.errors > 0,
+      );
+    }
+    const rdDeep = deep ? find(results, 'shared-sqs', p, 'receive-delete', deep) : undefined;
+    if (rd && rdDeep) {
+      const v = ratio(rdDeep.msgsPerSec, rd.msgsPerSec);
+      add(
+        `receive+delete at ${deep} ≥ 0.9× the rate at ${shallow}`,
+        p,
+        v,
+        0.9,
+        'min',
+        (x) => `${x.toFixed(2)}× (${fmtNum(rdDeep.msgsPerSec)} vs ${fmtNum(rd.msgsPerSec)} msgs/s)`,
+        (x) => `${pct(x, 0.9)} short of 0.9×`,
+        rdDeep.errors > 0,
+      );
+    }
+    const rt = find(results, 'shared-sqs', p, 'roundtrip');
+    if (rt) {
+      const rate = num(rt.extra['rate']);
+      add(
+        `end-to-end latency at ${fmtNum(rate)} msgs/s ≤ 2 ms p50`,
+        p,
+        rt.latency?.p50 ?? null,
+        2,
+        'max',
+        (x) => `${fmtMs(x)} ms`,
+        (x) => `${fmtMs(x - 2)} ms (${pct(x, 2)}) over`,
+        rt.errors > 0,
+      );
+      add(
+        `end-to-end latency at ${fmtNum(rate)} msgs/s ≤ 10 ms p99`,
+        p,
+        rt.latency?.p99 ?? null,
+        10,
+        'max',
+        (x) => `${fmtMs(x)} ms`,
+        (x) => `${fmtMs(x - 10)} ms (${pct(x, 10)}) over`,
+        rt.errors > 0,
+      );
+    }
+    const idle = find(results, 'shared-sqs', p, 'idle-long-polls');
+    if (idle) {
+      const polls = fmtNum(num(idle.extra['polls']));
+      add(
+        `${polls} idle long polls ≤ 20 MiB more RSS`,
+        p,
+        num(idle.extra['rssIncreaseMiB']),
+        20,
+        'max',
+        (x) => `+${x.toFixed(1)} MiB`,
+        (x) => `${(x - 20).toFixed(1)} MiB over`,
+        idle.errors > 0,
+      );
+      add(
+        `${polls} idle long polls ≤ 2 % CPU`,
+        p,
+        idle.serverCpuPct,
+        2,
+        'max',
+        (x) => `${x.toFixed(2)} %`,
+        (x) => `${(x - 2).toFixed(2)} points over`,
+        idle.errors > 0,
+      );
+      add(
+        'woken within 5 ms p50 of a send',
+        p,
+        idle.latency?.p50 ?? null,
+        5,
+        'max',
+        (x) => `${fmtMs(x)} ms p50 (p99 ${fmtMs(idle.latency?.p99)} ms)`,
+        (x) => `${fmtMs(x - 5)} ms over`,
+        idle.errors > 0,
+      );
+    }
+    const mem = find(results, 'shared-sqs', p, 'memory');
+    if (mem) {
+      const rq = num(mem.extra['rssPerQueue']);
+      const hq = num(mem.extra['heapPerQueue']);
+      const worst = rq === null ? hq : hq === null ? rq : Math.max(rq, hq);
+      add(
+        '≤ 5 KiB per empty queue (RSS and heap)',
+        p,
+        worst,
+        5 * 1024,
+        'max',
+        () => `heap ${fmtNum(hq)} B, RSS ${fmtNum(rq)} B per queue`,
+        (x) => `${fmtNum(x - 5 * 1024)} B (${pct(x, 5 * 1024)}) over`,
+        mem.errors > 0,
+      );
+      const hm = num(mem.extra['heapPerMessage']) ?? num(mem.extra['metricsHeapPerMessage']);
+      add(
+        '≤ 600 B of heap per queued 256-byte message',
+        p,
+        hm,
+        600,
+        'max',
+        (x) => `${fmtNum(x)} B heap per message (RSS ${fmtNum(num(mem.extra['rssPerMessage']))} B)`,
+        (x) => `${fmtNum(x - 600)} B (${pct(x, 600)}) over`,
+        mem.errors > 0,
+      );
+    }
+    const cold = find(results, 'shared-sqs', p, 'cold-start');
+    if (cold) {
+      add(
+        'cold start to first 200 ≤ 500 ms',
+        p,
+        num(cold.extra['medianMs']),
+        500,
+        'max',
+        (x) => `${fmtMs(x)} ms median`,
+        (x) => `${fmtMs(x - 500)} ms over`,
+        cold.errors > 0,
+      );
+    }
+  }
+  return out;
+}
+
+export function formatAnalysis(ratios: readonly Ratio[], checks: readonly Check[]): string {
+  const lines: string[] = [];
+  if (ratios.length) {
+    lines.push('Ratios:');
+    for (const r of ratios) lines.push(`  ${r.name}: ${fmtRatio(r.value)}  (${r.detail})`);
+  }
+  if (checks.length) {
+    lines.push('', 'shared-sqs targets:');
+    for (const c of checks) {
+      const verdict = c.met === null ? 'n/a    ' : c.met ? 'met    ' : 'NOT MET';
+      lines.push(
+        `  [${verdict}] ${c.protocol.padEnd(5)} ${c.target}: ${c.measured}${c.gap ? ` — ${c.gap}` : ''}`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- markdown
+
+function mdTable(header: string[], rows: string[][], leftColumns = 2): string {
+  const esc = (s: string): string => s.replace(/\|/g, '\\|');
+  return [
+    `| ${header.map(esc).join(' | ')} |`,
+    `| ${header.map((_, i) => (i < leftColumns ? '---' : '---:')).join(' | ')} |`,
+    ...rows.map((r) => `| ${r.map(esc).join(' | ')} |`),
+  ].join('\n');
+}
+
+const SCENARIO_TITLES: Record<ScenarioName, string> = {
+  send: 'send — SendMessage, 256 B',
+  'send-batch': 'send-batch — SendMessageBatch, 10 × 256 B',
+  'receive-delete': 'receive-delete — ReceiveMessage (10) + DeleteMessageBatch on a pre-filled queue',
+  roundtrip: 'roundtrip — end-to-end latency at a fixed send rate, long-polling consumers',
+  'idle-long-polls': 'idle-long-polls — parked ReceiveMessage long polls on an empty queue',
+  memory: 'memory — empty queues and queued messages',
+  'cold-start': 'cold-start — spawn to first 200 on ListQueues',
+};
+
+function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[], string[][]] {
+  const base = (r: Result): string[] => [r.target, r.protocol];
+  const err = (r: Result): string => (r.errors > 0 ? `${r.errors} ⚠` : '0');
+  switch (scenario) {
+    case 'send':
+    case 'send-batch':
+      return [
+        [
+          'target',
+          'protocol',
+          'msgs/s',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'server CPU %',
+          'load CPU %',
+          'other CPU %',
+          'RSS MiB after',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtNum(r.msgsPerSec),
+          fmtNum(r.reqPerSec),
+          fmtMs(r.latency?.p50),
+          fmtMs(r.latency?.p99),
+          fmtNum(r.serverCpuPct),
+          fmtNum(r.loadCpuPct),
+          fmtNum(r.otherCpuPct),
+          fmtMiB(r.serverRssAfter),
+          err(r),
+        ]),
+      ];
+    case 'receive-delete':
+      return [
+        [
+          'target',
+          'protocol',
+          'depth',
+          'deleted msgs/s',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'server CPU %',
+          'fill msgs/s',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtNum(num(r.extra['depth'])),
+          fmtNum(r.msgsPerSec),
+          fmtNum(r.reqPerSec),
+          fmtMs(r.latency?.p50),
+          fmtMs(r.latency?.p99),
+          fmtNum(r.serverCpuPct),
+          fmtNum(num(r.extra['fillMsgsPerSec'])),
+          err(r),
+        ]),
+      ];
+    case 'roundtrip':
+      return [
+        [
+          'target',
+          'protocol',
+          'rate msgs/s',
+          'e2e p50 ms',
+          'e2e p99 ms',
+          'e2e max ms',
+          'send p50 ms',
+          'server CPU %',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtNum(r.msgsPerSec),
+          fmtMs(r.latency?.p50),
+          fmtMs(r.latency?.p99),
+          fmtMs(r.latency?.max),
+          fmtMs(num(r.extra['sendP50Ms'])),
+          fmtNum(r.serverCpuPct),
+          err(r),
+        ]),
+      ];
+    case 'idle-long-polls':
+      return [
+        [
+          'target',
+          'protocol',
+          'polls',
+          'RSS before MiB',
+          'RSS increase MiB',
+          'idle CPU %',
+          'wake p50 ms',
+          'wake p99 ms',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtNum(num(r.extra['connections'])),
+          fmtMiB(r.serverRssBefore),
+          fmtNum(num(r.extra['rssIncreaseMiB']), 1),
+          fmtNum(r.serverCpuPct, 2),
+          fmtMs(r.latency?.p50),
+          fmtMs(r.latency?.p99),
+          err(r),
+        ]),
+      ];
+    case 'memory':
+      return [
+        [
+          'target',
+          'protocol',
+          'heap B/queue',
+          'RSS B/queue',
+          'heap B/message',
+          'RSS B/message',
+          'RSS MiB before→after',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtNum(num(r.extra['heapPerQueue'])),
+          fmtNum(num(r.extra['rssPerQueue'])),
+          fmtNum(num(r.extra['heapPerMessage'])),
+          fmtNum(num(r.extra['rssPerMessage'])),
+          `${fmtMiB(r.serverRssBefore)}→${fmtMiB(r.serverRssAfter)}`,
+          err(r),
+        ]),
+      ];
+    case 'cold-start':
+      return [
+        ['target', 'protocol', 'median ms', 'min ms', 'max ms', 'RSS MiB at first 200', 'errors'],
+        rs.map((r) => [
+          ...base(r),
+          fmtMs(num(r.extra['medianMs'])),
+          fmtMs(num(r.extra['minMs'])),
+          fmtMs(num(r.extra['maxMs'])),
+          fmtMiB(r.serverRssAfter),
+          err(r),
+        ]),
+      ];
+  }
+}
+
+/** The results part of docs/performance.md: one table per scenario, then ratios and target checks. */
+export function formatMarkdown(report: Report): string {
+  const out: string[] = [];
+  const order = Object.keys(SCENARIO_TITLES);
+  const scenarios = [...new Set(report.results.map((r) => r.scenario))].sort(
+    (a, b) => order.indexOf(a) - order.indexOf(b),
+  );
+  for (const sc of scenarios) {
+    const rs = report.results.filter((r) => r.scenario === sc);
+    const [header, rows] = mdScenarioRows(sc, rs);
+    out.push(`### ${SCENARIO_TITLES[sc]}`, '', mdTable(header, rows), '');
+    const errs = rs.filter((r) => r.errors > 0);
+    for (const r of errs) {
+      out.push(
+        `⚠ ${r.target} ${r.protocol}${r.variant ? ` (${r.variant})` : ''}: ${r.errorSamples.join('; ')}`,
+        '',
+      );
+    }
+  }
+  if (report.ratios.length) {
+    out.push(
+      '### Ratios',
+      '',
+      mdTable(
+        ['ratio', 'value', 'figures'],
+        report.ratios.map((r) => [r.name, fmtRatio(r.value), r.detail]),
+        1,
+      ),
+      '',
+    );
+  }
+  if (report.checks.length) {
+    out.push(
+      '### shared-sqs against its targets',
+      '',
+      mdTable(
+        ['target', 'protocol', 'measured', 'verdict'],
+        report.checks.map((c) => [
+          c.target,
+          c.protocol,
+          c.measured,
+          c.met === null ? 'not measured' : c.met ? '✅ met' : `❌ not met (${c.gap})`,
+        ]),
+        4,
+      ),
+      '',
+    );
+  }
+  return out.join('\n');
+}
