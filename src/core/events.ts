@@ -20,6 +20,14 @@ export type ChangeEvent =
 export interface CoreListener {
   /** Called on every change, when someone records them. */
   change?(event: ChangeEvent): void;
-  /** Messages became receivable in this queue now (a send, a visibility set to 0, a deadline passed). */
+  /**
+   * Messages became receivable in this queue now (a send, a visibility set to 0, a deadline
+   * passed); also called once when the queue is deleted, so whoever waits on it can be answered.
+   */
   available?(queue: Queue): void;
+  /**
+   * A delayed or in-flight message now holds the queue's earliest deadline, so
+   * `nextTransitionAt()` may have moved earlier (a delayed send, a receive, a visibility change).
+   */
+  deadline?(queue: Queue): void;
 }

@@ -128,7 +128,7 @@ export class Queue {
     if (delayMs > 0) {
       msg.state = 'delayed';
       msg.heapKey = now + delayMs;
-      this.delayed.push(msg);
+      this.schedule(this.delayed, msg);
     } else {
       this.pushVisible(msg, false);
     }
@@ -159,7 +159,7 @@ export class Queue {
       if (vt > 0) {
         msg.state = 'inflight';
         msg.heapKey = now + vt;
-        this.inflight.push(msg);
+        this.schedule(this.inflight, msg);
       }
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
       out.push(msg);
@@ -210,7 +210,7 @@ export class Queue {
       this.listener.available?.(this);
     } else {
       msg.heapKey = now + timeoutMs;
-      this.inflight.push(msg);
+      this.schedule(this.inflight, msg);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     }
   }
@@ -297,6 +297,12 @@ export class Queue {
       );
     }
     return { messageId, receiveCount, nonce: nonceText };
+  }
+
+  /** Puts a message on a deadline heap; tells the listener when it now has the queue's earliest. */
+  private schedule(heap: IndexedHeap<Message>, msg: Message): void {
+    heap.push(msg);
+    if (heap.peek() === msg && this.nextTransitionAt() === msg.heapKey) this.listener.deadline?.(this);
   }
 
   private remove(msg: Message): void {

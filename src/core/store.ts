@@ -23,6 +23,7 @@ export class QueueStore {
   private readonly listener: CoreListener;
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
   private readonly availableListeners: Array<(q: Queue) => void> = [];
+  private readonly deadlineListeners: Array<(q: Queue) => void> = [];
 
   constructor(
     readonly clock: Clock,
@@ -31,6 +32,9 @@ export class QueueStore {
     this.listener = {
       available: (q) => {
         for (const l of this.availableListeners) l(q);
+      },
+      deadline: (q) => {
+        for (const l of this.deadlineListeners) l(q);
       },
     };
   }
@@ -43,8 +47,14 @@ export class QueueStore {
     };
   }
 
+  /** Messages became receivable in a queue, or the queue was deleted (see CoreListener). */
   onAvailable(fn: (q: Queue) => void): void {
     this.availableListeners.push(fn);
+  }
+
+  /** A queue's next delay or visibility deadline may have moved earlier (see CoreListener). */
+  onDeadline(fn: (q: Queue) => void): void {
+    this.deadlineListeners.push(fn);
   }
 
   get(accountId: string, name: string): Queue | undefined {
@@ -147,6 +157,8 @@ export class QueueStore {
       }
     }
     this.listener.change?.({ type: 'queue-delete', queue });
+    // Long-poll waiters on it are answered now, not at the end of their wait.
+    this.listener.available?.(queue);
   }
 
   /** The account's queues whose names start with prefix, sorted by name. */

@@ -11,7 +11,9 @@ import type { QueueStore } from '../core/store.js';
  * - `available(queue)` from the core schedules one drain of that queue on a microtask, so the
  *   core's operation finishes before we receive from it again;
  * - while a queue has waiters, one timer per queue is armed for its next delay or visibility
- *   deadline; when it fires, `queue.tick()` moves messages and calls `available` itself;
+ *   deadline, and re-armed when the core reports an earlier one (`deadline`); when it fires,
+ *   `queue.tick()` moves messages and calls `available` itself;
+ * - a deleted queue calls `available` too, and its waiters are answered with no messages;
  * - each waiter has its own timeout timer, answered with no messages at its WaitTimeSeconds;
  * - a waiter whose client went away is dropped before it can take messages, so nothing is hidden
  *   for a receiver that will never see it.
@@ -42,6 +44,11 @@ export class LongPoller {
     private readonly clock: Clock,
   ) {
     store.onAvailable((q) => this.available(q));
+    // A delayed send, a receive or a visibility change can bring the next deadline forward.
+    store.onDeadline((q) => {
+      const qw = this.byQueue.get(q);
+      if (qw !== undefined) this.armDeadline(q, qw);
+    });
   }
 
   get waiting(): number {

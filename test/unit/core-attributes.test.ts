@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { defaultAttributes, validateAttributes } from '../../src/core/attributes.js';
+import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+
+const standard = { fifo: false, creating: true };
+const fifo = { fifo: true, creating: true };
+
+function throwsCode(fn: () => unknown, code: CoreErrorCode, context: string): void {
+  assert.throws(
+    fn,
+    (e: unknown) => {
+      assert.ok(e instanceof CoreError, `${context}: expected a CoreError, got ${String(e)}`);
+      assert.equal(e.code, code, context);
+      return true;
+    },
+    context,
+  );
+}
+
+const ranges: ReadonlyArray<readonly [name: string, min: number, max: number]> = [
+  ['DelaySeconds', 0, 900],
+  ['MaximumMessageSize', 1024, 1_048_576],
+  ['MessageRetentionPeriod', 60, 1_209_600],
+  ['ReceiveMessageWaitTimeSeconds', 0, 20],
+  ['VisibilityTimeout', 0, 43_200],
+];
+
+for (const [name, min, max] of ranges) {
+  void test(`Given ${name} at its minimum ${min} and maximum ${max}, when validated, then both are accepted as given`, () => {
+    for (const v of [min, max]) {
+      assert.deepEqual(validateAttributes({ [name]: String(v) }, standard), { [name]: String(v) });
+    }
+  });
+
+  void test(`Given ${name} one below its minimum (${min - 1}), when validated, then InvalidAttributeValue`, () => {
+    throwsCode(
+      () => validateAttributes({ [name]: String(min - 1) }, standard),
+      'InvalidAttributeValue',
+      name,
+    );
+  });
+
+  void test(`Given ${name} one above its maximum (${max + 1}), when validated, then InvalidAttributeValue`, () => {
+    throwsCode(
+      () => validateAttributes({ [name]: String(max + 1) }, standard),
+      'InvalidAttributeValue',
+      name,
+    );
+  });
+}
+
+void test('Given a numeric attribute that is not an integer, when validated, then InvalidAttributeValue', () => {
+  for (const v of ['', 'abc', '1.5', '1e2', '0x10', '30s']) {
+    throwsCode(
+      () => validateAttributes({ VisibilityTimeout: v }, standard),
+      'InvalidAttributeValue',
+      `"${v}"`,
+    );
+  }
+});
+
+void test('Given a numeric attribute with a leading zero, when validated, then it is normalised to its plain decimal form', () => {
+  assert.deepEqual(validateAttributes({ VisibilityTimeout: '030' }, standard), { VisibilityTimeout: '30' });
+});
+
+void test('Given an attribute name SQS does not know, when validated, then InvalidAttributeName', () => {
+  throwsCode(() => validateAttributes({ NoSuchAttribute: '1' }, standard), 'InvalidAttributeName', 'unknown');
+});
+
+void test('Given a computed attribute such as ApproximateNumberOfMessages, when given to set, then InvalidAttributeName', () => {
+  throwsCode(
+    () => validateAttributes({ ApproximateNumberOfMessages: '1' }, standard),
+    'InvalidAttributeName',
+    'computed',
+  );
+});
+
+void test('Given FIFO-only attributes on a standard queue, when validated, then each is InvalidAttributeName', () => {
+  const fifoOnly: Record<string, string> = {
+    ContentBasedDeduplication: 'true',
+    DeduplicationScope: 'queue',
+    FifoThroughputLimit: 'perQueue',
+  };
+  for (const [name, value] of Object.entries(fifoOnly)) {
+    throwsCode(() => validateAttributes({ [name]: value }, standard), 'InvalidAttributeName', name);
+  }
+});
+
+void test('Given FIFO-only attributes on a FIFO queue, when validated, then they are accepted', () => {
+  const given = {
+    FifoQueue: 'true',
+    ContentBasedDeduplication: 'true',
+    DeduplicationScope: 'messageGroup',
+    FifoThroughputLimit: 'perMessageGroupId',
+  };
+  assert.deepEqual(validateAttributes(given, fifo), given);
+});
+
+void test('Given a FIFO attribute with a value outside its set, when validated, then InvalidAttributeValue', () => {
+  throwsCode(
+    () => validateAttributes({ DeduplicationScope: 'everything' }, fifo),
+    'InvalidAttributeValue',
+    'DeduplicationScope',
+  );
+  throwsCode(
+    () => validateAttributes({ FifoThroughputLimit: 'perGroup' }, fifo),
+    'InvalidAttributeValue',
+    'FifoThroughputLimit',
+  );
+});
+
+void test('Given FifoQueue on an existing queue, when set, then InvalidAttributeName (it is fixed at creation)', () => {
+  throwsCode(
+    () => validateAttributes({ FifoQueue: 'true' }, { fifo: true, creating: false }),
+    'InvalidAttributeName',
+    'FifoQueue',
+  );
+});
+
+void test('Given a boolean attribute in mixed case, when validated, then it is normalised to lower case', () => {
+  assert.deepEqual(validateAttributes({ SqsManagedSseEnabled: 'TRUE' }, standard), {
+    SqsManagedSseEnabled: 'true',
+  });
+  throwsCode(
+    () => validateAttributes({ SqsManagedSseEnabled: 'yes' }, standard),
+    'InvalidAttributeValue',
+    'yes',
+  );
+});
+
+void test('Given a policy attribute, when it is not a JSON object, then InvalidAttributeValue', () => {
+  for (const v of ['not json', '[]', 'null', '"text"']) {
+    throwsCode(() => validateAttributes({ Policy: v }, standard), 'InvalidAttributeValue', v);
+  }
+  const policy = '{"Version":"2012-10-17","Statement":[]}';
+  assert.deepEqual(validateAttributes({ Policy: policy }, standard), { Policy: policy });
+});
+
+void test('Given a standard queue, when its defaults are asked for, then they are the AWS defaults without FIFO attributes', () => {
+  assert.deepEqual(defaultAttributes(false), {
+    DelaySeconds: '0',
+    MaximumMessageSize: '1048576',
+    MessageRetentionPeriod: '345600',
+    ReceiveMessageWaitTimeSeconds: '0',
+    VisibilityTimeout: '30',
+    SqsManagedSseEnabled: 'true',
+  });
+});
+
+void test('Given a FIFO queue, when its defaults are asked for, then they add FifoQueue and the FIFO attributes', () => {
+  const d = defaultAttributes(true);
+  assert.equal(d.FifoQueue, 'true');
+  assert.equal(d.ContentBasedDeduplication, 'false');
+  assert.equal(d.DeduplicationScope, 'queue');
+  assert.equal(d.FifoThroughputLimit, 'perQueue');
+  assert.equal(d.VisibilityTimeout, '30');
+});
