@@ -267,6 +267,46 @@ export class Queue {
     if (woke && this.vhead !== null) this.listener.available?.(this);
   }
 
+  // ---- restoring (the loader's way in: no events, no rule checks) ----------------------
+
+  /** The sequence number the next sent message gets; kept in storage so it never goes back. */
+  get nextSequence(): number {
+    return this.nextSeq;
+  }
+
+  /**
+   * Puts back a message read from storage into the structure its state names: the visible list,
+   * the delayed heap or the in-flight heap (keyed by `heapKey`). Call in send order (ascending
+   * `seq`): that is the retention order and, for visible messages, the delivery order. A deadline
+   * already passed is applied by the next `tick`. Emits nothing; returns false (and changes
+   * nothing) for a `deleted` message or an id the queue already holds.
+   */
+  restoreMessage(msg: Message): boolean {
+    if (msg.state === 'deleted' || this.messages.has(msg.id)) return false;
+    this.messages.set(msg.id, msg);
+    this.linkSent(msg);
+    switch (msg.state) {
+      case 'visible':
+        this.pushVisible(msg, false);
+        break;
+      case 'delayed':
+        this.delayed.push(msg);
+        break;
+      case 'inflight':
+        this.inflight.push(msg);
+        break;
+    }
+    if (msg.seq >= this.nextSeq) this.nextSeq = msg.seq + 1;
+    return true;
+  }
+
+  /** Puts back the counters and times storage kept; `nextSeq` only ever moves forward. Emits nothing. */
+  restoreCounters(c: { nextSeq: number; lastModifiedAt: number; lastPurgeAt: number }): void {
+    if (c.nextSeq > this.nextSeq) this.nextSeq = c.nextSeq;
+    this.lastModifiedAt = c.lastModifiedAt;
+    this.lastPurgeAt = c.lastPurgeAt;
+  }
+
   /** Visits every message in send order; for persistence and admin views, not the hot path. */
   *allMessages(): IterableIterator<Message> {
     for (let m = this.head; m !== null; m = m.next) yield m;
