@@ -1,0 +1,235 @@
+/**
+ * What one queue or one message looks like in Redis: one function pair per kind of object, so a
+ * new field (FIFO group state, dedup records, DLQ counters...) is added here and nowhere else.
+ * test/unit/persistence-codec.test.ts fails when a field of Message or Queue is not round-tripped.
+ *
+ * Messages are the hot path (one record written per SendMessage), so their record is one flat
+ * string, not JSON and not a Redis hash of fields: one string per message is the smallest form in
+ * Redis (one hash entry instead of ~16), and here the body is appended as is, never escaped. For a
+ * 256-byte body the record is 359 bytes against 495 for the same fields as JSON; building and
+ * parsing it cost about what JSON.stringify/JSON.parse do (measured on the shared, loaded
+ * development machine: both 6-20 µs per message, too noisy to rank them).
+ *
+ *   <n> US <field 1> US ... US <field n> US <body>          (US = U+001F, the unit separator)
+ *
+ * `n` is how many header fields follow, so fields can be appended later: an older reader skips
+ * the ones it does not know, a newer reader gives missing ones their default. The body comes last
+ * and runs to the end, so it may hold any character. Text fields are written raw unless they are
+ * empty, contain U+001F or start with `"`: then they are written as a JSON string (undefined is
+ * the empty field). Attributes are JSON. Numbers are decimal (String/Number round-trip exactly).
+ *
+ * Queues change rarely, so their record is JSON.
+ */
+import { Message, type MessageAttributes, type MessageState } from '../core/message.js';
+import type { Queue } from '../core/queue.js';
+import type { QueueStore } from '../core/store.js';
+
+export class CodecError extends Error {
+  override readonly name = 'CodecError';
+}
+
+const US = '\x1f';
+
+/** The header fields of a message record, in order; see serializeMessage. */
+const MESSAGE_FIELDS = 16;
+const HEADER = `${MESSAGE_FIELDS}${US}`;
+
+const STATE_CODE: Record<MessageState, string> = {
+  visible: 'v',
+  delayed: 'd',
+  inflight: 'i',
+  deleted: 'x',
+};
+const CODE_STATE: Readonly<Record<string, MessageState>> = { v: 'visible', d: 'delayed', i: 'inflight' };
+
+export function serializeMessage(m: Message): string {
+  // Keep in step with deserializeMessage and MESSAGE_FIELDS; append new fields at the end.
+  return (
+    HEADER +
+    m.seq +
+    US +
+    m.sentAt +
+    US +
+    STATE_CODE[m.state] +
+    US +
+    m.heapKey +
+    US +
+    m.receiveCount +
+    US +
+    m.firstReceiveAt +
+    US +
+    m.lastReceiveAt +
+    US +
+    text(m.receiptNonce) +
+    US +
+    text(m.md5OfBody) +
+    US +
+    text(m.md5OfAttributes) +
+    US +
+    text(m.md5OfSystemAttributes) +
+    US +
+    text(m.senderId) +
+    US +
+    text(m.groupId) +
+    US +
+    text(m.deduplicationId) +
+    US +
+    json(m.attributes) +
+    US +
+    json(m.systemAttributes) +
+    US +
+    m.body
+  );
+}
+
+/** Builds the Message a record describes; `id` is the record's field name in its queue's hash. */
+export function deserializeMessage(id: string, record: string): Message {
+  const f: string[] = [];
+  const first = record.indexOf(US);
+  const n = Number(record.slice(0, first));
+  if (first < 0 || !Number.isInteger(n) || n < 0) throw new CodecError(`message ${id}: not a message record`);
+  let at = first + 1;
+  for (let i = 0; i < n; i++) {
+    const end = record.indexOf(US, at);
+    if (end < 0) throw new CodecError(`message ${id}: record has fewer than ${n} fields`);
+    if (i < MESSAGE_FIELDS) f.push(record.slice(at, end));
+    at = end + 1;
+  }
+  const body = record.slice(at);
+  const seq = num(f[0], id, 'seq');
+  const sentAt = num(f[1], id, 'sentAt');
+  const state = CODE_STATE[f[2] ?? ''];
+  if (state === undefined) throw new CodecError(`message ${id}: unknown state ${JSON.stringify(f[2])}`);
+  const m = new Message(
+    {
+      id,
+      body,
+      md5OfBody: untext(f[8]) ?? '',
+      md5OfAttributes: untext(f[9]),
+      md5OfSystemAttributes: untext(f[10]),
+      senderId: untext(f[11]) ?? '',
+      groupId: untext(f[12]),
+      deduplicationId: untext(f[13]),
+      attributes: unjson(f[14], id) as MessageAttributes | undefined,
+      systemAttributes: unjson(f[15], id) as MessageAttributes | undefined,
+    },
+    seq,
+    sentAt,
+  );
+  m.state = state;
+  m.heapKey = num(f[3], id, 'heapKey');
+  m.receiveCount = num(f[4], id, 'receiveCount');
+  m.firstReceiveAt = num(f[5], id, 'firstReceiveAt');
+  m.lastReceiveAt = num(f[6], id, 'lastReceiveAt');
+  m.receiptNonce = untext(f[7]) ?? '';
+  return m;
+}
+
+/** What a queue record holds besides its messages. */
+interface QueueRecord {
+  v: 1;
+  accountId: string;
+  region: string;
+  name: string;
+  uid: string;
+  createdAt: number;
+  lastModifiedAt: number;
+  /** null: never purged (-Infinity in memory, which JSON cannot hold). */
+  lastPurgeAt: number | null;
+  /** As of this record; the `seq` hash holds the newer value the message writes keep. */
+  nextSeq: number;
+  attributes: Record<string, string>;
+  tags: Record<string, string>;
+}
+
+export function serializeQueue(q: Queue): string {
+  const r: QueueRecord = {
+    v: 1,
+    accountId: q.accountId,
+    region: q.region,
+    name: q.name,
+    uid: q.uid,
+    createdAt: q.createdAt,
+    lastModifiedAt: q.lastModifiedAt,
+    lastPurgeAt: Number.isFinite(q.lastPurgeAt) ? q.lastPurgeAt : null,
+    nextSeq: q.nextSequence,
+    attributes: q.attributes,
+    tags: q.tags,
+  };
+  return JSON.stringify(r);
+}
+
+/**
+ * Builds the Queue a record describes, bound to `store`'s listeners but not yet in it (the
+ * loader adds its messages, then `store.restore`s it). `nextSeq` raises the record's own value
+ * (the `seq` hash holds the newest).
+ */
+export function deserializeQueue(record: string, store: QueueStore, nextSeq = 0): Queue {
+  let r: Partial<QueueRecord>;
+  try {
+    r = JSON.parse(record) as Partial<QueueRecord>;
+  } catch {
+    throw new CodecError('queue record is not JSON');
+  }
+  if (
+    r.v !== 1 ||
+    typeof r.accountId !== 'string' ||
+    typeof r.region !== 'string' ||
+    typeof r.name !== 'string' ||
+    typeof r.uid !== 'string' ||
+    typeof r.createdAt !== 'number' ||
+    typeof r.lastModifiedAt !== 'number' ||
+    typeof r.nextSeq !== 'number' ||
+    typeof r.attributes !== 'object' ||
+    r.attributes === null ||
+    typeof r.tags !== 'object' ||
+    r.tags === null
+  ) {
+    throw new CodecError(`queue record ${record.slice(0, 200)} lacks a field or has a wrong type`);
+  }
+  const q = store.newQueue(
+    { accountId: r.accountId, region: r.region, name: r.name },
+    r.attributes,
+    r.tags,
+    r.createdAt,
+    r.uid,
+  );
+  q.restoreCounters({
+    nextSeq: Math.max(r.nextSeq, nextSeq),
+    lastModifiedAt: r.lastModifiedAt,
+    lastPurgeAt: typeof r.lastPurgeAt === 'number' ? r.lastPurgeAt : Number.NEGATIVE_INFINITY,
+  });
+  return q;
+}
+
+function text(s: string | undefined): string {
+  if (s === undefined) return '';
+  if (s === '' || s.charCodeAt(0) === 34 || s.includes(US)) return JSON.stringify(s);
+  return s;
+}
+
+function untext(f: string | undefined): string | undefined {
+  if (f === undefined || f === '') return undefined;
+  return f.charCodeAt(0) === 34 ? (JSON.parse(f) as string) : f;
+}
+
+function json(o: object | undefined): string {
+  return o === undefined ? '' : JSON.stringify(o);
+}
+
+function unjson(f: string | undefined, id: string): unknown {
+  if (f === undefined || f === '') return undefined;
+  try {
+    return JSON.parse(f);
+  } catch {
+    throw new CodecError(`message ${id}: attributes are not JSON`);
+  }
+}
+
+function num(f: string | undefined, id: string, name: string): number {
+  const n = Number(f);
+  if (f === undefined || f === '' || Number.isNaN(n)) {
+    throw new CodecError(`message ${id}: ${name} is not a number (${JSON.stringify(f)})`);
+  }
+  return n;
+}

@@ -1,0 +1,53 @@
+/**
+ * Redis key names. Every key starts with one prefix that holds a hash tag (`{ssq}:` by default),
+ * so all of them live in one Redis Cluster slot and one Lua script may touch any of them.
+ *
+ * | key                  | type   | holds                                                        |
+ * |----------------------|--------|--------------------------------------------------------------|
+ * | `<p>layout`          | string | the layout version ({@link LAYOUT_VERSION}); checked at load |
+ * | `<p>queues`          | hash   | queue uid → queue record (codec.ts)                          |
+ * | `<p>seq`             | hash   | queue uid → the queue's next message sequence number         |
+ * | `<p>m:<uid>`         | hash   | message id → message record, one hash per queue              |
+ * | `<p>leader`          | string | the leader lock (the HA issue's); write scripts fence on it  |
+ *
+ * A queue's messages are keyed by the queue's uid, not its name: a purge or a DeleteQueue drops
+ * one whole key (UNLINK, freed in the background), and a queue created again under the same name
+ * starts from a fresh key while the old one is being removed.
+ */
+export const LAYOUT_VERSION = 1;
+
+export const DEFAULT_PREFIX = '{ssq}:';
+
+export interface Keys {
+  readonly prefix: string;
+  readonly layout: string;
+  readonly queues: string;
+  readonly seq: string;
+  readonly lock: string;
+  /** The hash of one queue's messages; the Lua scripts build the same name from the prefix. */
+  messages(uid: string): string;
+}
+
+export function keysFor(prefix: string = DEFAULT_PREFIX, lock?: string): Keys {
+  return {
+    prefix,
+    layout: `${prefix}layout`,
+    queues: `${prefix}queues`,
+    seq: `${prefix}seq`,
+    lock: lock ?? `${prefix}leader`,
+    messages: (uid) => `${prefix}m:${uid}`,
+  };
+}
+
+/**
+ * Checks a prefix given on the command line: not empty, and with a hash tag (`{...}` with
+ * something inside), without which the scripts' keys could land in different Cluster slots.
+ */
+export function checkPrefix(prefix: string): string | undefined {
+  const open = prefix.indexOf('{');
+  const close = open < 0 ? -1 : prefix.indexOf('}', open + 1);
+  if (open < 0 || close <= open + 1) {
+    return `the Redis key prefix must contain a hash tag such as {ssq}, got ${JSON.stringify(prefix)}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,194 @@
+/**
+ * Persistence: the Redis connection, the store loaded from it, the writer that keeps Redis in
+ * step with it, and what happens when the two fall out of step.
+ *
+ *   connecting ──► loading ──► serving ──(a write fails)──► diverged ──(backoff)──► connecting ...
+ *
+ * - connecting: waits until Redis answers (ioredis reconnects in the background, with backoff).
+ * - loading: the whole state is read into a fresh QueueStore (loader.ts). A layout this version
+ *   cannot read stops the first start with a LayoutError; everything else is retried.
+ * - serving: the store is handed over (`onStore`) with a writer subscribed to it; `commit()` is
+ *   the writer's.
+ * - diverged: a write failed, timed out (outcome unknown) or was fenced, so the store handed over
+ *   no longer matches Redis. `onDiverged` is told at once (the data plane answers 503, waiting long
+ *   polls are answered); the store is dropped, never repaired in place: the next `onStore` hands
+ *   over one loaded from Redis, so nothing answered as failed survives in memory and nothing that
+ *   was answered 200 is missing. (A write that timed out may still have reached Redis: its request
+ *   got a 503, and a retry by the SDK may then store the message twice; SQS standard queues are
+ *   at-least-once, and docs/persistence.md says so.)
+ *
+ * Why a request that ran against a dropped store cannot get a 200: it awaits `commit()` in the
+ * same turn of the event loop as its action, i.e. before the failing write's callback can run,
+ * so it holds the failing writer's promise, which rejects. Long polls that were waiting on the
+ * dropped store are answered with no messages by `onDiverged` (their commit then rejects too).
+ */
+import { once } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { QueueStore } from '../core/store.js';
+import type { Keys } from './keys.js';
+import { LayoutError, loadStore, type LoadStats } from './loader.js';
+import { FencedError } from './scripts.js';
+import { Writer } from './writer.js';
+import type { Redis } from 'ioredis';
+
+export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
+
+/** The part of a pino logger used here. */
+export interface PersistenceLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface PersistenceOptions {
+  readonly redis: Redis;
+  readonly keys: Keys;
+  /** A new, empty store for the loader to fill. */
+  readonly createStore: () => QueueStore;
+  /** What commit() rejects with when a change could not be stored (an SqsError: a 503). */
+  readonly unavailable: (cause: Error) => Error;
+  /** A loaded store is ready to serve: at start and after every recovery. */
+  readonly onStore: (store: QueueStore, stats: LoadStats) => void;
+  /** The store handed over last no longer matches Redis: stop serving it now. */
+  readonly onDiverged: (cause: Error) => void;
+  /** The fencing token for every write ('' or absent: no leader election). */
+  readonly token?: (() => string) | undefined;
+  readonly log?: PersistenceLog | undefined;
+  /** Upper bound of the backoff between recovery attempts; default 2000 ms. */
+  readonly maxBackoffMs?: number | undefined;
+}
+
+const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export class Persistence {
+  private current: Writer | undefined;
+  private stateNow: PersistenceState = 'connecting';
+  private readonly stopping = new AbortController();
+  private recovering: Promise<void> | undefined;
+  private readonly log: PersistenceLog;
+
+  constructor(private readonly opts: PersistenceOptions) {
+    this.log = opts.log ?? quiet;
+    // Without a listener ioredis prints every connection error; the loop below reports them.
+    opts.redis.on('error', () => undefined);
+  }
+
+  get state(): PersistenceState {
+    return this.stateNow;
+  }
+
+  get serving(): boolean {
+    return this.stateNow === 'serving';
+  }
+
+  /** The writer of the store being served, for tests and metrics. */
+  get writer(): Writer | undefined {
+    return this.current;
+  }
+
+  /**
+   * Connects and loads; resolves once the first store was handed over. Keeps retrying while Redis
+   * is unreachable; rejects with a LayoutError when the data is of another layout.
+   */
+  async start(): Promise<void> {
+    await this.cycle(true);
+  }
+
+  /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
+  commit(): Promise<void> {
+    const w = this.current;
+    if (w === undefined) {
+      return Promise.reject(this.opts.unavailable(new Error(`persistence is ${this.stateNow}`)));
+    }
+    return w.commit();
+  }
+
+  /** Waits for the changes made so far (when it can), then closes the connection. */
+  async close(): Promise<void> {
+    if (this.stateNow === 'closed') return;
+    this.stateNow = 'closed';
+    this.stopping.abort();
+    const w = this.current;
+    this.current = undefined;
+    if (w !== undefined) await w.close().catch(() => undefined);
+    await this.recovering?.catch(() => undefined);
+    try {
+      await this.opts.redis.quit();
+    } catch {
+      this.opts.redis.disconnect();
+    }
+  }
+
+  private async cycle(first: boolean): Promise<void> {
+    const { redis, keys } = this.opts;
+    const signal = this.stopping.signal;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      this.stateNow = 'connecting';
+      try {
+        await this.connected(signal);
+        this.stateNow = 'loading';
+        const store = this.opts.createStore();
+        const stats = await loadStore(redis, keys, store, { token: this.opts.token?.() });
+        if (signal.aborted) break;
+        const writer: Writer = new Writer({
+          redis,
+          keys,
+          token: this.opts.token,
+          unavailable: this.opts.unavailable,
+          onFailure: (cause) => this.diverge(writer, cause),
+        });
+        writer.attach(store);
+        this.current = writer;
+        this.stateNow = 'serving';
+        this.log.info(
+          { queues: stats.queues, messages: stats.messages, ms: Math.round(stats.ms) },
+          'state loaded from Redis',
+        );
+        this.opts.onStore(store, stats);
+        return;
+      } catch (e) {
+        if (signal.aborted) break;
+        if (first && e instanceof LayoutError) throw e;
+        const wait = Math.min(100 * 2 ** Math.min(attempt, 5), this.opts.maxBackoffMs ?? 2000);
+        this.log.warn(
+          { error: e instanceof Error ? e.message : String(e), retryInMs: wait },
+          this.stateNow === 'loading' ? 'loading from Redis failed' : 'Redis is not answering',
+        );
+        await delay(wait, undefined, { signal }).catch(() => undefined);
+      }
+    }
+    throw new Error('persistence closed');
+  }
+
+  /** Resolves once Redis answers a PING; waits for the client's `ready` at most 2 s at a time. */
+  private async connected(signal: AbortSignal): Promise<void> {
+    const redis = this.opts.redis;
+    if (redis.status === 'wait' || redis.status === 'end') redis.connect().catch(() => undefined);
+    while (redis.status !== 'ready') {
+      signal.throwIfAborted();
+      await once(redis, 'ready', { signal: AbortSignal.any([signal, AbortSignal.timeout(2000)]) }).catch(
+        () => undefined,
+      );
+    }
+    await redis.ping();
+  }
+
+  private diverge(writer: Writer, cause: Error): void {
+    if (this.current !== writer || this.stateNow === 'closed') return;
+    this.current = undefined;
+    this.stateNow = 'diverged';
+    this.log.error(
+      { error: cause.message, fenced: cause instanceof FencedError },
+      'a write to Redis failed: not serving until the state is reloaded from Redis',
+    );
+    this.opts.onDiverged(cause);
+    // A command that timed out may still be in the socket or in Redis: drop the connection, so
+    // nothing from it is taken for an answer to a later command, and reconnect.
+    if (/timed out/i.test(cause.message)) this.opts.redis.disconnect(true);
+    this.recovering = this.cycle(false).catch((e: unknown) => {
+      if (!this.stopping.signal.aborted) {
+        this.log.error({ error: e instanceof Error ? e.message : String(e) }, 'recovery stopped');
+      }
+    });
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The Lua scripts every write goes through, loaded from `scripts/<name>-<numkeys>.lua`, and the
+ * codes they return. Each script's header lists its KEYS, ARGV and return codes; each write
+ * script first checks the fencing token (KEYS[1] must hold ARGV[1] unless ARGV[1] is empty), so
+ * a server that lost the leader lock cannot write (see docs/persistence.md).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+
+/** What the scripts return; negative codes are refusals, and a refusal writes nothing. */
+export const ScriptCode = {
+  OK: 0,
+  /** The lock key does not hold our token: another instance leads. */
+  FENCED: -1,
+  /** init: keys under the prefix without a layout version. */
+  UNVERSIONED: -2,
+  /** apply: an unknown opcode (a bug in the writer). */
+  MALFORMED: -3,
+} as const;
+
+/** A write refused because the leader lock holds another token: this instance must stop leading. */
+export class FencedError extends Error {
+  override readonly name = 'FencedError';
+  constructor() {
+    super('write refused: the leader lock is held by another instance (fenced)');
+  }
+}
+
+export type ScriptArg = string | Buffer | number;
+
+export class LuaScript {
+  readonly numKeys: number;
+  readonly sha: string;
+
+  constructor(
+    readonly name: string,
+    readonly lua: string,
+  ) {
+    const m = /-(\d+)$/.exec(name);
+    if (m === null) throw new Error(`script name ${name} must end with -<numkeys>`);
+    this.numKeys = Number(m[1]);
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  /**
+   * EVALSHA, and EVAL once if Redis does not know the script yet (a new or restarted server).
+   * The argument list is passed as one array, never spread, so a large commit is not limited
+   * by the JavaScript call stack.
+   */
+  async run(redis: Redis, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+    if (keys.length !== this.numKeys) {
+      throw new Error(`${this.name}: ${keys.length} keys given, ${this.numKeys} expected`);
+    }
+    const tail: ScriptArg[] = [this.numKeys, ...keys, ...args];
+    try {
+      return await redis.call('evalsha', [this.sha, ...tail]);
+    } catch (e) {
+      if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
+      return await redis.call('eval', [this.lua, ...tail]);
+    }
+  }
+}
+
+/**
+ * The folder of the .lua files: next to this module when the build copied them there, else the
+ * source folder (`dist/persistence/` and `src/persistence/` are both two levels below the root).
+ */
+function scriptDir(): URL {
+  const here = new URL('./scripts/', import.meta.url);
+  if (existsSync(new URL('apply-3.lua', here))) return here;
+  return new URL('../../src/persistence/scripts/', import.meta.url);
+}
+
+function load(name: string): LuaScript {
+  return new LuaScript(name, readFileSync(new URL(`${name}.lua`, scriptDir()), 'utf8'));
+}
+
+export const scripts = {
+  apply: load('apply-3'),
+  init: load('init-3'),
+};

@@ -1,0 +1,84 @@
+#!lua
+--[[
+  Apply one group commit: every change the requests of one event-loop tick made, at once.
+  The writer (src/persistence/writer.ts) sends queue operations first, then message operations
+  grouped by queue; a message of a queue deleted in the same commit is not sent.
+
+  Input:
+    KEYS[1] leader lock      (fencing: must hold ARGV[1] unless ARGV[1] is empty)
+    KEYS[2] 'queues'         hash: queue uid -> queue record
+    KEYS[3] 'seq'            hash: queue uid -> next message sequence number
+
+    ARGV[1] fencing token; '' when no leader election is configured (check skipped)
+    ARGV[2] key prefix, e.g. '{ssq}:' (a queue's messages are in <prefix>m:<uid>)
+    ARGV[3...] operations, each an opcode and its arguments:
+      'Q' uid record                                queue created or changed
+      'D' uid                                       queue deleted, with all its messages
+      'P' uid                                       queue purged: all its messages gone
+      'M' uid nextSeq n id1 rec1 ... idn recn       n messages written (created or changed)
+      'X' uid n id1 ... idn                         n messages deleted
+
+  Output:
+     0  applied
+    -1  fenced: the lock does not hold ARGV[1]; nothing was written
+    -3  malformed operation list; nothing after the bad opcode was written
+
+  A script is atomic: Redis runs nothing else while it runs, and the `#!lua` line makes Redis
+  refuse it before it starts (nothing written) when the server is over maxmemory or read-only.
+  Purges and deletes are UNLINKs: O(1) here, the memory is freed in a background thread.
+]]
+local token = ARGV[1]
+if token ~= '' and redis.call('GET', KEYS[1]) ~= token then
+  return -1
+end
+
+local prefix = ARGV[2]
+local queues = KEYS[2]
+local seqs = KEYS[3]
+-- Lua's unpack() has a stack limit (~8000): write hashes in slices of at most this many values.
+local SLICE = 1000
+
+local i = 3
+local n = #ARGV
+while i <= n do
+  local op = ARGV[i]
+  local uid = ARGV[i + 1]
+  if op == 'M' then
+    local key = prefix .. 'm:' .. uid
+    redis.call('HSET', seqs, uid, ARGV[i + 2])
+    local count = tonumber(ARGV[i + 3])
+    local from = i + 4
+    local last = from + 2 * count - 1
+    while from <= last do
+      local to = math.min(from + SLICE - 1, last)
+      redis.call('HSET', key, unpack(ARGV, from, to))
+      from = to + 1
+    end
+    i = last + 1
+  elseif op == 'X' then
+    local key = prefix .. 'm:' .. uid
+    local count = tonumber(ARGV[i + 2])
+    local from = i + 3
+    local last = from + count - 1
+    while from <= last do
+      local to = math.min(from + SLICE - 1, last)
+      redis.call('HDEL', key, unpack(ARGV, from, to))
+      from = to + 1
+    end
+    i = last + 1
+  elseif op == 'Q' then
+    redis.call('HSET', queues, uid, ARGV[i + 2])
+    i = i + 3
+  elseif op == 'P' then
+    redis.call('UNLINK', prefix .. 'm:' .. uid)
+    i = i + 2
+  elseif op == 'D' then
+    redis.call('UNLINK', prefix .. 'm:' .. uid)
+    redis.call('HDEL', queues, uid)
+    redis.call('HDEL', seqs, uid)
+    i = i + 2
+  else
+    return -3
+  end
+end
+return 0

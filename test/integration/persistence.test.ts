@@ -1,0 +1,529 @@
+/**
+ * The writer and the loader against a real redis-server (AOF always), started by this file on a
+ * free port. Each test has its own key prefix. The core runs on a ManualClock, so deadlines are
+ * moved by advancing it, never by waiting.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../src/core/clock.js';
+import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Queue } from '../../src/core/queue.js';
+import { QueueStore } from '../../src/core/store.js';
+import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { LayoutError, loadStore } from '../../src/persistence/loader.js';
+import { Persistence } from '../../src/persistence/persistence.js';
+import { connectRedis, createRedis } from '../../src/persistence/redis.js';
+import { FencedError } from '../../src/persistence/scripts.js';
+import { Writer } from '../../src/persistence/writer.js';
+import { SqsError } from '../../src/sqs/errors.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import type { Redis } from 'ioredis';
+
+const ACCOUNT = '000000000000';
+const REGION = 'us-east-1';
+const S = 1000;
+
+let redis: TestRedis;
+const clients: Redis[] = [];
+
+before(async () => {
+  redis = await startRedis({ aof: true });
+});
+
+after(async () => {
+  for (const c of clients) c.disconnect();
+  await redis.stop();
+});
+
+async function client(): Promise<Redis> {
+  const c = await connectRedis({ url: redis.url });
+  clients.push(c);
+  return c;
+}
+
+const unavailable = (cause: Error): Error =>
+  new SqsError('ServiceUnavailable', `The change could not be stored: ${cause.message}`);
+
+interface Opened {
+  readonly store: QueueStore;
+  readonly writer: Writer;
+  readonly clock: ManualClock;
+  readonly failures: Error[];
+}
+
+/** Loads the state under `keys` into a fresh store and subscribes a writer, as the server does. */
+async function open(c: Redis, keys: Keys, clock = new ManualClock(), token?: string): Promise<Opened> {
+  const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
+  await loadStore(c, keys, store, token === undefined ? {} : { token });
+  const failures: Error[] = [];
+  const writer = new Writer({
+    redis: c,
+    keys,
+    token: () => token ?? '',
+    unavailable,
+    onFailure: (e) => failures.push(e),
+  });
+  writer.attach(store);
+  return { store, writer, clock, failures };
+}
+
+let ids = 0;
+function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
+  ids++;
+  return { id: `m-${ids}-${body.slice(0, 8)}`, body, md5OfBody: `md5-${ids}`, senderId: ACCOUNT, ...extra };
+}
+
+function create(store: QueueStore, name: string, attrs: Record<string, string> = {}, tags = {}): Queue {
+  return store.create({ accountId: ACCOUNT, region: REGION, name }, attrs, tags).queue;
+}
+
+/** Everything a client could observe, as plain data, after applying every deadline up to now. */
+function snapshot(store: QueueStore): unknown {
+  const now = store.clock.now();
+  return [...store.all()]
+    .sort((a, b) => (a.key < b.key ? -1 : 1))
+    .map((q) => ({
+      key: q.key,
+      uid: q.uid,
+      arn: q.arn,
+      attributes: { ...q.attributes },
+      tags: { ...q.tags },
+      createdAt: q.createdAt,
+      lastModifiedAt: q.lastModifiedAt,
+      lastPurgeAt: q.lastPurgeAt,
+      nextSequence: q.nextSequence,
+      counts: q.counts(now),
+      messages: [...q.allMessages()].map(messageFields),
+    }));
+}
+
+function messageFields(m: Message): Record<string, unknown> {
+  return {
+    id: m.id,
+    seq: m.seq,
+    sentAt: m.sentAt,
+    state: m.state,
+    heapKey: m.heapKey,
+    receiveCount: m.receiveCount,
+    firstReceiveAt: m.firstReceiveAt,
+    lastReceiveAt: m.lastReceiveAt,
+    receiptNonce: m.receiptNonce,
+    body: m.body,
+    md5OfBody: m.md5OfBody,
+    attributes: m.attributes,
+    md5OfAttributes: m.md5OfAttributes,
+    systemAttributes: m.systemAttributes,
+    md5OfSystemAttributes: m.md5OfSystemAttributes,
+    senderId: m.senderId,
+    groupId: m.groupId,
+    deduplicationId: m.deduplicationId,
+  };
+}
+
+/** A fresh load of what Redis holds under `keys`, at the same moment as `clock`. */
+async function reload(c: Redis, keys: Keys, clock: ManualClock): Promise<QueueStore> {
+  const store = new QueueStore(new ManualClock(clock.now()), { deletedRecentlyMs: 0 });
+  await loadStore(c, keys, store);
+  return store;
+}
+
+test('Given every kind of change, when the state is reloaded from Redis, then it equals the state in memory field by field', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+
+  // Queues: created with attributes and tags, changed, tagged, untagged.
+  const a = create(
+    store,
+    'alpha',
+    { VisibilityTimeout: '40', Policy: '{"Version":"2012-10-17"}' },
+    { team: 'a' },
+  );
+  const b = create(store, 'beta', { DelaySeconds: '10' });
+  const gone = create(store, 'gone');
+  const purged = create(store, 'purged');
+  await writer.commit();
+  clock.advance(S);
+  a.setAttributes({ MessageRetentionPeriod: '3600', ReceiveMessageWaitTimeSeconds: '5' }, clock.now());
+  a.setTags({ env: 'prod', owner: 'x' });
+  a.removeTags(['owner']);
+
+  // Messages: plain, with attributes, delayed (queue default and per message), received,
+  // visibility extended, made visible again, deleted.
+  const a1 = a.send(msg('a1'), clock.now());
+  a.send(
+    msg('a2 with attributes', {
+      attributes: {
+        k: { DataType: 'String', StringValue: 'v' },
+        n: { DataType: 'Number', StringValue: '1' },
+      },
+      md5OfAttributes: 'attrs-md5',
+      systemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: 'Root=1' } },
+      md5OfSystemAttributes: 'sys-md5',
+    }),
+    clock.now(),
+  );
+  const a3 = a.send(msg('a3'), clock.now());
+  a.send(msg('a4 delayed', { delaySeconds: 30 }), clock.now());
+  a.send(msg('a5'), clock.now());
+  b.send(msg('b1 queue delay'), clock.now());
+  await writer.commit();
+
+  clock.advance(S);
+  const got = a.receive(3, undefined, clock.now());
+  assert.deepEqual(
+    got.map((m) => m.id),
+    [a1.id, got[1]?.id, a3.id],
+  );
+  a.changeVisibility(a.receiptHandle(got[0] as Message), 300 * S, clock.now());
+  a.changeVisibility(a.receiptHandle(got[1] as Message), 0, clock.now());
+  a.deleteMessage(a.receiptHandle(got[2] as Message), clock.now());
+
+  // A purge with messages sent before and after it in the same tick.
+  purged.send(msg('p-before'), clock.now());
+  await writer.commit();
+  purged.send(msg('p-before-2'), clock.now());
+  purged.purge(clock.now());
+  purged.send(msg('p-after'), clock.now());
+
+  // A deleted queue with messages, and a queue deleted and created again in one tick.
+  gone.send(msg('g1'), clock.now());
+  await writer.commit();
+  store.delete(gone);
+  const again = create(store, 'again');
+  again.send(msg('r1'), clock.now());
+  store.delete(again);
+  const again2 = create(store, 'again', { VisibilityTimeout: '5' });
+  again2.send(msg('r2'), clock.now());
+  await writer.commit();
+
+  // A deadline passes: the delayed message becomes visible, the extended one stays hidden.
+  clock.advance(60 * S);
+  const restored = await reload(c, keys, clock);
+  assert.deepEqual(snapshot(restored), snapshot(store));
+  assert.equal(restored.get(ACCOUNT, 'gone'), undefined);
+  assert.equal(restored.get(ACCOUNT, 'purged')?.size, 1);
+  assert.equal(restored.get(ACCOUNT, 'again')?.uid, again2.uid);
+  await writer.commit();
+});
+
+test('Given a receipt handle issued before a restart, when used after it, then it still changes visibility and deletes', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'handles');
+  q.send(msg('hello'), clock.now());
+  const [m] = q.receive(1, 30 * S, clock.now());
+  assert.ok(m !== undefined);
+  const handle = q.receiptHandle(m);
+  await writer.commit();
+
+  const after = await open(c, keys, new ManualClock(clock.now() + S));
+  const q2 = after.store.require(ACCOUNT, 'handles');
+  q2.changeVisibility(handle, 60 * S, after.clock.now());
+  q2.deleteMessage(handle, after.clock.now());
+  assert.equal(q2.size, 0);
+  await after.writer.commit();
+  const third = await reload(c, keys, after.clock);
+  assert.equal(third.require(ACCOUNT, 'handles').size, 0);
+});
+
+test('Given an in-flight message, when the state is reloaded, then it stays hidden until its deadline and then comes back', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'inflight');
+  q.send(msg('hidden'), clock.now());
+  q.send(msg('visible'), clock.now());
+  const [first] = q.receive(1, 30 * S, clock.now());
+  assert.equal(first?.body, 'hidden');
+  await writer.commit();
+
+  const later = new ManualClock(clock.now() + 10 * S);
+  const restored = await open(c, keys, later);
+  const q2 = restored.store.require(ACCOUNT, 'inflight');
+  assert.deepEqual(
+    q2.receive(10, undefined, later.now()).map((m) => m.body),
+    ['visible'],
+  );
+  later.advance(19 * S);
+  assert.deepEqual(q2.receive(10, undefined, later.now()), []);
+  later.advance(1 * S);
+  const back = q2.receive(10, undefined, later.now());
+  assert.deepEqual(
+    back.map((m) => [m.body, m.receiveCount]),
+    [['hidden', 2]],
+  );
+  await restored.writer.commit();
+});
+
+test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted with AOF always, then none of them is lost', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'aof');
+  await writer.commit();
+
+  const acked: string[] = [];
+  const failed: string[] = [];
+  let sent = 0;
+  const send = async (): Promise<void> => {
+    const m = q.send(msg(`n${sent++}`), clock.now());
+    try {
+      await writer.commit();
+      acked.push(m.id);
+    } catch (e) {
+      assert.ok(e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+      failed.push(m.id);
+    }
+  };
+  // Eight senders, each awaiting its commit; Redis dies after the first 300 acknowledgements.
+  const senders = Array.from({ length: 8 }, async () => {
+    while (writer.failed === undefined) {
+      await send();
+      if (acked.length >= 300 && redis.alive()) await redis.kill9();
+    }
+  });
+  await Promise.all(senders);
+  assert.ok(acked.length >= 300 && failed.length > 0);
+
+  await redis.restart();
+  const c2 = await client();
+  const restored = await reload(c2, keys, clock);
+  const ids = new Set([...restored.require(ACCOUNT, 'aof').allMessages()].map((m) => m.id));
+  const lost = acked.filter((id) => !ids.has(id));
+  assert.deepEqual(lost, [], `${lost.length} acknowledged of ${acked.length} lost`);
+});
+
+test('Given Redis is down, when a change is committed, then it is rejected with ServiceUnavailable within 2 s', async () => {
+  const own = await startRedis({ aof: false });
+  try {
+    const c = await connectRedis({ url: own.url });
+    try {
+      const keys = keysFor(uniquePrefix());
+      const { store, writer, clock, failures } = await open(c, keys);
+      const q = create(store, 'down');
+      await writer.commit();
+      await own.kill9();
+      q.send(msg('unstored'), clock.now());
+      const t0 = performance.now();
+      await assert.rejects(
+        writer.commit(),
+        (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+      );
+      const ms = performance.now() - t0;
+      assert.ok(ms < 2000, `rejected after ${ms} ms`);
+      assert.equal(failures.length, 1);
+      // And every later commit too, at once.
+      await assert.rejects(writer.commit(), SqsError);
+    } finally {
+      c.disconnect();
+    }
+  } finally {
+    await own.stop();
+  }
+});
+
+test('Given Redis stops answering (SIGSTOP), when a change is committed, then it is rejected with ServiceUnavailable within 2 s', async () => {
+  const own = await startRedis({ aof: false });
+  const c = await connectRedis({ url: own.url });
+  try {
+    const keys = keysFor(uniquePrefix());
+    const { store, writer, clock } = await open(c, keys);
+    const q = create(store, 'frozen');
+    await writer.commit();
+    own.pause();
+    q.send(msg('unknown outcome'), clock.now());
+    const t0 = performance.now();
+    await assert.rejects(
+      writer.commit(),
+      (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+    );
+    const ms = performance.now() - t0;
+    assert.ok(ms < 2000, `rejected after ${ms} ms`);
+  } finally {
+    own.resume();
+    c.disconnect();
+    await own.stop();
+  }
+});
+
+test('Given a served store, when Redis dies and comes back, then serving stops, the state is reloaded from Redis and serving resumes', async () => {
+  const own = await startRedis({ aof: true });
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const stores: QueueStore[] = [];
+  const diverged: Error[] = [];
+  let onNextStore: (s: QueueStore) => void = () => undefined;
+  const p = new Persistence({
+    redis: createRedis({ url: own.url }),
+    keys,
+    createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
+    unavailable,
+    onStore: (s) => {
+      stores.push(s);
+      onNextStore(s);
+    },
+    onDiverged: (e) => diverged.push(e),
+    maxBackoffMs: 200,
+  });
+  try {
+    await p.start();
+    assert.equal(p.state, 'serving');
+    const q = (stores[0] as QueueStore).create(
+      { accountId: ACCOUNT, region: REGION, name: 'r' },
+      {},
+      {},
+    ).queue;
+    const kept = q.send(msg('kept'), clock.now());
+    await p.commit();
+
+    await own.kill9();
+    const lostInMemory = q.send(msg('answered 503'), clock.now());
+    await assert.rejects(p.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+    assert.equal(p.serving, false);
+    assert.equal(diverged.length, 1);
+    await assert.rejects(p.commit(), SqsError);
+
+    const reloaded = new Promise<QueueStore>((resolve) => (onNextStore = resolve));
+    await own.restart();
+    const s2 = await reloaded;
+    assert.equal(p.state, 'serving');
+    const q2 = s2.require(ACCOUNT, 'r');
+    const ids = [...q2.allMessages()].map((m) => m.id);
+    assert.deepEqual(ids, [kept.id], 'the acknowledged message is back, the failed one is not');
+    assert.notEqual(lostInMemory.id, kept.id);
+    q2.send(msg('after recovery'), clock.now());
+    await p.commit();
+  } finally {
+    await p.close();
+    await own.stop();
+  }
+});
+
+test('Given deleted, expired and purged messages and a deleted queue, when committed, then no key is left behind', async () => {
+  const c = await client();
+  const prefix = uniquePrefix();
+  const keys = keysFor(prefix);
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'leaks', { MessageRetentionPeriod: '60' });
+  const other = create(store, 'other');
+  for (let i = 0; i < 50; i++) q.send(msg(`e${i}`), clock.now());
+  for (let i = 0; i < 50; i++) other.send(msg(`o${i}`), clock.now());
+  await writer.commit();
+  assert.equal(await c.hlen(keys.messages(q.uid)), 50);
+
+  // Half received and deleted by handle, the rest expire.
+  for (const m of q.receive(10, undefined, clock.now())) q.deleteMessage(q.receiptHandle(m), clock.now());
+  await writer.commit();
+  assert.equal(await c.hlen(keys.messages(q.uid)), 40);
+  clock.advance(61 * S);
+  assert.deepEqual(q.counts(clock.now()), { visible: 0, inflight: 0, delayed: 0 });
+  other.purge(clock.now());
+  await writer.commit();
+  assert.deepEqual(await keysUnder(c, prefix), [keys.layout, keys.queues, keys.seq].sort());
+
+  store.delete(q);
+  store.delete(other);
+  await writer.commit();
+  assert.deepEqual(await keysUnder(c, prefix), [keys.layout]);
+});
+
+test('Given the lock holds another token, when a write is fenced, then nothing is written and commit rejects', async () => {
+  const c = await client();
+  const prefix = uniquePrefix();
+  const keys = keysFor(prefix);
+  await c.set(keys.lock, 'token-a');
+  const { store, writer, clock, failures } = await open(c, keys, new ManualClock(), 'token-a');
+  const q = create(store, 'fenced');
+  q.send(msg('written'), clock.now());
+  await writer.commit();
+  await c.set(keys.lock, 'token-b');
+  const before = await dump(c, prefix);
+
+  q.send(msg('refused'), clock.now());
+  create(store, 'refused-queue');
+  await assert.rejects(writer.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+  assert.ok(failures[0] instanceof FencedError);
+  assert.deepEqual(await dump(c, prefix), before);
+
+  // A loader with the wrong token refuses too.
+  await assert.rejects(loadStore(c, keys, new QueueStore(clock), { token: 'token-a' }), FencedError);
+});
+
+test('Given Redis has another layout version or unversioned keys, when loading, then a LayoutError says so', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  await c.set(keys.layout, '2');
+  await assert.rejects(loadStore(c, keys, new QueueStore(new ManualClock())), (e) => {
+    assert.ok(e instanceof LayoutError);
+    assert.match(e.message, /layout version 2/);
+    return true;
+  });
+  const keys2 = keysFor(uniquePrefix());
+  await c.hset(keys2.queues, 'x', '{}');
+  await assert.rejects(loadStore(c, keys2, new QueueStore(new ManualClock())), LayoutError);
+});
+
+test('Given a queue of 10,000 messages read in small chunks, when loaded, then every message is back in send order', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'many');
+  const sent: string[] = [];
+  for (let i = 0; i < 10_000; i++) sent.push(q.send(msg(`b${i}`), clock.now()).id);
+  // Some in flight and some deleted, so every structure is exercised.
+  const taken = q.receive(10, 60 * S, clock.now());
+  q.deleteMessage(q.receiptHandle(taken[0] as Message), clock.now());
+  await writer.commit();
+
+  const restored = new QueueStore(new ManualClock(clock.now()));
+  const stats = await loadStore(c, keys, restored, { chunk: 97, sliceMs: 1 });
+  assert.equal(stats.messages, 9_999);
+  assert.deepEqual(snapshot(restored), snapshot(store));
+  const q2 = restored.require(ACCOUNT, 'many');
+  assert.equal(q2.nextSequence, q.nextSequence);
+  const order = q2.receive(10, undefined, clock.now()).map((m) => m.id);
+  assert.deepEqual(order, sent.slice(10, 20));
+});
+
+test('Given a queue of 50,000 messages, when it is purged, then its hash is gone after one commit', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'big');
+  for (let i = 0; i < 50_000; i++) q.send(msg('x'), clock.now());
+  await writer.commit();
+  assert.equal(await c.hlen(keys.messages(q.uid)), 50_000);
+  q.purge(clock.now());
+  q.send(msg('after the purge'), clock.now());
+  await writer.commit();
+  assert.equal(await c.hlen(keys.messages(q.uid)), 1);
+});
+
+test('Given a queue whose deleted and sent messages collapse in one tick, when committed, then Redis holds exactly the survivors', async () => {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, keys);
+  const q = create(store, 'collapse', { VisibilityTimeout: '0' });
+  const m1 = q.send(msg('m1'), clock.now());
+  for (let i = 0; i < 5; i++) q.receive(1, undefined, clock.now());
+  const m2 = q.send(msg('m2'), clock.now());
+  q.receive(10, undefined, clock.now());
+  q.deleteMessage(q.receiptHandle(m2), clock.now());
+  const flushes = writer.stats.batches;
+  await writer.commit();
+  assert.equal(writer.stats.batches, flushes + 1, 'one round trip for the whole tick');
+  assert.deepEqual(await c.hkeys(keys.messages(q.uid)), [m1.id]);
+  const restored = await reload(c, keys, clock);
+  assert.equal([...restored.require(ACCOUNT, 'collapse').allMessages()][0]?.receiveCount, 6);
+});
+
+async function dump(c: Redis, prefix: string): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const k of await keysUnder(c, prefix)) {
+    const type = await c.type(k);
+    out[k] = type === 'hash' ? await c.hgetall(k) : await c.get(k);
+  }
+  return out;
+}
