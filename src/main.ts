@@ -5,43 +5,100 @@ import { buildControlPlane } from './http/control.js';
 import { buildDataPlane } from './http/data.js';
 import { Metrics } from './http/metrics.js';
 import { createLogger, flushLogger } from './log.js';
+import { keysFor } from './persistence/keys.js';
+import { Persistence } from './persistence/persistence.js';
+import { createRedis, type RedisTarget } from './persistence/redis.js';
+import { SqsError } from './sqs/errors.js';
 import { LongPoller } from './sqs/longpoll.js';
+import type { SqsServices } from './sqs/service.js';
 
 /**
  * Wiring: one store, one long-poll scheduler, two planes. Without Redis the state lives in this
  * process only: a restart loses every queue and message (README and docs/operations.md say so).
+ *
+ * With Redis, the state is loaded before the planes listen, every reply waits for its changes to
+ * be in Redis (`commit`), and a failed write stops serving (503) until the state is reloaded from
+ * Redis into a new store (src/persistence/persistence.ts). So the store and its long-poll
+ * scheduler sit behind `services`, whose getters the data plane reads on every request: the
+ * swap is one assignment, and no request ever sees half of it.
  */
 export async function start(config: Config): Promise<{ stop: () => Promise<void> }> {
   const logger = createLogger(config.logLevel);
   const clock = systemClock;
-  const store = new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
-  const poller = new LongPoller(store, clock);
+  const newStore = (): QueueStore =>
+    new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
+  let current = serving(newStore());
+  function serving(store: QueueStore): { store: QueueStore; poller: LongPoller } {
+    return { store, poller: new LongPoller(store, clock) };
+  }
+  const services: SqsServices = {
+    get store() {
+      return current.store;
+    },
+    get poller() {
+      return current.poller;
+    },
+    clock,
+  };
   const metrics = new Metrics();
   metrics.setQueueStatsProvider(() => {
     const now = clock.now();
-    return [...store.all()].map((q) => ({ queue: q.name, ...q.counts(now) }));
+    return [...current.store.all()].map((q) => ({ queue: q.name, ...q.counts(now) }));
   });
-  metrics.setLongPollWaitersProvider(() => poller.waiting);
+  metrics.setLongPollWaitersProvider(() => current.poller.waiting);
+
+  const target = redisTarget(config);
+  const persistence =
+    target === undefined
+      ? undefined
+      : new Persistence({
+          redis: createRedis(target),
+          keys: keysFor(),
+          createStore: newStore,
+          unavailable: () =>
+            new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
+          // Waiting long polls of the store being replaced are answered (empty) before it goes.
+          onStore: (store) => {
+            current.poller.closeAll();
+            current = serving(store);
+          },
+          onDiverged: () => {
+            current.poller.closeAll();
+            current = serving(newStore());
+          },
+          log: logger.child({ component: 'persistence' }),
+        });
+  if (persistence !== undefined) await persistence.start();
 
   const data = buildDataPlane({
-    services: { store, clock, poller },
+    services,
     logger: logger.child({ plane: 'data' }),
     accountId: config.accountId,
     region: config.region,
     baseUrl: config.baseUrl,
     observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
+    ...(persistence === undefined
+      ? {}
+      : { isServing: () => persistence.serving, commit: () => persistence.commit() }),
   });
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
     metrics,
-    isReady: () => true,
+    isReady: () => persistence?.serving ?? true,
   });
 
   await data.listen({ port: config.port, host: config.host });
   await control.listen({ port: config.controlPort, host: config.host });
   logger.info(
-    { port: config.port, controlPort: config.controlPort, host: config.host, persistence: 'memory' },
-    'shared-sqs serving (memory only: state is lost on restart)',
+    {
+      port: config.port,
+      controlPort: config.controlPort,
+      host: config.host,
+      persistence: persistence === undefined ? 'memory' : 'redis',
+    },
+    persistence === undefined
+      ? 'shared-sqs serving (memory only: state is lost on restart)'
+      : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
   );
 
   let stopping: Promise<void> | undefined;
@@ -49,14 +106,21 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     stopping ??= (async () => {
       logger.info('stopping: answering long polls, then closing both planes');
       // Waiting polls are answered first (with no messages), so close() does not wait 20 s on them.
-      poller.closeAll();
+      current.poller.closeAll();
       await data.close();
+      await persistence?.close();
       await control.close();
-      flushLogger(logger);
+      await flushLogger(logger);
     })();
     return stopping;
   };
   return { stop };
+}
+
+/** Where Redis is, from the flags; undefined: memory only. */
+function redisTarget(config: Config): RedisTarget | undefined {
+  if (config.redisAddr === undefined) return undefined;
+  return { url: config.redisAddr, password: config.redisPassword };
 }
 
 async function main(): Promise<void> {
