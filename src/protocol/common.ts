@@ -1,0 +1,37 @@
+import { missingParameter, SqsError } from '../sqs/errors.js';
+import { resolve, type Shape } from '../sqs/shape.js';
+
+/** AWS's own wording for an unknown or missing action, in both protocols. */
+export const INVALID_ACTION_MESSAGE =
+  'The action or operation requested is invalid. Verify that the action is typed correctly.';
+
+export function invalidAction(): SqsError {
+  return new SqsError('InvalidAction', INVALID_ACTION_MESSAGE);
+}
+
+/**
+ * Throws MissingParameter for the first required top-level member the input lacks. Both decoders
+ * call it last, so a request missing a parameter gets the same error whichever protocol it used.
+ */
+export function checkRequired(shape: Shape | (() => Shape), input: unknown): void {
+  const s = resolve(shape);
+  if (s.type === 'structure') requireMembers(s.required, input);
+}
+
+export function requireMembers(required: readonly string[], input: unknown): void {
+  if (required.length === 0) return;
+  const record = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;
+  for (const name of required) {
+    const value = record[name];
+    if (value === undefined || value === null) throw missingParameter(name);
+  }
+}
+
+/** Puts a key that came off the wire into a plain object without `__proto__` reaching the prototype. */
+export function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    target[key] = value;
+  }
+}
