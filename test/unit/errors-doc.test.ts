@@ -14,7 +14,8 @@ function documentedRows(): Map<string, string[]> {
       .slice(1, -1)
       .map((c) => c.trim().replace(/^`|`$/g, ''));
     const [name] = cells;
-    if (name !== undefined) rows.set(name, cells);
+    // The header's separator row (`| --- | --- |`, however Prettier pads it) is not an error.
+    if (name !== undefined && !/^:?-+:?$/.test(name)) rows.set(name, cells);
   }
   return rows;
 }
