@@ -1,0 +1,656 @@
+/**
+ * Command-line flags and environment variables, parsed once at start into a plain {@link Config}.
+ *
+ * Sources, strongest first: the command line, then `SHARED_SQS_<FLAG_IN_UPPER_SNAKE>`, then the
+ * Go predecessor's plain names (`REDIS_ADDR`, `REDIS_PASSWORD`), then the default. An empty
+ * environment variable counts as unset; an empty value for an optional flag (`--redis-addr=`) unsets
+ * it, overriding the environment. Go-style single-dash long flags (`-port=4100`) are accepted, since
+ * units written for the predecessor use them. Environment variables with the prefix that match no flag
+ * are ignored.
+ *
+ * The environment is read from the `env` argument only (yargs' own `.env()` would read
+ * `process.env`), so tests can pass their own.
+ */
+import { readFileSync } from 'node:fs';
+import yargs, { type Argv } from 'yargs';
+import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
+
+export interface Config {
+  /** Data plane (SQS API) port; 0 = any free port. */
+  readonly port: number;
+  /** Control plane (/health, /ready, /metrics, admin) port; 0 = any free port. */
+  readonly controlPort: number;
+  /** Listen address of both planes; IPv6 without brackets. */
+  readonly host: string;
+  readonly region: string;
+  /** 12 digits. */
+  readonly accountId: string;
+  /**
+   * `scheme://host[:port]`, no path and no trailing slash (a URL's origin). Undefined: queue URLs
+   * are built per request from Host / X-Forwarded-Proto / X-Forwarded-Host.
+   */
+  readonly baseUrl: string | undefined;
+  readonly logLevel: LogLevel;
+  /** As given: `host:port` or a `redis://` / `rediss://` URL. Undefined: memory only. */
+  readonly redisAddr: string | undefined;
+  readonly redisPassword: string | undefined;
+  readonly leaderElection: boolean;
+  readonly leaderTtlMs: number;
+  readonly leaderIntervalMs: number;
+  /** Never log it: see {@link configForLog}. Undefined: the admin API is closed. */
+  readonly adminToken: string | undefined;
+  /** Refuse to recreate a queue of the same name for 60 s after DeleteQueue, as AWS does. */
+  readonly queueDeletedRecently: boolean;
+}
+
+/** Bad flags or environment: the message is one line, fit to print after `shared-sqs: `. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** `--help` or `--version` was given: print `text` to stdout and exit 0. */
+export class HelpRequested extends Error {
+  override readonly name = 'HelpRequested';
+  constructor(
+    readonly kind: 'help' | 'version',
+    readonly text: string,
+  ) {
+    super(`--${kind} requested`);
+  }
+}
+
+export const ENV_PREFIX = 'SHARED_SQS';
+
+export const DEFAULTS = {
+  port: 4100,
+  controlPort: 4101,
+  host: '0.0.0.0',
+  region: 'us-east-1',
+  accountId: '000000000000',
+  logLevel: 'info',
+  leaderElection: false,
+  leaderTtlMs: 10_000,
+  leaderIntervalMs: 3_000,
+  queueDeletedRecently: true,
+} as const satisfies Partial<Config>;
+
+/** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
+const MAX_DURATION_MS = 2 ** 31 - 1;
+
+const STRING_FLAGS = [
+  'port',
+  'control-port',
+  'host',
+  'region',
+  'account-id',
+  'base-url',
+  'log-level',
+  'redis-addr',
+  'redis-password',
+  'leader-ttl',
+  'leader-interval',
+  'admin-token',
+] as const;
+const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently'] as const;
+type StringFlag = (typeof STRING_FLAGS)[number];
+type BooleanFlag = (typeof BOOLEAN_FLAGS)[number];
+type Flag = StringFlag | BooleanFlag;
+
+export function envName(flag: Flag): string {
+  return `${ENV_PREFIX}_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+const EXTRA_ENV: Partial<Record<Flag, readonly string[]>> = {
+  'redis-addr': ['REDIS_ADDR'],
+  'redis-password': ['REDIS_PASSWORD'],
+};
+
+function envNames(flag: Flag): readonly string[] {
+  return [envName(flag), ...(EXTRA_ENV[flag] ?? [])];
+}
+
+const VERSION = readVersion();
+
+function readVersion(): string {
+  try {
+    // src/config.ts and dist/config.js both sit one level below package.json.
+    const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    if (typeof pkg === 'object' && pkg !== null && 'version' in pkg && typeof pkg.version === 'string') {
+      return pkg.version;
+    }
+  } catch {
+    // fall through
+  }
+  return 'unknown';
+}
+
+// ---------------------------------------------------------------------------------------------
+// yargs: the command line and --help
+// ---------------------------------------------------------------------------------------------
+
+interface FlagHelp {
+  readonly group: string;
+  readonly describe: string;
+  /** Shown as [default: ...]; omitted for flags without a default. */
+  readonly shownDefault?: string;
+}
+
+const GROUP_SERVER = 'Server:';
+const GROUP_REDIS = 'Redis and high availability:';
+const GROUP_OTHER = 'Other:';
+
+const FLAG_HELP: Record<Flag, FlagHelp> = {
+  port: {
+    group: GROUP_SERVER,
+    describe: 'Data plane (SQS API) port; 0 picks a free port',
+    shownDefault: '4100',
+  },
+  'control-port': {
+    group: GROUP_SERVER,
+    describe: 'Control plane port (/health, /ready, /metrics, admin); 0 picks a free port',
+    shownDefault: '4101',
+  },
+  host: {
+    group: GROUP_SERVER,
+    describe: 'Address both planes listen on: 0.0.0.0 is every interface; 127.0.0.1 keeps them local',
+    shownDefault: '0.0.0.0',
+  },
+  region: { group: GROUP_SERVER, describe: 'Region in queue ARNs and URLs', shownDefault: 'us-east-1' },
+  'account-id': {
+    group: GROUP_SERVER,
+    describe: 'Account id (12 digits) in queue ARNs and URLs when auth is off',
+    shownDefault: '000000000000',
+  },
+  'base-url': {
+    group: GROUP_SERVER,
+    describe:
+      'Public scheme://host[:port] of the data plane, used in queue URLs; unset: taken from each ' +
+      "request's Host, X-Forwarded-Proto and X-Forwarded-Host",
+  },
+  'log-level': { group: GROUP_SERVER, describe: `One of ${LOG_LEVELS.join(', ')}`, shownDefault: 'info' },
+  'queue-deleted-recently': {
+    group: GROUP_SERVER,
+    describe:
+      'Refuse to recreate a queue for 60 s after DeleteQueue, as AWS does; ' +
+      '--no-queue-deleted-recently for test environments',
+    shownDefault: 'true',
+  },
+  'redis-addr': {
+    group: GROUP_REDIS,
+    describe: 'Redis as host:port or redis[s]://[user:password@]host:port; unset: state lives in memory only',
+  },
+  'redis-password': {
+    group: GROUP_REDIS,
+    describe: 'Redis password (prefer the environment: flags show in ps)',
+  },
+  'leader-election': {
+    group: GROUP_REDIS,
+    describe: 'Active/passive: serve only while holding the Redis lock (needs --redis-addr)',
+    shownDefault: 'false',
+  },
+  'leader-ttl': {
+    group: GROUP_REDIS,
+    describe: 'Leader lock lifetime, e.g. 10s or 1500ms; must exceed 3 x --leader-interval',
+    shownDefault: '10s',
+  },
+  'leader-interval': {
+    group: GROUP_REDIS,
+    describe: 'How often the lock is renewed or tried',
+    shownDefault: '3s',
+  },
+  'admin-token': {
+    group: GROUP_OTHER,
+    describe:
+      'Bearer token of the admin API; unset: admin API closed (prefer the environment: flags show in ps)',
+  },
+};
+
+// `usageConfiguration` exists in yargs >= 17.7 but not in @types/yargs 17.
+type ArgvWithUsageConfig = Argv & { usageConfiguration(config: { 'hide-types': boolean }): Argv };
+
+function buildParser(): Argv {
+  let parser = (yargs() as ArgvWithUsageConfig)
+    .usageConfiguration({ 'hide-types': true })
+    .scriptName('shared-sqs')
+    .usage(
+      'Usage: $0 [options]\n\n' +
+        'An Amazon SQS server (Query and JSON protocols) with optional Redis persistence and ' +
+        'active/passive high availability.',
+    )
+    .locale('en')
+    .strict()
+    .parserConfiguration({
+      'camel-case-expansion': false,
+      'dot-notation': false,
+      'duplicate-arguments-array': false,
+      'parse-numbers': false,
+      'parse-positional-numbers': false,
+    })
+    .exitProcess(false)
+    .wrap(100);
+  for (const flag of Object.keys(FLAG_HELP) as Flag[]) {
+    const help = FLAG_HELP[flag];
+    const notes = [
+      help.shownDefault === undefined ? '' : `[default: ${help.shownDefault}]`,
+      `[env: ${envNames(flag).join(', ')}]`,
+    ]
+      .filter(Boolean)
+      .join(' ');
+    parser = parser.option(flag, {
+      type: (BOOLEAN_FLAGS as readonly string[]).includes(flag) ? 'boolean' : 'string',
+      requiresArg: !(BOOLEAN_FLAGS as readonly string[]).includes(flag),
+      describe: `${help.describe} ${notes}`,
+      group: help.group,
+    });
+  }
+  return parser
+    .help('help')
+    .alias('help', 'h')
+    .version('version', 'Show version number', VERSION)
+    .group(['help', 'version'], GROUP_OTHER)
+    .epilog(
+      'Every flag can also be set with its environment variable; the command line wins. ' +
+        'Durations take the units ms, s, m, h (Go syntax: 1m30s). Empty environment variables are ignored.',
+    );
+}
+
+const KNOWN_LONG_FLAGS: ReadonlySet<string> = new Set<string>([
+  ...STRING_FLAGS,
+  ...BOOLEAN_FLAGS,
+  ...BOOLEAN_FLAGS.map((flag) => `no-${flag}`),
+  'help',
+  'version',
+]);
+
+/**
+ * Before yargs: `-port=1` (Go's flag package) becomes `--port=1`, and `--leader-election=<v>` is
+ * checked here, because yargs silently reads anything but "true" (even "1") as false.
+ */
+function normalizeArgs(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') break;
+    const match = /^(--?)([a-z][a-z0-9-]*)(=[^]*)?$/.exec(arg);
+    if (!match) {
+      out.push(arg);
+      continue;
+    }
+    const [, dashes = '', name = '', assigned] = match;
+    if (dashes === '-' && (name.length === 1 || !KNOWN_LONG_FLAGS.has(name))) {
+      out.push(arg); // a short flag like -h, or something yargs will report
+      continue;
+    }
+    if (name.startsWith('no-') && !(BOOLEAN_FLAGS as readonly string[]).includes(name.slice(3))) {
+      // yargs would set a string flag to false and we would quietly use the default
+      throw new ConfigError(`unknown argument: ${dashes}${name}`);
+    }
+    const negated = name.startsWith('no-');
+    const booleanFlag = negated ? name.slice(3) : name;
+    if (assigned !== undefined && (BOOLEAN_FLAGS as readonly string[]).includes(booleanFlag)) {
+      if (negated) throw new ConfigError(`--${name} takes no value`);
+      const value = parseBoolean(assigned.slice(1));
+      if (value === undefined) {
+        throw new ConfigError(`--${name} must be true or false (got ${quote(assigned.slice(1))})`);
+      }
+      out.push(value ? `--${name}` : `--no-${name}`);
+      continue;
+    }
+    out.push(`--${name}${assigned ?? ''}`);
+  }
+  return out.concat(argv.slice(i));
+}
+
+type ParsedArgs = Partial<Record<StringFlag, string>> & Partial<Record<BooleanFlag, boolean>>;
+
+function runYargs(args: readonly string[]): ParsedArgs {
+  let failure: Error | null = null;
+  let output = '';
+  let parsed: Record<string, unknown> = {};
+  // With a callback, yargs hands over its output (help, version, errors) instead of printing it.
+  void buildParser().parse([...args], {}, (err, argv, text) => {
+    failure = err ?? null;
+    parsed = argv;
+    output = text;
+  });
+  if (parsed['help'] === true) throw new HelpRequested('help', output);
+  if (parsed['version'] === true) throw new HelpRequested('version', output);
+  const error = failure as Error | null; // assigned in the (synchronous) callback
+  if (error !== null) throw new ConfigError(oneLine(describeYargsError(error.message, args)));
+  const positional = parsed['_'];
+  if (Array.isArray(positional) && positional.length > 0) {
+    throw new ConfigError(
+      `unexpected argument ${quote(String(positional[0]))}: shared-sqs takes only options`,
+    );
+  }
+  const result: ParsedArgs = {};
+  for (const flag of STRING_FLAGS) {
+    const value = parsed[flag];
+    if (typeof value === 'string') result[flag] = value;
+  }
+  for (const flag of BOOLEAN_FLAGS) {
+    const value = parsed[flag];
+    if (typeof value === 'boolean') result[flag] = value;
+  }
+  return result;
+}
+
+/** yargs names unknown options without their dashes: give them back as they were typed. */
+function describeYargsError(message: string, args: readonly string[]): string {
+  const unknown = /^Unknown arguments?: (.*)$/.exec(message);
+  if (unknown?.[1] !== undefined) {
+    const names = unknown[1].split(', ').map((name) => {
+      for (const dashes of ['--', '-']) {
+        const typed = `${dashes}${name}`;
+        if (args.some((arg) => arg === typed || arg.startsWith(`${typed}=`))) return typed;
+      }
+      return quote(name);
+    });
+    return `unknown ${names.length === 1 ? 'argument' : 'arguments'}: ${names.join(', ')}`;
+  }
+  const missing = /^Not enough arguments following: (.*)$/.exec(message);
+  if (missing?.[1] !== undefined) return `--${missing[1]} needs a value`;
+  return message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sources and validation
+// ---------------------------------------------------------------------------------------------
+
+/** A raw value and where it came from (`--port` or `SHARED_SQS_PORT`), for error messages. */
+interface Raw<T> {
+  readonly value: T;
+  readonly from: string;
+}
+
+class Sources {
+  constructor(
+    private readonly args: ParsedArgs,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  string(flag: StringFlag): Raw<string> | undefined {
+    const fromArgs = this.args[flag];
+    if (fromArgs !== undefined) return { value: fromArgs, from: `--${flag}` };
+    return this.fromEnv(flag);
+  }
+
+  boolean(flag: BooleanFlag): Raw<boolean> | undefined {
+    const fromArgs = this.args[flag];
+    if (fromArgs !== undefined) return { value: fromArgs, from: `--${flag}` };
+    const raw = this.fromEnv(flag);
+    if (raw === undefined) return undefined;
+    const value = parseBoolean(raw.value);
+    if (value === undefined)
+      throw new ConfigError(`${raw.from} must be true or false (got ${quote(raw.value)})`);
+    return { value, from: raw.from };
+  }
+
+  private fromEnv(flag: Flag): Raw<string> | undefined {
+    for (const name of envNames(flag)) {
+      const value = this.env[name];
+      if (value !== undefined && value !== '') return { value, from: name };
+    }
+    return undefined;
+  }
+}
+
+function parseBoolean(text: string): boolean | undefined {
+  switch (text.trim().toLowerCase()) {
+    case 'true':
+    case '1':
+    case 'yes':
+    case 'on':
+      return true;
+    case 'false':
+    case '0':
+    case 'no':
+    case 'off':
+      return false;
+    default:
+      return undefined;
+  }
+}
+
+/** Quotes a user-given value for an error message: JSON escapes keep it on one line. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/** Never for secrets: it echoes the value. */
+function fail(raw: Raw<string>, problem: string): never {
+  throw new ConfigError(`${raw.from} ${problem} (got ${quote(raw.value)})`);
+}
+
+function parsePort(raw: Raw<string> | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const text = raw.value.trim();
+  const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(port >= 0 && port <= 65535)) fail(raw, 'must be a port number from 0 to 65535');
+  return port;
+}
+
+function parseHost(raw: Raw<string> | undefined): string {
+  if (raw === undefined) return DEFAULTS.host;
+  let host = raw.value.trim();
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (!/^[A-Za-z0-9._:%-]+$/.test(host)) fail(raw, 'must be an IP address or host name without a port');
+  return host;
+}
+
+function parseRegion(raw: Raw<string> | undefined): string {
+  if (raw === undefined) return DEFAULTS.region;
+  const region = raw.value.trim();
+  if (!/^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(region) || region.length > 64) {
+    fail(raw, 'must look like a region name such as us-east-1 (lower-case letters, digits, dashes)');
+  }
+  return region;
+}
+
+function parseAccountId(raw: Raw<string> | undefined): string {
+  if (raw === undefined) return DEFAULTS.accountId;
+  const id = raw.value.trim();
+  if (!/^\d{12}$/.test(id)) fail(raw, 'must be exactly 12 digits');
+  return id;
+}
+
+function parseBaseUrl(raw: Raw<string> | undefined): string | undefined {
+  if (raw === undefined || raw.value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.value.trim());
+  } catch {
+    fail(raw, 'must be an absolute URL like https://sqs.example.com');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail(raw, 'must start with http:// or https://');
+  if (url.username !== '' || url.password !== '')
+    throw new ConfigError(`${raw.from} must not contain credentials`);
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '') {
+    fail(
+      raw,
+      'must be scheme://host[:port] with no path, query or fragment (queue URLs add /<account>/<queue>)',
+    );
+  }
+  return url.origin;
+}
+
+function parseLogLevel(raw: Raw<string> | undefined): LogLevel {
+  if (raw === undefined) return DEFAULTS.logLevel;
+  const level = raw.value.trim().toLowerCase();
+  if (!isLogLevel(level)) fail(raw, `must be one of ${LOG_LEVELS.join(', ')}`);
+  return level;
+}
+
+function parseRedisAddr(raw: Raw<string> | undefined): string | undefined {
+  if (raw === undefined || raw.value.trim() === '') return undefined;
+  const addr = raw.value.trim();
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) {
+    // A URL may hold a password: never echo it.
+    let url: URL | undefined;
+    try {
+      url = new URL(addr);
+    } catch {
+      url = undefined;
+    }
+    if (
+      url === undefined ||
+      (url.protocol !== 'redis:' && url.protocol !== 'rediss:') ||
+      url.hostname === ''
+    ) {
+      throw new ConfigError(`${raw.from} must be host:port or a redis:// or rediss:// URL`);
+    }
+    return addr;
+  }
+  const match = /^(\[[0-9A-Fa-f:.%a-z]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(addr);
+  const port = Number(match?.[2]);
+  if (match === null || !(port >= 1 && port <= 65535)) {
+    fail(raw, 'must be host:port (e.g. 127.0.0.1:6379) or a redis:// URL');
+  }
+  return addr;
+}
+
+function parseSecret(raw: Raw<string> | undefined): string | undefined {
+  if (raw === undefined || raw.value === '') return undefined;
+  // Such a value could never match an HTTP header (or is a stray newline from a file).
+  if (/[\s\p{Cc}]/u.test(raw.value)) {
+    throw new ConfigError(`${raw.from} must not contain spaces, newlines or control characters`);
+  }
+  return raw.value;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * Parses a Go duration (`10s`, `500ms`, `1m30s`, `1.5s`) into whole milliseconds (rounded).
+ * Returns undefined for anything else, including a bare number: `10` could mean seconds or ms.
+ */
+export function parseDurationMs(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (!/^(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.test(trimmed)) return undefined;
+  let total = 0;
+  for (const [, amount = '', unit = ''] of trimmed.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
+    total += Number(amount) * (DURATION_UNITS_MS[unit] ?? NaN);
+  }
+  return Number.isFinite(total) ? Math.round(total) : undefined;
+}
+
+/** Formats milliseconds the way they are written on the command line: 10s, 1.5s, 500ms. */
+export function formatDuration(ms: number): string {
+  return ms >= 1000 && ms % 100 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+function parseDuration(raw: Raw<string> | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const ms = parseDurationMs(raw.value);
+  if (ms === undefined) fail(raw, 'must be a duration like 10s, 500ms or 1m30s');
+  if (ms < 1 || ms > MAX_DURATION_MS) fail(raw, `must be between 1ms and ${formatDuration(MAX_DURATION_MS)}`);
+  return ms;
+}
+
+/**
+ * Parses flags (`argv` without node and the script, i.e. `process.argv.slice(2)`) and environment.
+ * Throws {@link ConfigError} for anything invalid and {@link HelpRequested} for --help / --version.
+ */
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+  const src = new Sources(runYargs(normalizeArgs(argv)), env);
+
+  const portRaw = src.string('port');
+  const controlPortRaw = src.string('control-port');
+  const port = parsePort(portRaw, DEFAULTS.port);
+  const controlPort = parsePort(controlPortRaw, DEFAULTS.controlPort);
+  if (port !== 0 && port === controlPort) {
+    throw new ConfigError(
+      `${portRaw?.from ?? '--port'} and ${controlPortRaw?.from ?? '--control-port'} must differ (both ${port})`,
+    );
+  }
+
+  const redisAddr = parseRedisAddr(src.string('redis-addr'));
+  const leaderElection = src.boolean('leader-election')?.value ?? DEFAULTS.leaderElection;
+  if (leaderElection && redisAddr === undefined) {
+    throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
+  }
+
+  const ttlRaw = src.string('leader-ttl');
+  const intervalRaw = src.string('leader-interval');
+  const leaderTtlMs = parseDuration(ttlRaw, DEFAULTS.leaderTtlMs);
+  const leaderIntervalMs = parseDuration(intervalRaw, DEFAULTS.leaderIntervalMs);
+  if (!(leaderTtlMs > 3 * leaderIntervalMs)) {
+    throw new ConfigError(
+      `${ttlRaw?.from ?? '--leader-ttl'} (${formatDuration(leaderTtlMs)}) must be more than 3 x ` +
+        `${intervalRaw?.from ?? '--leader-interval'} (${formatDuration(leaderIntervalMs)}), ` +
+        'so that one slow renewal does not cost the lock',
+    );
+  }
+
+  return {
+    port,
+    controlPort,
+    host: parseHost(src.string('host')),
+    region: parseRegion(src.string('region')),
+    accountId: parseAccountId(src.string('account-id')),
+    baseUrl: parseBaseUrl(src.string('base-url')),
+    logLevel: parseLogLevel(src.string('log-level')),
+    redisAddr,
+    redisPassword: parseSecret(src.string('redis-password')),
+    leaderElection,
+    leaderTtlMs,
+    leaderIntervalMs,
+    adminToken: parseSecret(src.string('admin-token')),
+    queueDeletedRecently: src.boolean('queue-deleted-recently')?.value ?? DEFAULTS.queueDeletedRecently,
+  };
+}
+
+/** The config as it may be logged: secrets (and a password inside a Redis URL) replaced. */
+export function configForLog(config: Config): Record<string, unknown> {
+  let redisAddr = config.redisAddr;
+  if (redisAddr !== undefined && redisAddr.includes('://')) {
+    try {
+      const url = new URL(redisAddr);
+      if (url.password !== '') url.password = 'redacted';
+      redisAddr = url.toString();
+    } catch {
+      redisAddr = '[unparsable]';
+    }
+  }
+  return {
+    ...config,
+    redisAddr,
+    redisPassword: config.redisPassword === undefined ? undefined : '[set]',
+    adminToken: config.adminToken === undefined ? undefined : '[set]',
+  };
+}
+
+/**
+ * For main: parses, or prints `shared-sqs: <message> (see --help)` on one line to stderr and exits
+ * 2 (no stack trace); --help and --version print to stdout and exit 0. Other errors (bugs) propagate.
+ */
+export function loadConfigOrExit(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+  try {
+    return parseConfig(argv, env);
+  } catch (err) {
+    if (err instanceof HelpRequested) {
+      // Writes to pipes and files are synchronous on Linux, so nothing is lost by exiting now.
+      process.stdout.write(`${err.text}\n`);
+      process.exit(0);
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`shared-sqs: ${oneLine(err.message)} (see shared-sqs --help)\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * Prometheus metrics of one server instance, in a registry of its own (not prom-client's global one),
+ * so tests and a process running two servers can each have theirs.
+ *
+ * - sqs_requests_total{action,protocol,status}          counter; status is the HTTP status code
+ * - sqs_request_duration_seconds{action,protocol}        histogram, 50 µs .. 25 s (long polls last 20 s)
+ * - sqs_queue_messages{queue,state}                       gauge, read from a provider at scrape time;
+ *                                                         state is visible | inflight | delayed
+ * - sqs_long_poll_waiters                                 gauge, read from a provider at scrape time
+ * - process_* and nodejs_*                                prom-client's default metrics
+ *
+ * {@link Metrics.observeRequest} is on the hot path. prom-client's own labelled children still hash
+ * and validate their labels on every call (0.3-1 µs each here), so a request only bumps plain
+ * numbers in a series found by one Map lookup on a string key; the registry reads the totals at
+ * scrape time (the counter through prom-client's public `inc`, the histogram as a collector of its
+ * own in prom-client's metric shape).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+
+export interface QueueStats {
+  readonly queue: string;
+  readonly visible: number;
+  readonly inflight: number;
+  readonly delayed: number;
+}
+
+export type QueueStatsProvider = () => Iterable<QueueStats>;
+
+/** Seconds: 50 µs .. 25 s in 1-2.5-5 steps. */
+export const REQUEST_DURATION_BUCKETS: readonly number[] = [
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+  25,
+];
+
+/**
+ * Distinct (action, protocol, status) sets kept before new actions are counted as `_other`: the
+ * action label may come from client input (an unknown `Action=`), and each label set is a time
+ * series forever. Callers should still pass a known action name or a fixed one such as `Unknown`.
+ */
+export const MAX_LABEL_SETS = 1000;
+export const OVERFLOW_ACTION = '_other';
+
+/** One (action, protocol) histogram series: per-bucket (not cumulative) counts, sum, count. */
+class DurationSeries {
+  /** buckets[i] counts observations in (bound[i-1], bound[i]]; the last slot is above every bound. */
+  readonly buckets = new Float64Array(REQUEST_DURATION_BUCKETS.length + 1);
+  sum = 0;
+  count = 0;
+
+  constructor(readonly labels: { readonly action: string; readonly protocol: string }) {}
+
+  observe(seconds: number): void {
+    let i = 0;
+    while (i < REQUEST_DURATION_BUCKETS.length && seconds > (REQUEST_DURATION_BUCKETS[i] ?? Infinity)) i++;
+    this.buckets[i] = (this.buckets[i] ?? 0) + 1;
+    this.sum += seconds;
+    this.count++;
+  }
+}
+
+/** One (action, protocol, status) counter series, and the duration series it feeds. */
+interface RequestSeries {
+  readonly labels: { readonly action: string; readonly protocol: string; readonly status: string };
+  count: number;
+  /** The part of `count` already added to the prom-client counter. */
+  exported: number;
+  readonly duration: DurationSeries;
+}
+
+interface HistogramValue {
+  readonly labels: Record<string, string | number>;
+  readonly value: number;
+  readonly metricName: string;
+}
+
+/**
+ * sqs_request_duration_seconds as a registry entry: the shape prom-client's Registry reads from its
+ * own metrics (`get()` resolving to name, help, type, aggregator and values, plus `reset()`).
+ */
+class DurationHistogram {
+  readonly name = 'sqs_request_duration_seconds';
+  readonly help = 'Time from request to reply, by action and wire protocol (long polls included)';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly labelNames = ['action', 'protocol'];
+
+  constructor(private readonly series: () => Iterable<DurationSeries>) {}
+
+  get(): Promise<{
+    name: string;
+    help: string;
+    type: string;
+    aggregator: string;
+    values: HistogramValue[];
+  }> {
+    const values: HistogramValue[] = [];
+    for (const s of this.series()) {
+      if (s.count === 0) continue;
+      let cumulative = 0;
+      REQUEST_DURATION_BUCKETS.forEach((bound, i) => {
+        cumulative += s.buckets[i] ?? 0;
+        values.push({
+          labels: { ...s.labels, le: bound },
+          value: cumulative,
+          metricName: `${this.name}_bucket`,
+        });
+      });
+      values.push({ labels: { ...s.labels, le: '+Inf' }, value: s.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    return Promise.resolve({
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values,
+    });
+  }
+
+  reset(): void {
+    for (const s of this.series()) {
+      s.buckets.fill(0);
+      s.sum = 0;
+      s.count = 0;
+    }
+  }
+}
+
+export interface MetricsOptions {
+  /** prom-client's process_* / nodejs_* metrics; default true. */
+  readonly defaultMetrics?: boolean;
+}
+
+export class Metrics {
+  readonly registry: Registry;
+  /** Keyed by `action \0 protocol \0 status`. */
+  private readonly requestSeries = new Map<string, RequestSeries>();
+  /** Keyed by `action \0 protocol`. */
+  private readonly durationSeries = new Map<string, DurationSeries>();
+  private queueStatsProvider: QueueStatsProvider | undefined;
+  private longPollWaitersProvider: (() => number) | undefined;
+
+  constructor(options: MetricsOptions = {}) {
+    this.registry = new Registry();
+    const registers = [this.registry];
+
+    const requests: Counter<'action' | 'protocol' | 'status'> = new Counter({
+      name: 'sqs_requests_total',
+      help: 'SQS API requests answered, by action, wire protocol (json|query) and HTTP status',
+      labelNames: ['action', 'protocol', 'status'] as const,
+      registers,
+      collect: () => {
+        for (const series of this.requestSeries.values()) {
+          if (series.count > series.exported) {
+            requests.inc(series.labels, series.count - series.exported);
+            series.exported = series.count;
+          }
+        }
+      },
+    });
+
+    // Not a prom-client class: see DurationHistogram. The Registry only reads what its type says.
+    this.registry.registerMetric(
+      new DurationHistogram(() => this.durationSeries.values()) as unknown as Metric,
+    );
+
+    const queueMessages: Gauge<'queue' | 'state'> = new Gauge({
+      name: 'sqs_queue_messages',
+      help: 'Messages per queue and state (visible, inflight, delayed), read at scrape time',
+      labelNames: ['queue', 'state'] as const,
+      registers,
+      collect: () => {
+        // Reset first so that deleted queues disappear from the scrape.
+        queueMessages.reset();
+        const provider = this.queueStatsProvider;
+        if (provider === undefined) return;
+        for (const stats of provider()) {
+          queueMessages.set({ queue: stats.queue, state: 'visible' }, stats.visible);
+          queueMessages.set({ queue: stats.queue, state: 'inflight' }, stats.inflight);
+          queueMessages.set({ queue: stats.queue, state: 'delayed' }, stats.delayed);
+        }
+      },
+    });
+
+    const longPollWaiters: Gauge = new Gauge({
+      name: 'sqs_long_poll_waiters',
+      help: 'ReceiveMessage calls currently waiting for messages (long polls)',
+      registers,
+      collect: () => {
+        longPollWaiters.set(this.longPollWaitersProvider?.() ?? 0);
+      },
+    });
+
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The Content-Type of {@link metrics}' text (Prometheus exposition format 0.0.4). */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * Counts one answered request and its duration. `status` is the HTTP status code of the reply;
+   * `seconds` a finite, non-negative duration (others are counted but not timed).
+   */
+  observeRequest(action: string, protocol: string, status: number, seconds: number): void {
+    const key = `${action}\u0000${protocol}\u0000${status}`;
+    const series = this.requestSeries.get(key) ?? this.addRequestSeries(key, action, protocol, status);
+    series.count++;
+    if (seconds >= 0 && seconds !== Infinity) series.duration.observe(seconds);
+  }
+
+  private addRequestSeries(key: string, action: string, protocol: string, status: number): RequestSeries {
+    if (this.requestSeries.size >= MAX_LABEL_SETS && action !== OVERFLOW_ACTION) {
+      // Not cached under `key`: the overflow series is cached under its own key.
+      const overflowKey = `${OVERFLOW_ACTION}\u0000${protocol}\u0000${status}`;
+      return (
+        this.requestSeries.get(overflowKey) ??
+        this.addRequestSeries(overflowKey, OVERFLOW_ACTION, protocol, status)
+      );
+    }
+    const durationKey = `${action}\u0000${protocol}`;
+    let duration = this.durationSeries.get(durationKey);
+    if (duration === undefined) {
+      duration = new DurationSeries({ action, protocol });
+      this.durationSeries.set(durationKey, duration);
+    }
+    const series: RequestSeries = {
+      labels: { action, protocol, status: String(status) },
+      count: 0,
+      exported: 0,
+      duration,
+    };
+    this.requestSeries.set(key, series);
+    return series;
+  }
+
+  /** Where sqs_queue_messages comes from; called at each scrape. Undefined: no series. */
+  setQueueStatsProvider(provider: QueueStatsProvider | undefined): void {
+    this.queueStatsProvider = provider;
+  }
+
+  /** Where sqs_long_poll_waiters comes from; called at each scrape. Undefined: 0. */
+  setLongPollWaitersProvider(provider: (() => number) | undefined): void {
+    this.longPollWaitersProvider = provider;
+  }
+
+  /** The scrape: every metric of this registry in Prometheus text format. */
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,432 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import {
+  ConfigError,
+  configForLog,
+  HelpRequested,
+  parseConfig,
+  parseDurationMs,
+  type Config,
+} from '../../src/config.js';
+
+const DEFAULT_CONFIG: Config = {
+  port: 4100,
+  controlPort: 4101,
+  host: '0.0.0.0',
+  region: 'us-east-1',
+  accountId: '000000000000',
+  baseUrl: undefined,
+  logLevel: 'info',
+  redisAddr: undefined,
+  redisPassword: undefined,
+  leaderElection: false,
+  leaderTtlMs: 10_000,
+  leaderIntervalMs: 3_000,
+  adminToken: undefined,
+  queueDeletedRecently: true,
+};
+
+/** Asserts that parsing fails with a ConfigError whose one-line message matches `pattern`. */
+function assertConfigError(argv: string[], env: NodeJS.ProcessEnv, pattern: RegExp): ConfigError {
+  let caught: unknown;
+  try {
+    parseConfig(argv, env);
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
+  assert.match(caught.message, pattern);
+  assert.doesNotMatch(caught.message, /\n/);
+  return caught;
+}
+
+void describe('parseConfig: defaults and sources', () => {
+  void test('Given no flags and no environment, when parsing, then every field has its default', () => {
+    assert.deepEqual(parseConfig([], {}), DEFAULT_CONFIG);
+  });
+
+  void test('Given SHARED_SQS_PORT, when parsing without --port, then the environment sets the port', () => {
+    assert.equal(parseConfig([], { SHARED_SQS_PORT: '5000' }).port, 5000);
+  });
+
+  void test('Given both SHARED_SQS_PORT and --port, when parsing, then the flag wins', () => {
+    assert.equal(parseConfig(['--port', '6000'], { SHARED_SQS_PORT: '5000' }).port, 6000);
+  });
+
+  void test('Given an empty SHARED_SQS_PORT, when parsing, then it counts as unset', () => {
+    assert.equal(parseConfig([], { SHARED_SQS_PORT: '' }).port, 4100);
+  });
+
+  void test('Given --port=0 and --control-port=0, when parsing, then both ask for a free port', () => {
+    const config = parseConfig(['--port=0', '--control-port=0'], {});
+    assert.deepEqual([config.port, config.controlPort], [0, 0]);
+  });
+
+  void test('Given the plain REDIS_ADDR and REDIS_PASSWORD of the Go predecessor, when parsing, then they are used', () => {
+    const config = parseConfig([], { REDIS_ADDR: '10.0.0.5:6379', REDIS_PASSWORD: 'pw' });
+    assert.deepEqual([config.redisAddr, config.redisPassword], ['10.0.0.5:6379', 'pw']);
+  });
+
+  void test('Given SHARED_SQS_REDIS_ADDR and REDIS_ADDR, when parsing, then the prefixed variable wins', () => {
+    const config = parseConfig([], { SHARED_SQS_REDIS_ADDR: 'a:1', REDIS_ADDR: 'b:2' });
+    assert.equal(config.redisAddr, 'a:1');
+  });
+
+  void test('Given REDIS_ADDR and --redis-addr, when parsing, then the flag wins', () => {
+    assert.equal(parseConfig(['--redis-addr', 'a:1'], { REDIS_ADDR: 'b:2' }).redisAddr, 'a:1');
+  });
+
+  void test('Given REDIS_ADDR and an empty --redis-addr=, when parsing, then Redis is unset (memory only)', () => {
+    assert.equal(parseConfig(['--redis-addr='], { REDIS_ADDR: 'b:2' }).redisAddr, undefined);
+  });
+
+  void test('Given SHARED_SQS_LEADER_ELECTION=true and REDIS_ADDR, when parsing, then leader election is on', () => {
+    const config = parseConfig([], { SHARED_SQS_LEADER_ELECTION: 'true', REDIS_ADDR: 'r:6379' });
+    assert.equal(config.leaderElection, true);
+  });
+
+  void test('Given SHARED_SQS_LEADER_ELECTION=true and --no-leader-election, when parsing, then the flag wins', () => {
+    const config = parseConfig(['--no-leader-election'], { SHARED_SQS_LEADER_ELECTION: 'true' });
+    assert.equal(config.leaderElection, false);
+  });
+
+  void test('Given --leader-election=1 (which yargs alone reads as false), when parsing, then it is on', () => {
+    assert.equal(parseConfig(['--leader-election=1', '--redis-addr=r:1'], {}).leaderElection, true);
+  });
+
+  void test('Given --no-queue-deleted-recently, when parsing, then the recently-deleted rule is off', () => {
+    assert.equal(parseConfig(['--no-queue-deleted-recently'], {}).queueDeletedRecently, false);
+  });
+
+  void test('Given SHARED_SQS_QUEUE_DELETED_RECENTLY=false, when parsing, then the recently-deleted rule is off', () => {
+    const config = parseConfig([], { SHARED_SQS_QUEUE_DELETED_RECENTLY: 'false' });
+    assert.equal(config.queueDeletedRecently, false);
+  });
+
+  void test('Given SHARED_SQS_ADMIN_TOKEN, when parsing, then the admin token is set', () => {
+    assert.equal(parseConfig([], { SHARED_SQS_ADMIN_TOKEN: 's3cret' }).adminToken, 's3cret');
+  });
+
+  void test('Given Go-style single-dash flags, when parsing, then they are read as long flags', () => {
+    const config = parseConfig(['-port=5000', '-control-port', '5001'], {});
+    assert.deepEqual([config.port, config.controlPort], [5000, 5001]);
+  });
+
+  void test('Given a base URL with a trailing slash and upper-case host, when parsing, then it is kept as its origin', () => {
+    assert.equal(
+      parseConfig(['--base-url', 'https://SQS.Example.com/'], {}).baseUrl,
+      'https://sqs.example.com',
+    );
+  });
+
+  void test('Given a redis:// URL, when parsing, then it is kept as given', () => {
+    assert.equal(parseConfig(['--redis-addr', 'redis://:pw@r:6379/0'], {}).redisAddr, 'redis://:pw@r:6379/0');
+  });
+
+  void test('Given an upper-case --log-level, when parsing, then it is accepted in lower case', () => {
+    assert.equal(parseConfig(['--log-level', 'DEBUG'], {}).logLevel, 'debug');
+  });
+
+  void test('Given a bracketed IPv6 --host, when parsing, then the brackets are dropped for listen()', () => {
+    assert.equal(parseConfig(['--host', '[::1]'], {}).host, '::1');
+  });
+});
+
+void describe('parseConfig: durations', () => {
+  const cases: Array<[string, number]> = [
+    ['10s', 10_000],
+    ['500ms', 500],
+    ['1m30s', 90_000],
+    ['1.5s', 1_500],
+    ['2h', 7_200_000],
+    ['1500us', 2],
+  ];
+  for (const [text, ms] of cases) {
+    void test(`Given the duration ${text}, when parsing it, then it is ${ms} ms`, () => {
+      assert.equal(parseDurationMs(text), ms);
+    });
+  }
+
+  for (const text of ['10', 's', '', '-1s', '1d', '1 s']) {
+    void test(`Given ${JSON.stringify(text)}, when parsing it as a duration, then it is rejected`, () => {
+      assert.equal(parseDurationMs(text), undefined);
+    });
+  }
+
+  void test('Given --leader-ttl 20s and --leader-interval 5s, when parsing, then both are in milliseconds', () => {
+    const config = parseConfig(['--leader-ttl', '20s', '--leader-interval', '5s'], {});
+    assert.deepEqual([config.leaderTtlMs, config.leaderIntervalMs], [20_000, 5_000]);
+  });
+
+  void test('Given SHARED_SQS_LEADER_INTERVAL=500ms, when parsing, then the interval is 500 ms', () => {
+    assert.equal(parseConfig([], { SHARED_SQS_LEADER_INTERVAL: '500ms' }).leaderIntervalMs, 500);
+  });
+});
+
+void describe('parseConfig: validation', () => {
+  void test('Given an unknown flag, when parsing, then it is an error naming the flag', () => {
+    assertConfigError(['--frobnicate'], {}, /^unknown argument: --frobnicate$/);
+  });
+
+  void test('Given --no- before a flag that is not a switch, when parsing, then it is unknown', () => {
+    assertConfigError(['--no-port'], {}, /^unknown argument: --no-port$/);
+  });
+
+  void test('Given a camelCase spelling of a flag, when parsing, then it is unknown', () => {
+    assertConfigError(['--leaderElection'], {}, /unknown argument: --leaderElection/);
+  });
+
+  void test('Given a positional argument, when parsing, then it is an error', () => {
+    assertConfigError(['serve'], {}, /"serve"/);
+  });
+
+  void test('Given a positional argument after --, when parsing, then it is an error', () => {
+    assertConfigError(['--', 'serve'], {}, /unexpected argument "serve"/);
+  });
+
+  void test('Given --port without a value, when parsing, then it says a value is needed', () => {
+    assertConfigError(['--port'], {}, /^--port needs a value$/);
+  });
+
+  void test('Given a non-numeric --port, when parsing, then it is an error quoting the value', () => {
+    assertConfigError(
+      ['--port', 'http'],
+      {},
+      /^--port must be a port number from 0 to 65535 \(got "http"\)$/,
+    );
+  });
+
+  void test('Given --port 65536, when parsing, then it is out of range', () => {
+    assertConfigError(['--port', '65536'], {}, /--port must be a port number from 0 to 65535/);
+  });
+
+  void test('Given a fractional --control-port, when parsing, then it is an error', () => {
+    assertConfigError(['--control-port', '41.5'], {}, /--control-port must be a port number/);
+  });
+
+  void test('Given an invalid SHARED_SQS_PORT, when parsing, then the error names the variable', () => {
+    assertConfigError([], { SHARED_SQS_PORT: '-1' }, /^SHARED_SQS_PORT must be a port number/);
+  });
+
+  void test('Given the same non-zero port for both planes, when parsing, then it is an error', () => {
+    assertConfigError(['--port', '5000', '--control-port', '5000'], {}, /must differ \(both 5000\)/);
+  });
+
+  void test('Given an 11-digit --account-id, when parsing, then it is an error', () => {
+    assertConfigError(['--account-id', '12345678901'], {}, /^--account-id must be exactly 12 digits/);
+  });
+
+  void test('Given an --account-id with letters, when parsing, then it is an error', () => {
+    assertConfigError(['--account-id', '12345678901a'], {}, /--account-id must be exactly 12 digits/);
+  });
+
+  void test('Given a --region with upper case and spaces, when parsing, then it is an error', () => {
+    assertConfigError(['--region', 'US East'], {}, /^--region must look like a region name/);
+  });
+
+  void test('Given an unknown --log-level, when parsing, then it lists the valid levels', () => {
+    assertConfigError(
+      ['--log-level', 'verbose'],
+      {},
+      /must be one of fatal, error, warn, info, debug, trace, silent/,
+    );
+  });
+
+  void test('Given a --base-url with a path, when parsing, then it is an error', () => {
+    assertConfigError(
+      ['--base-url', 'https://sqs.example.com/queues'],
+      {},
+      /^--base-url must be scheme:\/\/host/,
+    );
+  });
+
+  void test('Given a --base-url with a query, when parsing, then it is an error', () => {
+    assertConfigError(['--base-url', 'https://sqs.example.com/?a=1'], {}, /no path, query or fragment/);
+  });
+
+  void test('Given a --base-url with an ftp scheme, when parsing, then it is an error', () => {
+    assertConfigError(['--base-url', 'ftp://sqs.example.com'], {}, /must start with http:\/\/ or https:\/\//);
+  });
+
+  void test('Given a --base-url that is not a URL, when parsing, then it is an error', () => {
+    assertConfigError(['--base-url', 'sqs.example.com'], {}, /must be an absolute URL/);
+  });
+
+  void test('Given a --redis-addr without a port, when parsing, then it is an error', () => {
+    assertConfigError(['--redis-addr', 'localhost'], {}, /^--redis-addr must be host:port/);
+  });
+
+  void test('Given an http:// --redis-addr holding a password, when parsing, then the error does not echo it', () => {
+    const err = assertConfigError(
+      ['--redis-addr', 'http://:hunter2@r:1'],
+      {},
+      /^--redis-addr must be host:port/,
+    );
+    assert.doesNotMatch(err.message, /hunter2/);
+  });
+
+  void test('Given leader election without Redis, when parsing, then it says leader election needs Redis', () => {
+    assertConfigError(
+      ['--leader-election'],
+      {},
+      /^leader election needs Redis: set REDIS_ADDR or --redis-addr$/,
+    );
+  });
+
+  void test('Given SHARED_SQS_LEADER_ELECTION=yes-please, when parsing, then it is an error', () => {
+    assertConfigError(
+      [],
+      { SHARED_SQS_LEADER_ELECTION: 'yes-please' },
+      /^SHARED_SQS_LEADER_ELECTION must be true or false/,
+    );
+  });
+
+  void test('Given --leader-election=maybe, when parsing, then it is an error', () => {
+    assertConfigError(['--leader-election=maybe'], {}, /^--leader-election must be true or false/);
+  });
+
+  void test('Given a bare number as --leader-ttl, when parsing, then it asks for a unit', () => {
+    assertConfigError(['--leader-ttl', '10'], {}, /^--leader-ttl must be a duration like 10s/);
+  });
+
+  void test('Given --leader-interval 0s, when parsing, then it is too short', () => {
+    assertConfigError(['--leader-interval', '0s'], {}, /^--leader-interval must be between 1ms and/);
+  });
+
+  void test('Given --leader-ttl of exactly 3 x --leader-interval, when parsing, then it is an error', () => {
+    assertConfigError(
+      ['--leader-ttl', '9s', '--leader-interval', '3s'],
+      {},
+      /^--leader-ttl \(9s\) must be more than 3 x --leader-interval \(3s\)/,
+    );
+  });
+
+  void test('Given only a longer SHARED_SQS_LEADER_INTERVAL, when parsing, then the default TTL is too short', () => {
+    assertConfigError(
+      [],
+      { SHARED_SQS_LEADER_INTERVAL: '4s' },
+      /--leader-ttl \(10s\) must be more than 3 x SHARED_SQS_LEADER_INTERVAL \(4s\)/,
+    );
+  });
+
+  void test('Given an admin token with a trailing newline, when parsing, then it is rejected without being echoed', () => {
+    const err = assertConfigError(
+      [],
+      { SHARED_SQS_ADMIN_TOKEN: 'tok3n-value\n' },
+      /^SHARED_SQS_ADMIN_TOKEN must not contain/,
+    );
+    assert.doesNotMatch(err.message, /tok3n/);
+  });
+});
+
+void describe('parseConfig: --help and --version', () => {
+  function helpOf(argv: string[]): HelpRequested {
+    try {
+      parseConfig(argv, {});
+    } catch (err) {
+      if (err instanceof HelpRequested) return err;
+      throw err;
+    }
+    assert.fail('expected HelpRequested');
+  }
+
+  void test('Given --help, when parsing, then the help lists every flag with its environment variable', () => {
+    const help = helpOf(['--help']);
+    assert.equal(help.kind, 'help');
+    for (const text of [
+      '--port',
+      '--control-port',
+      '--queue-deleted-recently',
+      'SHARED_SQS_ADMIN_TOKEN',
+      'REDIS_ADDR',
+    ]) {
+      assert.ok(help.text.includes(text), `help lacks ${text}`);
+    }
+  });
+
+  void test('Given --help, when parsing, then the help documents the 0.0.0.0 host default', () => {
+    assert.match(helpOf(['-h']).text, /--host .*\[default: 0\.0\.0\.0\]/s);
+  });
+
+  void test('Given an unknown flag and --help, when parsing, then help wins', () => {
+    assert.equal(helpOf(['--frobnicate', '--help']).kind, 'help');
+  });
+
+  void test('Given --version, when parsing, then the text is the package version', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    const version = helpOf(['--version']);
+    assert.deepEqual([version.kind, version.text], ['version', pkg.version]);
+  });
+});
+
+void describe('configForLog', () => {
+  void test('Given secrets in the config, when preparing it for a log, then no secret remains', () => {
+    const config = parseConfig(['--redis-addr', 'redis://user:hunter2@r:6379'], {
+      SHARED_SQS_ADMIN_TOKEN: 'admin-s3cret',
+      REDIS_PASSWORD: 'redis-s3cret',
+    });
+    const text = JSON.stringify(configForLog(config));
+    assert.doesNotMatch(text, /hunter2|admin-s3cret|redis-s3cret/);
+  });
+
+  void test('Given secrets in the config, when preparing it for a log, then it still says they are set', () => {
+    const config = parseConfig([], { SHARED_SQS_ADMIN_TOKEN: 'admin-s3cret' });
+    assert.equal(configForLog(config)['adminToken'], '[set]');
+  });
+});
+
+void describe('loadConfigOrExit (as a process)', { concurrency: true }, () => {
+  const run = promisify(execFile);
+  const fixture = fileURLToPath(new URL('../fixtures/load-config.ts', import.meta.url));
+
+  async function loadConfig(
+    argv: string[],
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<{ code: number; stdout: string; stderr: string }> {
+    try {
+      const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', fixture, ...argv], {
+        env: { PATH: process.env['PATH'] ?? '', ...env },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const failed = err as { code?: unknown; stdout?: string; stderr?: string };
+      if (typeof failed.code !== 'number') throw err;
+      return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+    }
+  }
+
+  void test('Given valid flags, when loading, then the process goes on with the config', async () => {
+    const { code, stdout } = await loadConfig(['--port', '4200']);
+    assert.equal(code, 0);
+    assert.equal((JSON.parse(stdout) as Config).port, 4200);
+  });
+
+  void test('Given an invalid flag, when loading, then the process exits 2 with one line on stderr and no stack', async () => {
+    const { code, stdout, stderr } = await loadConfig(['--port', 'abc']);
+    assert.equal(code, 2);
+    assert.equal(stdout, '');
+    assert.equal(
+      stderr,
+      'shared-sqs: --port must be a port number from 0 to 65535 (got "abc") (see shared-sqs --help)\n',
+    );
+  });
+
+  void test('Given leader election without Redis, when loading, then the process exits 2 naming the fix', async () => {
+    const { code, stderr } = await loadConfig([], { SHARED_SQS_LEADER_ELECTION: 'true' });
+    assert.equal(code, 2);
+    assert.match(stderr, /^shared-sqs: leader election needs Redis: set REDIS_ADDR or --redis-addr/);
+  });
+
+  void test('Given --help, when loading, then the process prints usage to stdout and exits 0', async () => {
+    const { code, stdout, stderr } = await loadConfig(['--help']);
+    assert.deepEqual([code, stderr], [0, '']);
+    assert.match(stdout, /^Usage: shared-sqs \[options\]/);
+  });
+});

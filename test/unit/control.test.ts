@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, test, type TestContext } from 'node:test';
+
+import { buildControlPlane } from '../../src/http/control.js';
+import { MAX_LABEL_SETS, Metrics, OVERFLOW_ACTION, type QueueStats } from '../../src/http/metrics.js';
+import { createLogger } from '../../src/log.js';
+
+/** A logger whose lines go to an array instead of stdout. */
+function memoryLogger(): { logger: ReturnType<typeof createLogger>; lines: string[] } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      callback();
+    },
+  });
+  return { logger: createLogger('info', sink), lines };
+}
+
+function controlPlane(
+  t: TestContext,
+  isReady: () => boolean = () => true,
+  metrics = new Metrics({ defaultMetrics: false }),
+) {
+  const { logger, lines } = memoryLogger();
+  const app = buildControlPlane({ logger, metrics, isReady });
+  t.after(() => app.close());
+  return { app, metrics, lines };
+}
+
+/** The value of one sample in Prometheus text, or undefined when the series is absent. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found: Record<string, string> = {};
+    for (const [, key = '', value = ''] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+      found[key] = value;
+    }
+    if (Object.entries(labels).every(([key, value]) => found[key] === value)) {
+      if (Object.keys(found).length === Object.keys(labels).length) return Number(match[3]);
+    }
+  }
+  return undefined;
+}
+
+void describe('control plane: /health and /ready', () => {
+  void test('Given a running process, when GET /health, then 200 {"status":"ok"}', async (t) => {
+    const { app } = controlPlane(t, () => false);
+    const res = await app.inject({ method: 'GET', url: '/health' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ok' });
+  });
+
+  void test('Given an active instance, when GET /ready, then 200 {"ready":true}', async (t) => {
+    const { app } = controlPlane(t, () => true);
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { ready: true });
+  });
+
+  void test('Given a passive instance, when GET /ready, then 503 {"ready":false}', async (t) => {
+    const { app } = controlPlane(t, () => false);
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(res.statusCode, 503);
+    assert.deepEqual(res.json(), { ready: false });
+  });
+
+  void test('Given readiness that changes, when GET /ready twice, then each answer is the current one', async (t) => {
+    let ready = false;
+    const { app } = controlPlane(t, () => ready);
+    const before = await app.inject({ method: 'GET', url: '/ready' });
+    ready = true;
+    const after = await app.inject({ method: 'GET', url: '/ready' });
+    assert.deepEqual([before.statusCode, after.statusCode], [503, 200]);
+  });
+
+  void test('Given a readiness check that throws, when GET /ready, then 503 and the error is logged', async (t) => {
+    const { app, lines } = controlPlane(t, () => {
+      throw new Error('elector gone');
+    });
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(res.statusCode, 503);
+    assert.ok(lines.some((line) => line.includes('elector gone')));
+  });
+
+  void test('Given any answer, when it is sent, then it must not be cached', async (t) => {
+    const { app } = controlPlane(t);
+    const res = await app.inject({ method: 'GET', url: '/ready' });
+    assert.equal(res.headers['cache-control'], 'no-store');
+  });
+
+  void test('Given an unknown path, when GET, then 404 with a JSON error', async (t) => {
+    const { app } = controlPlane(t);
+    const res = await app.inject({ method: 'GET', url: '/nope?x=1' });
+    assert.equal(res.statusCode, 404);
+    assert.deepEqual(res.json(), { error: 'NotFound', message: 'no route for GET /nope' });
+  });
+});
+
+void describe('control plane: /metrics', () => {
+  void test('Given a scrape, when GET /metrics, then the content type is the registry one', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-type'], metrics.contentType);
+    assert.match(metrics.contentType, /^text\/plain; version=0\.0\.4/);
+  });
+
+  void test('Given observed requests, when scraping, then sqs_requests_total counts each label set', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('SendMessage', 'json', 200, 0.001);
+    metrics.observeRequest('SendMessage', 'json', 200, 0.002);
+    metrics.observeRequest('SendMessage', 'query', 400, 0.0005);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(
+      sample(text, 'sqs_requests_total', { action: 'SendMessage', protocol: 'json', status: '200' }),
+      2,
+    );
+    assert.equal(
+      sample(text, 'sqs_requests_total', { action: 'SendMessage', protocol: 'query', status: '400' }),
+      1,
+    );
+  });
+
+  void test('Given observed durations, when scraping, then the histogram has their count, sum and buckets', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('ReceiveMessage', 'json', 200, 0.00004);
+    metrics.observeRequest('ReceiveMessage', 'json', 200, 20.01);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const labels = { action: 'ReceiveMessage', protocol: 'json' };
+    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    assert.equal(sample(text, 'sqs_request_duration_seconds_count', labels), 2);
+    assert.equal(sample(text, 'sqs_request_duration_seconds_sum', labels), 0.00004 + 20.01);
+    assert.deepEqual([bucket('0.00005'), bucket('10'), bucket('25'), bucket('+Inf')], [1, 1, 2, 2]);
+  });
+
+  void test('Given a duration equal to a bucket bound, when scraping, then that bucket (le) includes it', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('SendMessage', 'json', 200, 0.001);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const labels = { action: 'SendMessage', protocol: 'json' };
+    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    assert.deepEqual([bucket('0.0005'), bucket('0.001')], [0, 1]);
+  });
+
+  void test('Given a duration above the last bound, when scraping, then only +Inf counts it', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('ReceiveMessage', 'query', 200, 30);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const labels = { action: 'ReceiveMessage', protocol: 'query' };
+    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    assert.deepEqual([bucket('25'), bucket('+Inf')], [0, 1]);
+  });
+
+  void test('Given requests between two scrapes, when scraping twice, then the counter keeps growing', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    const labels = { action: 'DeleteMessage', protocol: 'json', status: '200' };
+    metrics.observeRequest('DeleteMessage', 'json', 200, 0.001);
+    const first = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    metrics.observeRequest('DeleteMessage', 'json', 200, 0.001);
+    metrics.observeRequest('DeleteMessage', 'json', 200, 0.001);
+    const second = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.deepEqual(
+      [sample(first, 'sqs_requests_total', labels), sample(second, 'sqs_requests_total', labels)],
+      [1, 3],
+    );
+  });
+
+  void test('Given the histogram, when scraping, then it is declared as a histogram', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('SendMessage', 'json', 200, 0.001);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(text, /^# TYPE sqs_request_duration_seconds histogram$/m);
+    assert.match(text, /^# TYPE sqs_requests_total counter$/m);
+  });
+
+  void test('Given a negative duration, when observing, then the request is counted but not timed', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.observeRequest('ListQueues', 'query', 200, -1);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(
+      sample(text, 'sqs_requests_total', { action: 'ListQueues', protocol: 'query', status: '200' }),
+      1,
+    );
+    assert.equal(
+      sample(text, 'sqs_request_duration_seconds_count', { action: 'ListQueues', protocol: 'query' }),
+      undefined,
+    );
+  });
+
+  void test('Given a queue stats provider, when scraping, then each queue has visible, inflight and delayed', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.setQueueStatsProvider(() => [{ queue: 'orders', visible: 3, inflight: 2, delayed: 1 }]);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.deepEqual(
+      ['visible', 'inflight', 'delayed'].map((state) =>
+        sample(text, 'sqs_queue_messages', { queue: 'orders', state }),
+      ),
+      [3, 2, 1],
+    );
+  });
+
+  void test('Given a queue that was deleted, when scraping again, then its series is gone', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    let queues: QueueStats[] = [{ queue: 'old', visible: 1, inflight: 0, delayed: 0 }];
+    metrics.setQueueStatsProvider(() => queues);
+    await app.inject({ method: 'GET', url: '/metrics' });
+    queues = [];
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(sample(text, 'sqs_queue_messages', { queue: 'old', state: 'visible' }), undefined);
+  });
+
+  void test('Given a long-poll waiters provider, when scraping, then sqs_long_poll_waiters is its value', async (t) => {
+    const { app, metrics } = controlPlane(t);
+    metrics.setLongPollWaitersProvider(() => 7);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(sample(text, 'sqs_long_poll_waiters'), 7);
+  });
+
+  void test('Given no long-poll waiters provider, when scraping, then sqs_long_poll_waiters is 0', async (t) => {
+    const { app } = controlPlane(t);
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.equal(sample(text, 'sqs_long_poll_waiters'), 0);
+  });
+
+  void test('Given a provider that throws, when scraping, then 500 without the error text and it is logged', async (t) => {
+    const { app, metrics, lines } = controlPlane(t);
+    metrics.setQueueStatsProvider(() => {
+      throw new Error('core exploded');
+    });
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 500);
+    assert.doesNotMatch(res.body, /core exploded/);
+    assert.ok(lines.some((line) => line.includes('core exploded')));
+  });
+
+  void test('Given default metrics on, when scraping, then process metrics are included', async (t) => {
+    const { app } = controlPlane(t, () => true, new Metrics());
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.ok(sample(text, 'process_cpu_user_seconds_total') !== undefined);
+  });
+
+  void test('Given two Metrics, when one observes a request, then the other does not count it', async () => {
+    const a = new Metrics({ defaultMetrics: false });
+    const b = new Metrics({ defaultMetrics: false });
+    a.observeRequest('SendMessage', 'json', 200, 0.001);
+    const labels = { action: 'SendMessage', protocol: 'json', status: '200' };
+    assert.deepEqual(
+      [
+        sample(await a.metrics(), 'sqs_requests_total', labels),
+        sample(await b.metrics(), 'sqs_requests_total', labels),
+      ],
+      [1, undefined],
+    );
+  });
+
+  void test('Given more distinct actions than the label cap, when observing, then the excess is counted as _other', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    for (let i = 0; i < MAX_LABEL_SETS; i++) metrics.observeRequest(`Bogus${i}`, 'query', 400, 0.001);
+    metrics.observeRequest('OneTooMany', 'query', 400, 0.001);
+    metrics.observeRequest('TwoTooMany', 'query', 400, 0.001);
+    const text = await metrics.metrics();
+    assert.equal(
+      sample(text, 'sqs_requests_total', { action: 'OneTooMany', protocol: 'query', status: '400' }),
+      undefined,
+    );
+    assert.equal(
+      sample(text, 'sqs_requests_total', { action: OVERFLOW_ACTION, protocol: 'query', status: '400' }),
+      2,
+    );
+  });
+});
