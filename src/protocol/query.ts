@@ -314,6 +314,14 @@ export function decodeQuery(
   if (queueUrl !== undefined && input.QueueUrl === undefined && root.byName.has('QueueUrl')) {
     input.QueueUrl = queueUrl;
   }
+  // The Query wire cannot tell an empty list or map from an absent one; AWS answers a batch with
+  // no entries EmptyBatchRequest, not MissingParameter, so a required collection is just empty.
+  for (const name of root.required) {
+    if (input[name] !== undefined) continue;
+    const kind = root.byName.get(name)?.node.k;
+    if (kind === 'list') input[name] = [];
+    else if (kind === 'map') input[name] = {};
+  }
   requireMembers(root.required, input);
   return { action: op.action, input };
 }
@@ -413,6 +421,8 @@ function encodeValue(node: Node, value: unknown, open: string, close: string): s
   return open + scalarText(value) + close;
 }
 
+/** AWS starts its SQS replies with one (the API reference samples and recorded replies do). */
+const XML_DECLARATION = '<?xml version="1.0"?>';
 const METADATA_OPEN = '<ResponseMetadata><RequestId>';
 const METADATA_CLOSE = '</RequestId></ResponseMetadata>';
 
@@ -423,7 +433,7 @@ const METADATA_CLOSE = '</RequestId></ResponseMetadata>';
 export function encodeQueryResult(action: ActionName, output: unknown, requestId: string): string {
   const op = compiledOperations.get(action);
   if (op === undefined) throw new Error(`Unknown action ${action}`);
-  let xml = op.responseOpen;
+  let xml = XML_DECLARATION + op.responseOpen;
   if (op.output !== undefined) {
     xml += op.resultOpen;
     if (isRecord(output)) xml += encodeStruct(op.output, output);
@@ -438,7 +448,7 @@ export function encodeQueryError(err: SqsError, requestId: string): EncodedError
     status: def.status,
     headers: { 'content-type': QUERY_CONTENT_TYPE },
     body:
-      `<ErrorResponse xmlns="${XMLNS}"><Error><Type>${def.fault}</Type>` +
+      `${XML_DECLARATION}<ErrorResponse xmlns="${XMLNS}"><Error><Type>${def.fault}</Type>` +
       `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(err.message)}</Message><Detail/></Error>` +
       `<RequestId>${escapeXml(requestId)}</RequestId></ErrorResponse>`,
   };

@@ -267,8 +267,12 @@ describe('decodeQuery: lists', () => {
     });
   });
 
-  test('Given a batch with no entries at all, when decoding, then MissingParameter for Entries', () => {
-    rejects(() => decode('Action=DeleteMessageBatch&QueueUrl=u'), 'MissingParameter');
+  test('Given a batch with no entries at all, when decoding, then an empty Entries list (the action answers EmptyBatchRequest)', () => {
+    assert.deepEqual(inputOf('Action=DeleteMessageBatch&QueueUrl=u'), { QueueUrl: 'u', Entries: [] });
+  });
+
+  test('Given a TagQueue with no tags at all, when decoding, then an empty Tags map', () => {
+    assert.deepEqual(inputOf('Action=TagQueue&QueueUrl=u'), { QueueUrl: 'u', Tags: {} });
   });
 });
 

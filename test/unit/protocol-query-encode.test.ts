@@ -7,10 +7,12 @@ import { encodeQueryError, encodeQueryResult, escapeXml } from '../../src/protoc
 import { SqsError } from '../../src/sqs/errors.js';
 
 // Golden documents are the AWS API reference's "Using AWS query protocol" sample responses, with
-// the whitespace between elements removed and without the `<?xml version="1.0"?>` line some of
-// them show (shared-sqs does not send it).
+// the whitespace between elements removed, each starting with the `<?xml version="1.0"?>` line
+// AWS sends (some samples omit it).
+const DECL = '<?xml version="1.0"?>';
 function compact(xml: string): string {
-  return xml.replace(/>\s+</g, '><').trim();
+  const body = xml.replace(/>\s+</g, '><').trim();
+  return body.startsWith(DECL) ? body : DECL + body;
 }
 
 const NS = 'http://queue.amazonaws.com/doc/2012-11-05/';
@@ -207,7 +209,7 @@ describe('encodeQueryResult: serialisation rules', () => {
     };
     assert.equal(
       encodeQueryResult('ReceiveMessage', output, 'r'),
-      `<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult><Message><MessageId>m</MessageId><Body>b</Body>` +
+      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult><Message><MessageId>m</MessageId><Body>b</Body>` +
         '<MD5OfMessageAttributes>x</MD5OfMessageAttributes>' +
         '<MessageAttribute><Name>Count</Name><Value><StringValue>1</StringValue><DataType>Number</DataType></Value></MessageAttribute>' +
         '<MessageAttribute><Name>Blob</Name><Value><BinaryValue>AAH/</BinaryValue><DataType>Binary</DataType></Value></MessageAttribute>' +
@@ -219,7 +221,7 @@ describe('encodeQueryResult: serialisation rules', () => {
     const output = { NextToken: 't', QueueUrls: ['a', 'b'] };
     assert.equal(
       encodeQueryResult('ListQueues', output, 'r'),
-      `<ListQueuesResponse xmlns="${NS}"><ListQueuesResult><QueueUrl>a</QueueUrl><QueueUrl>b</QueueUrl>` +
+      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult><QueueUrl>a</QueueUrl><QueueUrl>b</QueueUrl>` +
         '<NextToken>t</NextToken></ListQueuesResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueuesResponse>',
     );
   });
@@ -227,7 +229,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given no messages, when encoding ReceiveMessage, then an empty result element', () => {
     assert.equal(
       encodeQueryResult('ReceiveMessage', { Messages: [] }, 'r'),
-      `<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult></ReceiveMessageResult>` +
+      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult></ReceiveMessageResult>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ReceiveMessageResponse>',
     );
   });
@@ -235,7 +237,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given undefined and null members, when encoding, then they are left out', () => {
     assert.equal(
       encodeQueryResult('ListQueues', { QueueUrls: undefined, NextToken: null }, 'r'),
-      `<ListQueuesResponse xmlns="${NS}"><ListQueuesResult></ListQueuesResult>` +
+      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult></ListQueuesResult>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueuesResponse>',
     );
   });
@@ -243,7 +245,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given a lower-case JSON member (queueUrls), when encoding, then its Query name QueueUrl', () => {
     assert.equal(
       encodeQueryResult('ListDeadLetterSourceQueues', { queueUrls: ['a'] }, 'r'),
-      `<ListDeadLetterSourceQueuesResponse xmlns="${NS}"><ListDeadLetterSourceQueuesResult><QueueUrl>a</QueueUrl>` +
+      `${DECL}<ListDeadLetterSourceQueuesResponse xmlns="${NS}"><ListDeadLetterSourceQueuesResult><QueueUrl>a</QueueUrl>` +
         '</ListDeadLetterSourceQueuesResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListDeadLetterSourceQueuesResponse>',
     );
   });
@@ -251,7 +253,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given tags, when encoding ListQueueTags, then Tag entries with Key and Value', () => {
     assert.equal(
       encodeQueryResult('ListQueueTags', { Tags: { team: 'a', env: 'b' } }, 'r'),
-      `<ListQueueTagsResponse xmlns="${NS}"><ListQueueTagsResult>` +
+      `${DECL}<ListQueueTagsResponse xmlns="${NS}"><ListQueueTagsResult>` +
         '<Tag><Key>team</Key><Value>a</Value></Tag><Tag><Key>env</Key><Value>b</Value></Tag>' +
         '</ListQueueTagsResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueueTagsResponse>',
     );
@@ -323,7 +325,7 @@ describe('encodeQueryError', () => {
       status: 400,
       headers: { 'content-type': 'text/xml' },
       body:
-        `<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type>` +
+        `${DECL}<ErrorResponse xmlns="${NS}"><Error><Type>Sender</Type>` +
         '<Code>AWS.SimpleQueueService.BatchEntryIdsNotDistinct</Code>' +
         '<Message>Id a6f4964d-63da-4d66-86bf-e9155b4bb499 repeated.</Message><Detail/></Error>' +
         '<RequestId>635d186a-54a0-52e5-b8c0-4601e8f85440</RequestId></ErrorResponse>',
