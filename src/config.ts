@@ -14,6 +14,7 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
+import { checkPrefix } from './persistence/keys.js';
 
 export interface Config {
   /** Data plane (SQS API) port; 0 = any free port. */
@@ -33,7 +34,14 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** As given: `host:port` or a `redis://` / `rediss://` URL. Undefined: memory only. */
   readonly redisAddr: string | undefined;
+  /** A `redis://` or `rediss://` (TLS) URL: the same as a URL in --redis-addr; give one of the two. */
+  readonly redisUrl: string | undefined;
   readonly redisPassword: string | undefined;
+  /** Redis Sentinel addresses; with them the master is the one named {@link redisMasterName}. */
+  readonly redisSentinels: readonly RedisHostPort[] | undefined;
+  readonly redisMasterName: string | undefined;
+  /** The prefix of every Redis key; it holds a hash tag (`{...}`) so all keys share one slot. */
+  readonly redisPrefix: string;
   readonly leaderElection: boolean;
   readonly leaderTtlMs: number;
   readonly leaderIntervalMs: number;
@@ -41,6 +49,11 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** Refuse to recreate a queue of the same name for 60 s after DeleteQueue, as AWS does. */
   readonly queueDeletedRecently: boolean;
+}
+
+export interface RedisHostPort {
+  readonly host: string;
+  readonly port: number;
 }
 
 /** Bad flags or environment: the message is one line, fit to print after `shared-sqs: `. */
@@ -72,6 +85,7 @@ export const DEFAULTS = {
   leaderTtlMs: 10_000,
   leaderIntervalMs: 3_000,
   queueDeletedRecently: true,
+  redisPrefix: '{ssq}:',
 } as const satisfies Partial<Config>;
 
 /** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
@@ -86,7 +100,11 @@ const STRING_FLAGS = [
   'base-url',
   'log-level',
   'redis-addr',
+  'redis-url',
   'redis-password',
+  'redis-sentinels',
+  'redis-master-name',
+  'redis-prefix',
   'leader-ttl',
   'leader-interval',
   'admin-token',
@@ -179,13 +197,32 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
     group: GROUP_REDIS,
     describe: 'Redis as host:port or redis[s]://[user:password@]host:port; unset: state lives in memory only',
   },
+  'redis-url': {
+    group: GROUP_REDIS,
+    describe:
+      'Redis as a redis:// or rediss:// (TLS) URL with optional user, password and db; instead of --redis-addr',
+  },
   'redis-password': {
     group: GROUP_REDIS,
     describe: 'Redis password (prefer the environment: flags show in ps)',
   },
+  'redis-sentinels': {
+    group: GROUP_REDIS,
+    describe:
+      'Redis Sentinel addresses, host:port,host:port...; instead of --redis-addr (needs --redis-master-name)',
+  },
+  'redis-master-name': {
+    group: GROUP_REDIS,
+    describe: 'The master name the Sentinels know (with --redis-sentinels)',
+  },
+  'redis-prefix': {
+    group: GROUP_REDIS,
+    describe: 'Prefix of every Redis key; must hold a hash tag such as {ssq}',
+    shownDefault: '{ssq}:',
+  },
   'leader-election': {
     group: GROUP_REDIS,
-    describe: 'Active/passive: serve only while holding the Redis lock (needs --redis-addr)',
+    describe: 'Active/passive: serve only while holding the Redis lock (needs Redis)',
     shownDefault: 'false',
   },
   'leader-ttl': {
@@ -514,6 +551,51 @@ function parseRedisAddr(raw: Raw<string> | undefined): string | undefined {
   return addr;
 }
 
+/** --redis-url: a redis:// or rediss:// URL; a URL may hold a password, so it is never echoed. */
+function parseRedisUrl(raw: Raw<string> | undefined): string | undefined {
+  if (raw === undefined || raw.value.trim() === '') return undefined;
+  const text = raw.value.trim();
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '') {
+    throw new ConfigError(`${raw.from} must be a redis:// or rediss:// URL`);
+  }
+  if (!/^\/?\d*$/.test(url.pathname) || url.search !== '' || url.hash !== '') {
+    throw new ConfigError(`${raw.from} takes no path but a database number (redis://host:port/0)`);
+  }
+  return text;
+}
+
+function parseRedisSentinels(raw: Raw<string> | undefined): RedisHostPort[] | undefined {
+  if (raw === undefined || raw.value.trim() === '') return undefined;
+  const out: RedisHostPort[] = [];
+  for (const part of raw.value.split(',')) {
+    const text = part.trim();
+    if (text === '') continue;
+    const match = /^(\[[0-9A-Fa-f:.%a-z]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(text);
+    const port = Number(match?.[2]);
+    if (match === null || !(port >= 1 && port <= 65535)) {
+      fail(raw, 'must be a comma-separated list of host:port');
+    }
+    out.push({ host: (match[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port });
+  }
+  if (out.length === 0) fail(raw, 'must be a comma-separated list of host:port');
+  return out;
+}
+
+function parseRedisPrefix(raw: Raw<string> | undefined): string {
+  if (raw === undefined) return DEFAULTS.redisPrefix;
+  const problem = checkPrefix(raw.value);
+  if (problem !== undefined || /[\s\p{Cc}]/u.test(raw.value)) {
+    fail(raw, 'must hold a hash tag such as {ssq} (all keys in one Cluster slot) and no spaces');
+  }
+  return raw.value;
+}
+
 function parseSecret(raw: Raw<string> | undefined): string | undefined {
   if (raw === undefined || raw.value === '') return undefined;
   // Such a value could never match an HTTP header (or is a stray newline from a file).
@@ -578,9 +660,28 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     );
   }
 
-  const redisAddr = parseRedisAddr(src.string('redis-addr'));
+  const redisAddrRaw = src.string('redis-addr');
+  const redisUrlRaw = src.string('redis-url');
+  const sentinelsRaw = src.string('redis-sentinels');
+  const redisAddr = parseRedisAddr(redisAddrRaw);
+  const redisUrl = parseRedisUrl(redisUrlRaw);
+  const redisSentinels = parseRedisSentinels(sentinelsRaw);
+  const given = [
+    redisAddr === undefined ? undefined : (redisAddrRaw?.from ?? '--redis-addr'),
+    redisUrl === undefined ? undefined : (redisUrlRaw?.from ?? '--redis-url'),
+    redisSentinels === undefined ? undefined : (sentinelsRaw?.from ?? '--redis-sentinels'),
+  ].filter((from) => from !== undefined);
+  if (given.length > 1) {
+    throw new ConfigError(`${given.join(' and ')} both name Redis: give one of them`);
+  }
+  const masterRaw = src.string('redis-master-name');
+  const redisMasterName =
+    masterRaw === undefined || masterRaw.value.trim() === '' ? undefined : masterRaw.value.trim();
+  if (redisSentinels !== undefined && redisMasterName === undefined) {
+    throw new ConfigError(`${sentinelsRaw?.from ?? '--redis-sentinels'} needs --redis-master-name`);
+  }
   const leaderElection = src.boolean('leader-election')?.value ?? DEFAULTS.leaderElection;
-  if (leaderElection && redisAddr === undefined) {
+  if (leaderElection && given.length === 0) {
     throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
   }
 
@@ -605,7 +706,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     baseUrl: parseBaseUrl(src.string('base-url')),
     logLevel: parseLogLevel(src.string('log-level')),
     redisAddr,
+    redisUrl,
     redisPassword: parseSecret(src.string('redis-password')),
+    redisSentinels,
+    redisMasterName,
+    redisPrefix: parseRedisPrefix(src.string('redis-prefix')),
     leaderElection,
     leaderTtlMs,
     leaderIntervalMs,
@@ -616,22 +721,24 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
 
 /** The config as it may be logged: secrets (and a password inside a Redis URL) replaced. */
 export function configForLog(config: Config): Record<string, unknown> {
-  let redisAddr = config.redisAddr;
-  if (redisAddr !== undefined && redisAddr.includes('://')) {
-    try {
-      const url = new URL(redisAddr);
-      if (url.password !== '') url.password = 'redacted';
-      redisAddr = url.toString();
-    } catch {
-      redisAddr = '[unparsable]';
-    }
-  }
   return {
     ...config,
-    redisAddr,
+    redisAddr: redactUrlPassword(config.redisAddr),
+    redisUrl: redactUrlPassword(config.redisUrl),
     redisPassword: config.redisPassword === undefined ? undefined : '[set]',
     adminToken: config.adminToken === undefined ? undefined : '[set]',
   };
+}
+
+function redactUrlPassword(addr: string | undefined): string | undefined {
+  if (addr === undefined || !addr.includes('://')) return addr;
+  try {
+    const url = new URL(addr);
+    if (url.password !== '') url.password = 'redacted';
+    return url.toString();
+  } catch {
+    return '[unparsable]';
+  }
 }
 
 /**

@@ -53,7 +53,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       ? undefined
       : new Persistence({
           redis: createRedis(target),
-          keys: keysFor(),
+          keys: keysFor(config.redisPrefix),
           createStore: newStore,
           unavailable: () =>
             new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
@@ -119,8 +119,12 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
 
 /** Where Redis is, from the flags; undefined: memory only. */
 function redisTarget(config: Config): RedisTarget | undefined {
-  if (config.redisAddr === undefined) return undefined;
-  return { url: config.redisAddr, password: config.redisPassword };
+  const { redisAddr, redisUrl, redisSentinels, redisPassword } = config;
+  if (redisSentinels !== undefined) {
+    return { sentinels: redisSentinels, masterName: config.redisMasterName, password: redisPassword };
+  }
+  const url = redisUrl ?? redisAddr;
+  return url === undefined ? undefined : { url, password: redisPassword };
 }
 
 async function main(): Promise<void> {

@@ -23,7 +23,11 @@ const DEFAULT_CONFIG: Config = {
   baseUrl: undefined,
   logLevel: 'info',
   redisAddr: undefined,
+  redisUrl: undefined,
   redisPassword: undefined,
+  redisSentinels: undefined,
+  redisMasterName: undefined,
+  redisPrefix: '{ssq}:',
   leaderElection: false,
   leaderTtlMs: 10_000,
   leaderIntervalMs: 3_000,
@@ -428,5 +432,72 @@ void describe('loadConfigOrExit (as a process)', { concurrency: true }, () => {
     const { code, stdout, stderr } = await loadConfig(['--help']);
     assert.deepEqual([code, stderr], [0, '']);
     assert.match(stdout, /^Usage: shared-sqs \[options\]/);
+  });
+});
+
+void describe('parseConfig: Redis URL, Sentinel and key prefix', () => {
+  void test('Given --redis-url rediss://, when parsing, then it is kept as given', () => {
+    const config = parseConfig(['--redis-url', 'rediss://u:pw@r.example:6380/2'], {});
+    assert.equal(config.redisUrl, 'rediss://u:pw@r.example:6380/2');
+    assert.equal(config.redisAddr, undefined);
+  });
+
+  void test('Given an http:// --redis-url holding a password, when parsing, then the error does not echo it', () => {
+    const err = assertConfigError(
+      ['--redis-url', 'http://:hunter2@r:1'],
+      {},
+      /^--redis-url must be a redis:\/\//,
+    );
+    assert.doesNotMatch(err.message, /hunter2/);
+  });
+
+  void test('Given both --redis-addr and --redis-url, when parsing, then it asks for one of them', () => {
+    assertConfigError(['--redis-addr', 'a:1', '--redis-url', 'redis://b:2'], {}, /give one of them$/);
+  });
+
+  void test('Given Sentinels and a master name, when parsing, then both are kept, IPv6 without brackets', () => {
+    const config = parseConfig(
+      ['--redis-sentinels', 's1:26379, [::1]:26380', '--redis-master-name', 'mymaster'],
+      {},
+    );
+    assert.deepEqual(config.redisSentinels, [
+      { host: 's1', port: 26379 },
+      { host: '::1', port: 26380 },
+    ]);
+    assert.equal(config.redisMasterName, 'mymaster');
+  });
+
+  void test('Given Sentinels without a master name, when parsing, then it is an error', () => {
+    assertConfigError(['--redis-sentinels', 's1:26379'], {}, /^--redis-sentinels needs --redis-master-name$/);
+  });
+
+  void test('Given a Sentinel without a port, when parsing, then it is an error', () => {
+    assertConfigError(
+      ['--redis-sentinels', 's1', '--redis-master-name', 'm'],
+      {},
+      /^--redis-sentinels must be a comma-separated list of host:port/,
+    );
+  });
+
+  void test('Given leader election with only Sentinels, when parsing, then Redis counts as configured', () => {
+    const config = parseConfig(
+      ['--leader-election', '--redis-sentinels', 's1:26379', '--redis-master-name', 'm'],
+      {},
+    );
+    assert.equal(config.leaderElection, true);
+  });
+
+  void test('Given SHARED_SQS_REDIS_PREFIX with a hash tag, when parsing, then it is the prefix', () => {
+    assert.equal(parseConfig([], { SHARED_SQS_REDIS_PREFIX: '{prod}:sqs:' }).redisPrefix, '{prod}:sqs:');
+  });
+
+  void test('Given a prefix without a hash tag, when parsing, then it is an error', () => {
+    assertConfigError(['--redis-prefix', 'ssq:'], {}, /^--redis-prefix must hold a hash tag/);
+    assertConfigError(['--redis-prefix', '{}:'], {}, /^--redis-prefix must hold a hash tag/);
+  });
+
+  void test('Given a --redis-url with a password, when logged, then the password is redacted', () => {
+    const text = JSON.stringify(configForLog(parseConfig(['--redis-url', 'redis://u:hunter2@r:1'], {})));
+    assert.doesNotMatch(text, /hunter2/);
   });
 });
