@@ -1,0 +1,715 @@
+/**
+ * Malformed requests in both wire protocols (FAULTS.md rows 13-14), sent with node:http so that
+ * nothing is cleaned up on the way: bad form encoding, bad JSON, JSON of the wrong types, bodies
+ * and values over the limits, unknown and missing actions, missing parameters, other HTTP methods,
+ * and a few hundred seeded random bodies and headers.
+ *
+ * For every one: a 4xx (never a 5xx), a body shaped as AWS shapes errors in the protocol the request
+ * was detected as (Query: XML `<ErrorResponse>` with `<Code>`; JSON: an object with `__type`), and
+ * afterwards the server still serves (ListQueues in both protocols) and is alive.
+ *
+ * Protocol detection as the server documents it (ARCHITECTURE.md, src/protocol/detect.ts): an
+ * `X-Amz-Target` header or an `application/x-amz-json*` body makes it JSON; anything else is Query.
+ */
+import assert from 'node:assert/strict';
+import type { OutgoingHttpHeaders } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { jsonErrorType, queryErrorCode, rawHttp } from '../helpers/wire.js';
+
+const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
+const JSON_10 = 'application/x-amz-json-1.0';
+
+let server: RunningServer;
+
+before(async () => {
+  server = await startServer();
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+interface Req {
+  readonly label: string;
+  readonly method?: string;
+  readonly path?: string;
+  readonly headers?: OutgoingHttpHeaders;
+  readonly body?: string | Uint8Array;
+}
+
+interface Seen {
+  readonly status: number;
+  readonly text: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly code?: string | undefined;
+}
+
+function headerValue(headers: OutgoingHttpHeaders | undefined, name: string): string | undefined {
+  if (headers === undefined) return undefined;
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() === name)
+      return Array.isArray(v) ? String(v[0]) : v === undefined ? undefined : String(v);
+  }
+  return undefined;
+}
+
+/** Which error shape the request must get back, or 'either' where only one of the JSON signs is present. */
+function expectedShape(req: Req): 'json' | 'query' | 'either' {
+  const target = headerValue(req.headers, 'x-amz-target') !== undefined;
+  const jsonBody = (headerValue(req.headers, 'content-type') ?? '')
+    .toLowerCase()
+    .startsWith('application/x-amz-json');
+  if (target && jsonBody) return 'json';
+  if (!target && !jsonBody) return 'query';
+  return 'either';
+}
+
+async function send(req: Req): Promise<Seen> {
+  const body = req.body;
+  const headers: OutgoingHttpHeaders = { ...(req.headers ?? {}) };
+  if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
+  try {
+    return await rawHttp(server.url, {
+      method: req.method ?? 'POST',
+      path: req.path ?? '/',
+      headers,
+      ...(body === undefined ? {} : { body }),
+    });
+  } catch (e) {
+    // EPIPE / ECONNRESET: the server closed the connection before the client could read an answer.
+    throw new Error(
+      `${req.label}: no HTTP answer could be read (${(e as Error).message}): the server closed the ` +
+        'connection while the request was still being sent, so a client never sees the error',
+      { cause: e },
+    );
+  }
+}
+
+/**
+ * Sends `req` and checks the answer is an AWS-shaped 4xx; returns it with its error code (the Query
+ * `<Code>`, or the JSON `__type`).
+ */
+async function expectAwsClientError(req: Req, status?: number): Promise<Seen> {
+  const res = await send(req);
+  const where = `${req.label}: ${res.status} ${res.text.slice(0, 300)}`;
+  const wrong = problemWith(req, res);
+  assert.equal(wrong, undefined, `${wrong ?? ''} (${where})`);
+  if (status !== undefined) assert.equal(res.status, status, where);
+  return { ...res, code: queryErrorCode(res.text) ?? jsonErrorType(res.text) };
+}
+
+/** What is wrong with the answer to `req`, or undefined when it is an AWS-shaped 4xx. */
+function problemWith(req: Req, res: Seen): string | undefined {
+  if (res.status < 400 || res.status >= 500) return '4xx expected';
+  const xmlCode = queryErrorCode(res.text);
+  const jsonType = jsonErrorType(res.text);
+  switch (expectedShape(req)) {
+    case 'query':
+      return xmlCode === undefined ? 'Query <ErrorResponse> with <Code> expected' : undefined;
+    case 'json':
+      return jsonType === undefined ? 'JSON object with __type expected' : undefined;
+    case 'either':
+      return xmlCode === undefined && jsonType === undefined ? 'an AWS-shaped error expected' : undefined;
+  }
+}
+
+/** The server still answers a valid ListQueues in both protocols, and the process is alive. */
+async function expectStillServing(): Promise<void> {
+  assert.ok(server.alive(), `the server process died:\n${server.logs().slice(-3000)}`);
+  const q = await send({
+    label: 'ListQueues (Query)',
+    headers: { 'content-type': FORM },
+    body: 'Action=ListQueues&Version=2012-11-05',
+  });
+  assert.equal(q.status, 200, `Query ListQueues after the abuse: ${q.text.slice(0, 300)}`);
+  assert.match(q.text, /<ListQueuesResponse/);
+  const j = await send({
+    label: 'ListQueues (JSON)',
+    headers: { 'content-type': JSON_10, 'x-amz-target': 'AmazonSQS.ListQueues' },
+    body: '{}',
+  });
+  assert.equal(j.status, 200, `JSON ListQueues after the abuse: ${j.text.slice(0, 300)}`);
+  assert.equal(typeof JSON.parse(j.text), 'object');
+}
+
+const query = (label: string, body: string | Uint8Array, extra: OutgoingHttpHeaders = {}): Req => ({
+  label: `Query: ${label}`,
+  headers: { 'content-type': FORM, ...extra },
+  body,
+});
+const json = (label: string, target: string, body: string | Uint8Array): Req => ({
+  label: `JSON: ${label}`,
+  headers: { 'content-type': JSON_10, 'x-amz-target': target },
+  body,
+});
+
+const NO_SUCH_QUEUE = 'http://127.0.0.1:1/000000000000/no-such-queue-malformed';
+
+describe('Query protocol: malformed form bodies', () => {
+  test('Given bad percent-encoding, lone separators or binary garbage, Then AWS-shaped 4xx', async () => {
+    const cases: Req[] = [
+      query('%zz as the whole body', '%zz'),
+      query('%zz in the action name', 'Action=Send%zzMessage&Version=2012-11-05'),
+      query('a lone %', 'Action=GetQueueUrl&QueueName=%&Version=2012-11-05'),
+      query('invalid UTF-8 after decoding', 'Action=GetQueueUrl&QueueName=%ff%fe%fd&Version=2012-11-05'),
+      query('lone &&&', '&&&'),
+      query('only =', '==='),
+      query('empty body', ''),
+      query('binary garbage', Buffer.from([0, 255, 1, 254, 0x25, 0x7a, 0x7a, 0x26, 0x3d, 0x80, 0xc3, 0x28])),
+      query('NUL in the action', 'Action=Get%00QueueUrl&QueueName=x&Version=2012-11-05'),
+      query('JSON sent as a form', '{"Action":"GetQueueUrl","QueueName":"x"}'),
+    ];
+    for (const c of cases) await expectAwsClientError(c);
+    await expectStillServing();
+  });
+
+  test('Given Action=Nope, Then 400 InvalidAction', async () => {
+    const res = await expectAwsClientError(query('unknown action', 'Action=Nope&Version=2012-11-05'), 400);
+    assert.equal(res.code, 'InvalidAction');
+  });
+
+  test('Given no Action at all, Then an AWS-shaped 400', async () => {
+    await expectAwsClientError(query('missing Action', 'QueueName=x&Version=2012-11-05'), 400);
+    await expectAwsClientError(query('empty Action', 'Action=&Version=2012-11-05'), 400);
+  });
+
+  test('Given SendMessage without MessageBody or without QueueUrl, Then 400 MissingParameter', async () => {
+    const queueUrl = await createQueueQuery();
+    const noBody = await expectAwsClientError(
+      query(
+        'SendMessage without MessageBody',
+        `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}`,
+      ),
+      400,
+    );
+    assert.equal(noBody.code, 'MissingParameter');
+    const noUrl = await expectAwsClientError(
+      query('SendMessage without QueueUrl', 'Action=SendMessage&Version=2012-11-05&MessageBody=hello'),
+      400,
+    );
+    assert.equal(noUrl.code, 'MissingParameter');
+  });
+
+  test('Given a 900 KB queue name, When CreateQueue, Then an AWS-shaped 400 and no queue', async () => {
+    const res = await expectAwsClientError(
+      query('900 KB QueueName', `Action=CreateQueue&Version=2012-11-05&QueueName=${'q'.repeat(900_000)}`),
+      400,
+    );
+    assert.equal(res.code, 'InvalidParameterValue');
+    await expectStillServing();
+  });
+
+  test('Given a 5 MiB body, Then 413 with an AWS-shaped error', async () => {
+    const big = `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(NO_SUCH_QUEUE)}&MessageBody=${'x'.repeat(5 * 1024 * 1024)}`;
+    await expectAwsClientError(query('5 MiB body', big), 413);
+    await expectStillServing();
+  });
+
+  test('Given GET with a query string, Then a valid one is served and invalid ones are AWS-shaped 4xx', async () => {
+    const ok = await send({
+      label: 'GET ListQueues',
+      method: 'GET',
+      path: '/?Action=ListQueues&Version=2012-11-05',
+    });
+    assert.equal(ok.status, 200, ok.text.slice(0, 300));
+    assert.match(ok.text, /<ListQueuesResponse/);
+    const nope = await expectAwsClientError(
+      { label: 'GET Action=Nope', method: 'GET', path: '/?Action=Nope' },
+      400,
+    );
+    assert.equal(nope.code, 'InvalidAction');
+    await expectAwsClientError({ label: 'GET %zz', method: 'GET', path: '/?%zz&&&=' });
+    await expectAwsClientError({ label: 'GET without Action', method: 'GET', path: '/?QueueName=x' });
+    await expectAwsClientError({ label: 'GET bare', method: 'GET', path: '/' });
+  });
+
+  test('Given a path that is not a valid URL component (%zz, a lone %), Then an AWS-shaped 4xx', async () => {
+    for (const path of ['/%zz', '/%', '/000000000000/%zz', '/?Action=ListQueues%']) {
+      await expectAwsClientError({
+        label: `POST ${path} (Query)`,
+        path,
+        headers: { 'content-type': FORM },
+        body: 'Action=GetQueueUrl&Version=2012-11-05&QueueName=x',
+      });
+      await expectAwsClientError({
+        label: `POST ${path} (JSON)`,
+        path,
+        headers: { 'content-type': JSON_10, 'x-amz-target': 'AmazonSQS.GetQueueUrl' },
+        body: '{"QueueName":"x"}',
+      });
+    }
+    await expectStillServing();
+  });
+
+  test('Given PUT, DELETE, PATCH or OPTIONS, Then an AWS-shaped 4xx', async () => {
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+      await expectAwsClientError({
+        label: `${method} (Query)`,
+        method,
+        headers: { 'content-type': FORM },
+        body: 'Action=ListQueues&Version=2012-11-05',
+      });
+      await expectAwsClientError({
+        label: `${method} (JSON)`,
+        method,
+        headers: { 'content-type': JSON_10, 'x-amz-target': 'AmazonSQS.ListQueues' },
+        body: '{}',
+      });
+    }
+    await expectStillServing();
+  });
+});
+
+describe('JSON protocol: malformed bodies', () => {
+  test('Given bad JSON, Then AWS-shaped 400s', async () => {
+    const cases = [
+      '{',
+      '{"QueueName":',
+      '{"QueueName":"x",}',
+      "{'QueueName':'x'}",
+      'not json',
+      '\u0000\u0001\u0002',
+      '{"QueueName":"x"}{"QueueName":"y"}',
+      '[',
+      '"',
+      '{"a":' + '['.repeat(5000) + ']'.repeat(5000) + '}',
+    ];
+    for (const body of cases) {
+      await expectAwsClientError(
+        json(`bad JSON ${JSON.stringify(body.slice(0, 30))}`, 'AmazonSQS.GetQueueUrl', body),
+        400,
+      );
+    }
+    await expectAwsClientError(
+      json('binary garbage', 'AmazonSQS.GetQueueUrl', Buffer.from([0xff, 0xfe, 0x7b, 0x00])),
+      400,
+    );
+    await expectStillServing();
+  });
+
+  test('Given JSON that is not an object, Then AWS-shaped 400s', async () => {
+    for (const body of ['[]', '"QueueName"', '42', 'null', 'true']) {
+      await expectAwsClientError(json(`non-object ${body}`, 'AmazonSQS.GetQueueUrl', body), 400);
+    }
+  });
+
+  test('Given members of the wrong JSON type, Then AWS-shaped 400s and nothing is done', async () => {
+    const queueUrl = await createQueueQuery();
+    const cases: Array<[string, string, unknown]> = [
+      [
+        'string for MaxNumberOfMessages',
+        'AmazonSQS.ReceiveMessage',
+        { QueueUrl: queueUrl, MaxNumberOfMessages: '5' },
+      ],
+      [
+        'float for MaxNumberOfMessages',
+        'AmazonSQS.ReceiveMessage',
+        { QueueUrl: queueUrl, MaxNumberOfMessages: 1.5 },
+      ],
+      ['object for QueueName', 'AmazonSQS.CreateQueue', { QueueName: { name: 'x' } }],
+      ['number for QueueName', 'AmazonSQS.GetQueueUrl', { QueueName: 12 }],
+      [
+        'array for Attributes',
+        'AmazonSQS.CreateQueue',
+        { QueueName: uniqueName('mal-arr'), Attributes: ['VisibilityTimeout', '5'] },
+      ],
+      [
+        'number attribute value',
+        'AmazonSQS.SetQueueAttributes',
+        { QueueUrl: queueUrl, Attributes: { VisibilityTimeout: 5 } },
+      ],
+      ['string for Entries', 'AmazonSQS.SendMessageBatch', { QueueUrl: queueUrl, Entries: 'e' }],
+      ['null entry', 'AmazonSQS.SendMessageBatch', { QueueUrl: queueUrl, Entries: [null] }],
+      ['object for MessageBody', 'AmazonSQS.SendMessage', { QueueUrl: queueUrl, MessageBody: { a: 1 } }],
+      [
+        'number for BinaryValue',
+        'AmazonSQS.SendMessage',
+        {
+          QueueUrl: queueUrl,
+          MessageBody: 'x',
+          MessageAttributes: { b: { DataType: 'Binary', BinaryValue: 7 } },
+        },
+      ],
+      [
+        'string for DelaySeconds',
+        'AmazonSQS.SendMessage',
+        { QueueUrl: queueUrl, MessageBody: 'x', DelaySeconds: '1' },
+      ],
+      [
+        'huge integer',
+        'AmazonSQS.SendMessage',
+        { QueueUrl: queueUrl, MessageBody: 'x', DelaySeconds: 1e300 },
+      ],
+      ['array for TagKeys member', 'AmazonSQS.UntagQueue', { QueueUrl: queueUrl, TagKeys: [['a']] }],
+    ];
+    for (const [label, target, body] of cases) {
+      await expectAwsClientError(json(label, target, JSON.stringify(body)), 400);
+    }
+    const attrs = await send({
+      label: 'GetQueueAttributes',
+      headers: { 'content-type': JSON_10, 'x-amz-target': 'AmazonSQS.GetQueueAttributes' },
+      body: JSON.stringify({
+        QueueUrl: queueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'VisibilityTimeout'],
+      }),
+    });
+    assert.equal(attrs.status, 200);
+    assert.deepEqual((JSON.parse(attrs.text) as { Attributes?: unknown }).Attributes, {
+      ApproximateNumberOfMessages: '0',
+      VisibilityTimeout: '30',
+    });
+    await expectStillServing();
+  });
+
+  test('Given X-Amz-Target AmazonSQS.Nope, Then 400 with a __type', async () => {
+    await expectAwsClientError(json('unknown operation', 'AmazonSQS.Nope', '{}'), 400);
+    await expectAwsClientError(json('other service', 'DynamoDB_20120810.ListTables', '{}'), 400);
+    await expectAwsClientError(json('empty target', '', '{}'), 400);
+    await expectAwsClientError(json('prefix only', 'AmazonSQS.', '{}'), 400);
+  });
+
+  test('Given the JSON content type but no X-Amz-Target, Then an AWS-shaped 400', async () => {
+    await expectAwsClientError(
+      { label: 'JSON without target', headers: { 'content-type': JSON_10 }, body: '{}' },
+      400,
+    );
+  });
+
+  test('Given SendMessage without MessageBody or without QueueUrl, Then 400 MissingParameter', async () => {
+    const queueUrl = await createQueueQuery();
+    for (const [label, body] of [
+      ['without MessageBody', { QueueUrl: queueUrl }],
+      ['without QueueUrl', { MessageBody: 'hello' }],
+    ] as const) {
+      const res = await send(json(label, 'AmazonSQS.SendMessage', JSON.stringify(body)));
+      assert.equal(res.status, 400, res.text);
+      assert.ok(jsonErrorType(res.text), res.text);
+      assert.equal(res.headers['x-amzn-query-error'], 'MissingParameter;Sender', res.text);
+    }
+  });
+
+  test('Given a 900 KB queue name, Then an AWS-shaped 400', async () => {
+    await expectAwsClientError(
+      json('900 KB QueueName', 'AmazonSQS.CreateQueue', JSON.stringify({ QueueName: 'q'.repeat(900_000) })),
+      400,
+    );
+  });
+
+  test('Given a 5 MiB body, Then 413 with a __type', async () => {
+    const body = JSON.stringify({ QueueUrl: NO_SUCH_QUEUE, MessageBody: 'x'.repeat(5 * 1024 * 1024) });
+    await expectAwsClientError(json('5 MiB body', 'AmazonSQS.SendMessage', body), 413);
+    await expectStillServing();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Seeded random garbage
+// ---------------------------------------------------------------------------------------------
+
+/** mulberry32: small, seeded, good enough to vary inputs reproducibly. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SEED = 0x5e1f_5eed;
+const RANDOM_REQUESTS = 300;
+
+/**
+ * Builds garbage that can never be a valid request: no ListQueues anywhere (it needs no
+ * parameters), CreateQueue names always invalid, every queue URL or name one that does not exist.
+ */
+function garbageFactory(random: () => number): () => Req {
+  const int = (n: number): number => Math.floor(random() * n);
+  const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
+  const printable = (n: number): string =>
+    Array.from({ length: n }, () => String.fromCharCode(32 + int(95))).join('');
+  const bytes = (n: number): Buffer => Buffer.from(Array.from({ length: n }, () => int(256)));
+  const unicode = (n: number): string =>
+    Array.from({ length: n }, () =>
+      pick(['a', 'é', '✓', '\u{1F600}', '\u0000', '\uFFFE', '\uD800', '&', '=', '%', '+', '<', '"', '\\']),
+    ).join('');
+
+  const actions = [
+    'Nope',
+    '',
+    'SendMessage',
+    'SendMessageBatch',
+    'ReceiveMessage',
+    'DeleteMessage',
+    'DeleteMessageBatch',
+    'ChangeMessageVisibility',
+    'GetQueueUrl',
+    'GetQueueAttributes',
+    'SetQueueAttributes',
+    'PurgeQueue',
+    'DeleteQueue',
+    'TagQueue',
+    'CreateQueue',
+    'sendmessage',
+    'SendMessage ',
+    'Send%zzMessage',
+  ];
+  const targets = [
+    'AmazonSQS.Nope',
+    'AmazonSQS.',
+    'AmazonSQS',
+    '',
+    'amazonsqs.sendmessage',
+    'AmazonSQS.SendMessage',
+    'AmazonSQS.SendMessageBatch',
+    'AmazonSQS.ReceiveMessage',
+    'AmazonSQS.GetQueueUrl',
+    'AmazonSQS.DeleteMessage',
+    'AmazonSQS.CreateQueue',
+    'AmazonSQS.SetQueueAttributes',
+    'AmazonSQS.SendMessage.Extra',
+    'DynamoDB_20120810.GetItem',
+  ];
+  const contentTypes = [
+    FORM,
+    'application/x-www-form-urlencoded',
+    JSON_10,
+    'application/x-amz-json-1.1',
+    'application/json',
+    'text/plain',
+    'multipart/form-data; boundary=x',
+    'application/x-www-form-urlencoded; charset=latin1',
+    'garbage',
+    undefined,
+  ];
+  const badQueueUrls = [
+    NO_SUCH_QUEUE,
+    '',
+    'not a url',
+    'http://',
+    '/000000000000/',
+    `http://127.0.0.1:1/${'x'.repeat(300)}`,
+    'http://127.0.0.1:1/000000000000/../../etc',
+  ];
+  const badNames = ['', 'bad name!', 'x'.repeat(81), 'a/b', '..', 'é', '%00'];
+  const paramKeys = [
+    'MessageBody',
+    'DelaySeconds',
+    'MaxNumberOfMessages',
+    'WaitTimeSeconds',
+    'VisibilityTimeout',
+    'ReceiptHandle',
+    'Attribute.1.Name',
+    'Attribute.1.Value',
+    'Attribute.0.Name',
+    'MessageAttribute.1.Name',
+    'MessageAttribute.1.Value.DataType',
+    'MessageAttribute.1.Value.StringValue',
+    'MessageAttribute.1.Value.BinaryValue',
+    'SendMessageBatchRequestEntry.1.Id',
+    'SendMessageBatchRequestEntry.99999999999.Id',
+    'Tag.1.Key',
+    'AttributeName.1',
+    'Version',
+    '',
+    '%zz',
+    'x'.repeat(200),
+  ];
+  const randomValue = (): string =>
+    pick([
+      () => printable(int(40)),
+      () => unicode(int(20)),
+      () => String(int(100_000) - 50_000),
+      () => '1e309',
+      () => '-0',
+      () => 'x'.repeat(int(5000)),
+      () => '',
+    ])();
+  const encodePart = (s: string): string =>
+    pick([
+      () => encodeLoosely(s),
+      () => s, // raw: stray &, =, % and all
+      () => `${encodeLoosely(s)}%${pick(['', 'z', 'zz', 'f', 'C3', 'ff'])}`,
+    ])();
+
+  const formBody = (): string => {
+    const pairs: string[] = [];
+    const action = int(8) === 0 ? undefined : pick(actions);
+    if (action !== undefined) pairs.push(`Action=${encodePart(action)}`);
+    if (action === 'CreateQueue' || action === 'GetQueueUrl' || random() < 0.3) {
+      pairs.push(
+        `QueueName=${encodePart(action === 'GetQueueUrl' && random() < 0.5 ? uniqueName('nosuch') : pick(badNames))}`,
+      );
+    } else {
+      pairs.push(`QueueUrl=${encodePart(pick(badQueueUrls))}`);
+    }
+    for (let i = int(8); i > 0; i--)
+      pairs.push(`${encodePart(pick(paramKeys))}=${encodePart(randomValue())}`);
+    if (random() < 0.2) pairs.push(pick(['&&&', '=', '==', '%', '&=&', '%zz']));
+    // Shuffle.
+    for (let i = pairs.length - 1; i > 0; i--) {
+      const j = int(i + 1);
+      [pairs[i], pairs[j]] = [pairs[j] as string, pairs[i] as string];
+    }
+    return pairs.join('&');
+  };
+
+  const jsonValue = (depth: number): unknown =>
+    pick<() => unknown>([
+      () => randomValue(),
+      () => int(1000) - 500,
+      () => random() * 1e20,
+      () => random() < 0.5,
+      () => null,
+      () => (depth > 3 ? [] : Array.from({ length: int(4) }, () => jsonValue(depth + 1))),
+      () =>
+        depth > 3
+          ? {}
+          : Object.fromEntries(Array.from({ length: int(4) }, () => [pick(jsonKeys), jsonValue(depth + 1)])),
+    ])();
+  const jsonKeys = [
+    'MessageBody',
+    'DelaySeconds',
+    'MaxNumberOfMessages',
+    'WaitTimeSeconds',
+    'Attributes',
+    'MessageAttributes',
+    'Entries',
+    'Id',
+    'ReceiptHandle',
+    'Tags',
+    'AttributeNames',
+    '__proto__',
+    'constructor',
+    '',
+    'x'.repeat(100),
+  ];
+  const jsonBody = (): string | Buffer =>
+    pick<() => string | Buffer>([
+      () => bytes(int(300)),
+      () => printable(int(300)),
+      () => JSON.stringify(jsonValue(0)),
+      () => {
+        // An object naming a queue that cannot exist (or an invalid name), plus random members.
+        const o: Record<string, unknown> = {};
+        if (random() < 0.5) o['QueueUrl'] = random() < 0.7 ? pick(badQueueUrls) : jsonValue(2);
+        else o['QueueName'] = random() < 0.7 ? pick(badNames) : jsonValue(2);
+        for (let i = int(6); i > 0; i--) o[pick(jsonKeys)] = jsonValue(1);
+        return JSON.stringify(o);
+      },
+      () => JSON.stringify(jsonValue(0)).slice(0, -1 - int(3)),
+    ])();
+
+  const headerValueGarbage = (): string => printable(1 + int(200)).trim() || 'x';
+
+  return () => {
+    const kind = pick(['form', 'json', 'bytes', 'mixed'] as const);
+    const headers: OutgoingHttpHeaders = {};
+    let body: string | Buffer;
+    if (kind === 'form') {
+      const ct = pick(contentTypes.filter((c) => c === undefined || !c.startsWith('application/x-amz-json')));
+      if (ct !== undefined) headers['content-type'] = ct;
+      body = formBody();
+    } else if (kind === 'json') {
+      headers['content-type'] = pick([JSON_10, 'application/x-amz-json-1.1', JSON_10.toUpperCase()]);
+      headers['x-amz-target'] = random() < 0.9 ? pick(targets) : headerValueGarbage();
+      body = jsonBody();
+    } else if (kind === 'bytes') {
+      const ct = pick(contentTypes);
+      if (ct !== undefined) headers['content-type'] = ct;
+      if (random() < 0.5) headers['x-amz-target'] = pick(targets);
+      body = bytes(int(2000));
+    } else {
+      const ct = pick(contentTypes);
+      if (ct !== undefined) headers['content-type'] = ct;
+      if (random() < 0.5) headers['x-amz-target'] = random() < 0.5 ? pick(targets) : headerValueGarbage();
+      body = random() < 0.5 ? formBody() : jsonBody();
+    }
+    // Random extra headers that change nothing about framing.
+    for (let i = int(4); i > 0; i--) {
+      const name = pick([
+        'x-amzn-query-mode',
+        'x-amz-date',
+        'authorization',
+        'x-amz-security-token',
+        'x-forwarded-host',
+        'x-forwarded-proto',
+        'accept',
+        'accept-encoding',
+        'user-agent',
+        'x-amz-user-agent',
+        `x-garbage-${int(1000)}`,
+      ]);
+      headers[name] = headerValueGarbage();
+    }
+    const method = random() < 0.85 ? 'POST' : pick(['GET', 'PUT', 'DELETE', 'PATCH']);
+    const path = pick([
+      '/',
+      '/',
+      '/',
+      '/000000000000/no-such-queue',
+      '/%zz',
+      '/a/b/c/d',
+      `/?Action=${encodeLoosely(pick(actions))}`,
+      '//',
+    ]);
+    return { label: `random ${kind} ${method} ${path}`, method, path, headers, body };
+  };
+}
+
+describe('seeded random garbage', () => {
+  test(
+    `Given ${RANDOM_REQUESTS} random bodies and headers (seed ${SEED.toString(16)}), Then every answer is an AWS-shaped 4xx and the server still serves`,
+    { timeout: 60_000 },
+    async () => {
+      const next = garbageFactory(prng(SEED));
+      // Every failure is collected, grouped by what came back, so one run shows every kind of defect.
+      const failures = new Map<string, { count: number; example: string }>();
+      for (let i = 0; i < RANDOM_REQUESTS; i++) {
+        const req = next();
+        const label = `#${i} ${req.label} headers=${JSON.stringify(req.headers)}`;
+        let key: string | undefined;
+        try {
+          const res = await send(req);
+          const wrong = problemWith(req, res);
+          if (wrong !== undefined) key = `${wrong}: got ${res.status} ${res.text.slice(0, 100)}`;
+        } catch (e) {
+          key = (e as Error).message.replace(/^.*?: no HTTP answer/, 'no HTTP answer');
+        }
+        if (key !== undefined) {
+          const group = failures.get(key) ?? { count: 0, example: label.slice(0, 600) };
+          group.count++;
+          failures.set(key, group);
+        }
+        if (i % 50 === 49) await expectStillServing();
+      }
+      await expectStillServing();
+      const report = [...failures.entries()].map(([k, v]) => `${v.count} x ${k}\n   e.g. ${v.example}`);
+      assert.equal(report.length, 0, `requests not answered with an AWS-shaped 4xx:\n${report.join('\n')}`);
+    },
+  );
+
+  test('Then the server logged no internal failure', () => {
+    assert.doesNotMatch(server.logs(), /InternalFailure|unexpected error/i, server.logs().slice(-3000));
+  });
+});
+
+/** encodeURIComponent, except that a lone surrogate (which it refuses) goes through as UTF-8 bytes of U+FFFD. */
+function encodeLoosely(s: string): string {
+  return Buffer.from(s, 'utf8')
+    .toString('binary')
+    .replace(/[^A-Za-z0-9\-_.!~*'()]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+async function createQueueQuery(): Promise<string> {
+  const res = await send(
+    query('CreateQueue', `Action=CreateQueue&Version=2012-11-05&QueueName=${uniqueName('mal')}`),
+  );
+  assert.equal(res.status, 200, res.text);
+  const url = /<QueueUrl>([^<]+)<\/QueueUrl>/.exec(res.text)?.[1];
+  assert.ok(url, res.text);
+  return url;
+}

@@ -1,0 +1,385 @@
+/**
+ * The e2e harness: starts shared-sqs as users start it (`node dist/main.js ...`, built by
+ * `npm run build`), on two free loopback ports, and builds the clients the e2e suites talk through:
+ * - `sqsClient(url)`: @aws-sdk/client-sqs, the JSON 1.0 protocol (`X-Amz-Target`);
+ * - `awsCli(url, args)`: Debian's aws-cli 2.9 at /usr/bin/aws, the Query protocol (form POST + XML).
+ *   The `aws` first on PATH may be pyenv's, whose botocore speaks JSON: never call that one here.
+ *
+ * Every test file stops what it starts (`after(() => server.stop())`).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { SQSClient } from '@aws-sdk/client-sqs';
+
+/** The repository root: test/helpers/ is two levels below it. */
+export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const MAIN_JS = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+
+const HEALTH_DEADLINE_MS = 10_000;
+const STOP_GRACE_MS = 5_000;
+
+export interface ExitStatus {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface RunningServer {
+  /** Data plane, e.g. http://127.0.0.1:41234 */
+  readonly url: string;
+  /** Control plane (/health, /ready, /metrics). */
+  readonly controlUrl: string;
+  readonly port: number;
+  readonly controlPort: number;
+  readonly proc: ChildProcess;
+  /** Resolves when the process has exited (also when it died by itself). */
+  readonly exited: Promise<ExitStatus>;
+  /** True while the process has not exited. */
+  alive(): boolean;
+  /** SIGTERM, then SIGKILL after 5 s; resolves once the process is gone. */
+  stop(): Promise<void>;
+  /** Everything the process wrote so far, stdout then stderr. */
+  logs(): string;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** A free TCP port on 127.0.0.1: listen on port 0, read the port, close. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port from listen(0)');
+  return address.port;
+}
+
+async function twoFreePorts(): Promise<[number, number]> {
+  for (;;) {
+    const a = await freePort();
+    const b = await freePort();
+    if (a !== b) return [a, b];
+  }
+}
+
+/**
+ * The environment a server (or a client) runs with: the parent's, less everything that could point
+ * it at a real Redis or change its flags behind the test's back (SHARED_SQS_*, REDIS_*).
+ */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('SHARED_SQS_') || k.startsWith('REDIS_') || k.startsWith('AWS_')) continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** Spawns `node dist/main.js ...args` and collects its output; does not wait for anything. */
+export function spawnMain(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): {
+  proc: ChildProcess;
+  exited: Promise<ExitStatus>;
+  stdout: () => string;
+  stderr: () => string;
+} {
+  if (!existsSync(MAIN_JS)) {
+    throw new Error(`${MAIN_JS} does not exist: run \`npm run build\` first (npm test does)`);
+  }
+  const proc = spawn(process.execPath, [MAIN_JS, ...args], {
+    cwd: PROJECT_ROOT,
+    env: cleanEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  const exited = new Promise<ExitStatus>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      // 'exit' can come before the pipes are drained; 'close' comes after both.
+      proc.once('close', () => resolve({ code, signal }));
+    });
+    proc.once('error', (e) => {
+      err += `spawn error: ${e.message}\n`;
+      resolve({ code: null, signal: null });
+    });
+  });
+  return { proc, exited, stdout: () => out, stderr: () => err };
+}
+
+export async function startServer(
+  opts: { args?: string[]; env?: Record<string, string> } = {},
+): Promise<RunningServer> {
+  const [port, controlPort] = await twoFreePorts();
+  const args = [
+    '--port',
+    String(port),
+    '--control-port',
+    String(controlPort),
+    '--host',
+    '127.0.0.1',
+    '--log-level',
+    'warn',
+    ...(opts.args ?? []),
+  ];
+  const child = spawnMain(args, opts.env ?? {});
+  const { proc, exited } = child;
+  let done = false;
+  void exited.then(() => (done = true));
+
+  const url = `http://127.0.0.1:${port}`;
+  const controlUrl = `http://127.0.0.1:${controlPort}`;
+
+  const stop = async (): Promise<void> => {
+    if (done) return;
+    proc.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        if (!done) proc.kill('SIGKILL');
+        resolve();
+      }, STOP_GRACE_MS);
+    });
+    await Promise.race([exited, killed]);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const server: RunningServer = {
+    url,
+    controlUrl,
+    port,
+    controlPort,
+    proc,
+    exited,
+    alive: () => !done,
+    stop,
+    logs: () => child.stdout() + child.stderr(),
+    stdout: child.stdout,
+    stderr: child.stderr,
+  };
+
+  // Wait for /health, bounded; give up at once if the process dies meanwhile.
+  const deadline = Date.now() + HEALTH_DEADLINE_MS;
+  let lastProblem: string;
+  for (;;) {
+    if (done) {
+      const status = await exited;
+      throw new Error(
+        `shared-sqs exited (code ${status.code}, signal ${status.signal}) before /health answered.\n` +
+          `args: ${args.join(' ')}\nstderr:\n${child.stderr()}\nstdout:\n${child.stdout()}`,
+      );
+    }
+    try {
+      const res = await fetch(`${controlUrl}/health`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return server;
+      lastProblem = `GET /health answered ${res.status}`;
+    } catch (e) {
+      lastProblem = (e as Error).message;
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(
+        `shared-sqs did not answer GET /health with 200 within ${HEALTH_DEADLINE_MS} ms (${lastProblem}).\n` +
+          `args: ${args.join(' ')}\nstderr:\n${child.stderr()}\nstdout:\n${child.stdout()}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** JSON protocol: @aws-sdk/client-sqs against `url`, dummy credentials, no retries (errors surface as they are). */
+export function sqsClient(url: string): SQSClient {
+  return new SQSClient({
+    region: 'us-east-1',
+    endpoint: url,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Debian's aws-cli (Query protocol)
+// ---------------------------------------------------------------------------------------------
+
+export const DEBIAN_AWS = '/usr/bin/aws';
+export const DEBIAN_PYTHON = '/usr/bin/python3';
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** stdout parsed, when it is JSON. */
+  readonly json?: unknown;
+  /** From "An error occurred (<code>) when calling the X operation", when the call failed. */
+  readonly errorCode?: string;
+  /** The HTTP status of the last response, when called with `{ debug: true }`. */
+  readonly status?: number;
+}
+
+/**
+ * Fails (never skips) when Debian's aws-cli is missing: CI installs it (`apt-get install awscli`),
+ * and the Query protocol is covered by nothing else.
+ */
+export function requireDebianAws(): void {
+  if (!existsSync(DEBIAN_AWS)) {
+    throw new Error(
+      `${DEBIAN_AWS} (Debian's aws-cli 2.9, Query protocol) is not installed: apt-get install awscli. ` +
+        'The aws on PATH may be a newer one that speaks JSON, so it cannot stand in.',
+    );
+  }
+}
+
+export function requireDebianBoto3(): void {
+  if (!existsSync(DEBIAN_PYTHON)) {
+    throw new Error(`${DEBIAN_PYTHON} is not installed: apt-get install python3-boto3`);
+  }
+}
+
+/** Environment for the Debian Python tools: dummy credentials, no config files, no pager. */
+export function awsToolEnv(): NodeJS.ProcessEnv {
+  const env = cleanEnv({
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_PAGER: '',
+    // One attempt: a 5xx must surface, not be retried away.
+    AWS_MAX_ATTEMPTS: '1',
+    AWS_RETRY_MODE: 'standard',
+    PYTHONNOUSERSITE: '1',
+  });
+  // pyenv's variables would point /usr/bin/python3 at another interpreter's packages.
+  delete env['PYTHONPATH'];
+  delete env['PYTHONHOME'];
+  return env;
+}
+
+/**
+ * `/usr/bin/aws --endpoint-url URL --region us-east-1 --output json sqs ...args`.
+ * With `debug`, `--debug` is added and the HTTP status of the last response is read from its log.
+ */
+export async function awsCli(
+  url: string,
+  args: string[],
+  opts: { debug?: boolean } = {},
+): Promise<CliResult> {
+  requireDebianAws();
+  const argv = [
+    '--endpoint-url',
+    url,
+    '--region',
+    'us-east-1',
+    '--output',
+    'json',
+    ...(opts.debug === true ? ['--debug'] : []),
+    'sqs',
+    ...args,
+  ];
+  const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>(
+    (resolve) => {
+      execFile(
+        DEBIAN_AWS,
+        argv,
+        { env: awsToolEnv(), timeout: 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+        (error, out, err) => {
+          const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+          resolve({ code: exitCode, stdout: out, stderr: err });
+        },
+      );
+    },
+  );
+  let json: unknown;
+  if (stdout.trim() !== '') {
+    try {
+      json = JSON.parse(stdout) as unknown;
+    } catch {
+      json = undefined;
+    }
+  }
+  const errorCode = /An error occurred \(([^)]+)\) when calling the \w+ operation/.exec(stderr)?.[1];
+  let status: number | undefined;
+  if (opts.debug === true) {
+    // urllib3 logs every response: ... "POST / HTTP/1.1" 400 290
+    for (const m of stderr.matchAll(/"(?:POST|GET) \S* HTTP\/1\.1" (\d{3})/g)) status = Number(m[1]);
+  }
+  return {
+    code,
+    stdout,
+    stderr,
+    ...(json === undefined ? {} : { json }),
+    ...(errorCode === undefined ? {} : { errorCode }),
+    ...(status === undefined ? {} : { status }),
+  };
+}
+
+/** The result of a CLI call that must succeed, with a readable failure otherwise. */
+export async function awsCliOk(url: string, args: string[]): Promise<Record<string, unknown>> {
+  const res = await awsCli(url, args);
+  if (res.code !== 0) {
+    throw new Error(`aws sqs ${args.join(' ')} failed (exit ${res.code}):\n${res.stderr}`);
+  }
+  if (res.json === undefined) return {};
+  if (typeof res.json !== 'object' || res.json === null) throw new Error(`not a JSON object: ${res.stdout}`);
+  return res.json as Record<string, unknown>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events the tests wait for instead of sleeping
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * How many ReceiveMessage calls are parked in a long poll right now, read from the control plane's
+ * Prometheus page. Returns undefined when no such gauge is published.
+ */
+export async function longPollWaiters(server: { controlUrl: string }): Promise<number | undefined> {
+  const res = await fetch(`${server.controlUrl}/metrics`, { signal: AbortSignal.timeout(2000) });
+  const text = await res.text();
+  if (res.status !== 200) return undefined;
+  let total: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^(\S*long_?poll\S*waiter\S*|\S*waiter\S*long_?poll\S*)\s+([0-9.eE+-]+)$/i.exec(line.trim());
+    if (m?.[2] !== undefined) total = (total ?? 0) + Number(m[2]);
+  }
+  return total;
+}
+
+/**
+ * Resolves once at least `n` long polls are parked on the server (polls /metrics; bounded).
+ * This is how a test knows its ReceiveMessage is waiting before it sends or signals.
+ */
+export async function waitForLongPollWaiters(
+  server: { controlUrl: string },
+  n: number,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: number | undefined;
+  for (;;) {
+    last = await longPollWaiters(server);
+    if (last === undefined) {
+      throw new Error('the control plane /metrics publishes no long-poll waiters gauge');
+    }
+    if (last >= n) return;
+    if (Date.now() > deadline) {
+      throw new Error(`fewer than ${n} long polls parked after ${timeoutMs} ms (last seen: ${last})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A queue name unique to this process and call, within SQS's 80 [A-Za-z0-9_-]. */
+let nameCounter = 0;
+export function uniqueName(prefix: string): string {
+  nameCounter++;
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${nameCounter}`.slice(0, 80);
+}
