@@ -1,6 +1,6 @@
 /** Reading a process's memory and CPU use from /proc, CPU pinning, free ports, machine facts. */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 
@@ -42,37 +42,13 @@ export function readCpuSeconds(pid: number): number {
   }
 }
 
-/** A snapshot for measuring a process's CPU share over an interval. */
-export interface CpuMark {
+interface CpuMark {
   cpuS: number;
   wallNs: bigint;
 }
 
-export function markCpu(pid: number): CpuMark {
+function markCpu(pid: number): CpuMark {
   return { cpuS: readCpuSeconds(pid), wallNs: process.hrtime.bigint() };
-}
-
-/** CPU used since `mark`, as a percentage of one core. */
-export function cpuPercentSince(pid: number, mark: CpuMark): number {
-  const now = markCpu(pid);
-  const wallS = Number(now.wallNs - mark.wallNs) / 1e9;
-  return wallS > 0 ? ((now.cpuS - mark.cpuS) / wallS) * 100 : Number.NaN;
-}
-
-/** A snapshot of this (load generator) process's CPU use. */
-export interface SelfCpuMark {
-  usage: NodeJS.CpuUsage;
-  wallNs: bigint;
-}
-
-export function markSelfCpu(): SelfCpuMark {
-  return { usage: process.cpuUsage(), wallNs: process.hrtime.bigint() };
-}
-
-export function selfCpuPercentSince(mark: SelfCpuMark): number {
-  const d = process.cpuUsage(mark.usage);
-  const wallS = Number(process.hrtime.bigint() - mark.wallNs) / 1e9;
-  return wallS > 0 ? ((d.user + d.system) / 1e6 / wallS) * 100 : Number.NaN;
 }
 
 /** Busy time of all CPUs of the machine (user+nice+system+irq+softirq+steal), in seconds. */
@@ -104,21 +80,21 @@ export interface MeterReading {
 /** Measures server, load generator and everything else's CPU use over an interval. */
 export class Meter {
   private readonly server: CpuMark;
-  private readonly self: SelfCpuMark;
+  private readonly self: NodeJS.CpuUsage;
   private readonly machineBusyS: number;
 
   constructor(private readonly pid: number) {
     this.machineBusyS = readMachineBusySeconds();
-    this.self = markSelfCpu();
+    this.self = process.cpuUsage();
     this.server = markCpu(pid);
   }
 
   read(): MeterReading {
     const server = markCpu(this.pid);
-    const selfUsage = process.cpuUsage(this.self.usage);
+    const selfUsage = process.cpuUsage(this.self);
     const machineBusyS = readMachineBusySeconds();
     const wallS = Number(server.wallNs - this.server.wallNs) / 1e9;
-    const serverS = server.cpuS - this.server.cpuS;
+    const serverS = this.pid > 0 ? server.cpuS - this.server.cpuS : 0;
     const selfS = (selfUsage.user + selfUsage.system) / 1e6;
     const otherS = Math.max(0, machineBusyS - this.machineBusyS - serverS - selfS);
     return {
@@ -163,6 +139,17 @@ export function pinSelf(cpus: string): void {
   execFileSync('taskset', ['-a', '-c', '-p', cpus, String(process.pid)], { stdio: 'ignore' });
 }
 
+/** Set the scheduling priority of every thread of this process (Linux nice values are per thread). */
+export function niceSelf(nice: number): void {
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    tids = [String(process.pid)];
+  }
+  for (const tid of tids) os.setPriority(Number(tid), nice);
+}
+
 export interface MachineInfo {
   nproc: number;
   cpuModel: string;
@@ -192,4 +179,23 @@ export function machineInfo(): MachineInfo {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * On a shared machine: wait (at most `maxS` seconds) until the rest of the machine uses less than
+ * `thresholdPct` % of one core over a one-second sample. Returns the last sample's figure.
+ */
+export async function waitForIdle(
+  maxS: number,
+  thresholdPct: number,
+): Promise<{ idle: boolean; otherPct: number }> {
+  const deadline = Date.now() + maxS * 1000;
+  let otherPct: number;
+  do {
+    const meter = new Meter(-1);
+    await sleep(1000);
+    otherPct = meter.read().otherCpuPct;
+    if (otherPct < thresholdPct) return { idle: true, otherPct };
+  } while (Date.now() < deadline);
+  return { idle: false, otherPct };
 }

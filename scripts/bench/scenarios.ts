@@ -595,7 +595,14 @@ async function idleLongPolls(cfg: BenchConfig, target: TargetName, protocol: Pro
     // Wait for every poll's connection, then give the server a moment to park them.
     const openDeadline = Date.now() + 15_000;
     while (pollPool.connections < cfg.polls && Date.now() < openDeadline) await sleep(20);
-    await sleep(Math.min(2_000, Math.max(1_000, cfg.durationS * 200)));
+    // ... and until the server has stopped working on them (its CPU under 5 % for 500 ms; at most 10 s).
+    await sleep(1_000);
+    const settleDeadline = Date.now() + 10_000;
+    for (;;) {
+      const m = new Meter(server.pid);
+      await sleep(500);
+      if (m.read().serverCpuPct < 5 || Date.now() > settleDeadline) break;
+    }
     res.extra['connections'] = pollPool.connections;
     idlePhase = true;
     const meter = new Meter(server.pid);
@@ -659,6 +666,7 @@ async function memory(cfg: BenchConfig, target: TargetName, protocol: Protocol):
   res.extra['messages'] = cfg.messages;
   return withServer(cfg, res, true, async ({ server, pool, codec }) => {
     const errors = new Errors();
+    const meter = new Meter(server.pid);
     let inspector: Inspector | undefined;
     if (server.inspectPort !== undefined) {
       try {
@@ -698,6 +706,7 @@ async function memory(cfg: BenchConfig, target: TargetName, protocol: Protocol):
     const sent = await fill(pool, codec, msgUrl, cfg.messages, cfg.bodySize, cfg.clients, errors, 300);
     const s2 = await snapshot();
     inspector?.close();
+    applyMeter(res, meter.read());
     errors.into(res);
     res.serverRssBefore = s0.rss;
     res.serverRssAfter = s2.rss;

@@ -73,6 +73,8 @@ export interface LaunchOptions {
   sharedSqsArgs: readonly string[];
   /** Label for CPU profile file names. */
   label: string;
+  /** Scheduling priority (nice value) for the server, or undefined to leave it. */
+  nice: number | undefined;
 }
 
 /** Servers started by this process and not yet exited, so an interrupted bench can stop them. */
@@ -261,11 +263,14 @@ export async function launch(target: TargetName, opts: LaunchOptions): Promise<S
       ];
       break;
   }
-  const command = opts.cpu !== undefined ? 'taskset' : process.execPath;
-  const argv = opts.cpu !== undefined ? ['-c', opts.cpu, process.execPath, ...args] : args;
+  // nice and taskset set up the process and exec the next program, so every thread of the server has
+  // the same priority and CPU mask, and child.pid is the server's own pid (what /proc is read for).
+  let argv = [process.execPath, ...args];
+  if (opts.cpu !== undefined) argv = ['taskset', '-c', opts.cpu, ...argv];
+  if (opts.nice !== undefined) argv = ['nice', '-n', String(opts.nice), ...argv];
+  const [command, ...rest] = argv as [string, ...string[]];
   const startedAtNs = process.hrtime.bigint();
-  // taskset execs node, so child.pid is the server's own pid (what /proc figures are read from).
-  const child = spawn(command, argv, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, rest, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
     child.once('error', reject);
