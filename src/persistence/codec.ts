@@ -84,45 +84,109 @@ export function serializeMessage(m: Message): string {
 
 /** Builds the Message a record describes; `id` is the record's field name in its queue's hash. */
 export function deserializeMessage(id: string, record: string): Message {
-  const f: string[] = [];
-  const first = record.indexOf(US);
-  const n = Number(record.slice(0, first));
-  if (first < 0 || !Number.isInteger(n) || n < 0) throw new CodecError(`message ${id}: not a message record`);
-  let at = first + 1;
-  for (let i = 0; i < n; i++) {
-    const end = record.indexOf(US, at);
-    if (end < 0) throw new CodecError(`message ${id}: record has fewer than ${n} fields`);
-    if (i < MESSAGE_FIELDS) f.push(record.slice(at, end));
-    at = end + 1;
-  }
-  const body = record.slice(at);
-  const seq = num(f[0], id, 'seq');
-  const sentAt = num(f[1], id, 'sentAt');
-  const state = CODE_STATE[f[2] ?? ''];
-  if (state === undefined) throw new CodecError(`message ${id}: unknown state ${JSON.stringify(f[2])}`);
+  // A cursor over the header instead of split(): no array, and numbers are read in place, so a
+  // million messages loaded leave as little garbage as possible behind them.
+  const r = new Cursor(id, record);
+  const n = r.count();
+  const seq = r.num('seq');
+  const sentAt = r.num('sentAt');
+  const state = CODE_STATE[r.text()];
+  if (state === undefined) throw new CodecError(`message ${id}: unknown state`);
+  const heapKey = r.num('heapKey');
+  const receiveCount = r.num('receiveCount');
+  const firstReceiveAt = r.num('firstReceiveAt');
+  const lastReceiveAt = r.num('lastReceiveAt');
+  const receiptNonce = untext(r.text()) ?? '';
+  const md5OfBody = untext(r.text()) ?? '';
+  const md5OfAttributes = untext(r.text());
+  const md5OfSystemAttributes = untext(r.text());
+  const senderId = untext(r.text()) ?? '';
+  const groupId = untext(r.text());
+  const deduplicationId = untext(r.text());
+  const attributes = unjson(r.text(), id) as MessageAttributes | undefined;
+  const systemAttributes = unjson(r.text(), id) as MessageAttributes | undefined;
+  // Fields a later version appended: skipped.
+  for (let i = MESSAGE_FIELDS; i < n; i++) r.text();
   const m = new Message(
     {
       id,
-      body,
-      md5OfBody: untext(f[8]) ?? '',
-      md5OfAttributes: untext(f[9]),
-      md5OfSystemAttributes: untext(f[10]),
-      senderId: untext(f[11]) ?? '',
-      groupId: untext(f[12]),
-      deduplicationId: untext(f[13]),
-      attributes: unjson(f[14], id) as MessageAttributes | undefined,
-      systemAttributes: unjson(f[15], id) as MessageAttributes | undefined,
+      body: r.rest(),
+      md5OfBody,
+      md5OfAttributes,
+      md5OfSystemAttributes,
+      senderId,
+      groupId,
+      deduplicationId,
+      attributes,
+      systemAttributes,
     },
     seq,
     sentAt,
   );
   m.state = state;
-  m.heapKey = num(f[3], id, 'heapKey');
-  m.receiveCount = num(f[4], id, 'receiveCount');
-  m.firstReceiveAt = num(f[5], id, 'firstReceiveAt');
-  m.lastReceiveAt = num(f[6], id, 'lastReceiveAt');
-  m.receiptNonce = untext(f[7]) ?? '';
+  m.heapKey = heapKey;
+  m.receiveCount = receiveCount;
+  m.firstReceiveAt = firstReceiveAt;
+  m.lastReceiveAt = lastReceiveAt;
+  m.receiptNonce = receiptNonce;
   return m;
+}
+
+/** Reads a message record's header fields in order. */
+class Cursor {
+  private at = 0;
+  private fields = 0;
+  private total = 0;
+
+  constructor(
+    private readonly id: string,
+    private readonly record: string,
+  ) {}
+
+  /** The header's field count; fields past it read as empty (an older, shorter record). */
+  count(): number {
+    const end = this.record.indexOf(US);
+    const n = end > 0 ? Number(this.record.slice(0, end)) : NaN;
+    if (!Number.isInteger(n) || n < 0) throw new CodecError(`message ${this.id}: not a message record`);
+    this.at = end + 1;
+    this.total = n;
+    return n;
+  }
+
+  text(): string {
+    if (this.fields >= this.total) return '';
+    this.fields++;
+    const end = this.record.indexOf(US, this.at);
+    if (end < 0) throw new CodecError(`message ${this.id}: record has fewer than ${this.total} fields`);
+    const s = this.record.slice(this.at, end);
+    this.at = end + 1;
+    return s;
+  }
+
+  /** A decimal field, parsed without slicing when it is a plain non-negative integer. */
+  num(name: string): number {
+    if (this.fields >= this.total) return 0;
+    const rec = this.record;
+    let i = this.at;
+    let v = 0;
+    for (let c = rec.charCodeAt(i); c >= 48 && c <= 57; c = rec.charCodeAt(++i)) v = v * 10 + (c - 48);
+    if (rec.charCodeAt(i) === 31 && i > this.at) {
+      this.fields++;
+      this.at = i + 1;
+      return v;
+    }
+    const f = this.text();
+    const n = Number(f);
+    if (f === '' || Number.isNaN(n)) {
+      throw new CodecError(`message ${this.id}: ${name} is not a number (${JSON.stringify(f)})`);
+    }
+    return n;
+  }
+
+  /** The body: everything after the header. */
+  rest(): string {
+    return this.record.slice(this.at);
+  }
 }
 
 /** What a queue record holds besides its messages. */
@@ -224,12 +288,4 @@ function unjson(f: string | undefined, id: string): unknown {
   } catch {
     throw new CodecError(`message ${id}: attributes are not JSON`);
   }
-}
-
-function num(f: string | undefined, id: string, name: string): number {
-  const n = Number(f);
-  if (f === undefined || f === '' || Number.isNaN(n)) {
-    throw new CodecError(`message ${id}: ${name} is not a number (${JSON.stringify(f)})`);
-  }
-  return n;
 }

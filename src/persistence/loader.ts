@@ -13,6 +13,7 @@
  * delivered in, and a repeated id is skipped (Queue.restoreMessage). That order is what a restart
  * changes: a message that had become visible again behind newer ones is delivered in send order.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Message } from '../core/message.js';
 import type { QueueStore } from '../core/store.js';
@@ -40,8 +41,11 @@ export interface LoadOptions {
 export interface LoadStats {
   queues: number;
   messages: number;
+  /** Bytes of message records read. */
   bytes: number;
   ms: number;
+  /** The longest the event loop was held up while loading (sampled every 5 ms), in ms. */
+  maxBlockMs: number;
 }
 
 export async function loadStore(
@@ -51,10 +55,29 @@ export async function loadStore(
   opts: LoadOptions = {},
 ): Promise<LoadStats> {
   const started = performance.now();
+  const stats: LoadStats = { queues: 0, messages: 0, bytes: 0, ms: 0, maxBlockMs: 0 };
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  try {
+    await load(redis, keys, store, opts, stats);
+  } finally {
+    loop.disable();
+  }
+  stats.ms = performance.now() - started;
+  stats.maxBlockMs = loop.count > 0 ? loop.max / 1e6 : 0;
+  return stats;
+}
+
+async function load(
+  redis: Redis,
+  keys: Keys,
+  store: QueueStore,
+  opts: LoadOptions,
+  stats: LoadStats,
+): Promise<void> {
   const maxChunk = opts.chunk ?? 1000;
   const chunkBytes = opts.chunkBytes ?? 4 * 1024 * 1024;
   const sliceMs = opts.sliceMs ?? 10;
-  const stats: LoadStats = { queues: 0, messages: 0, bytes: 0, ms: 0 };
 
   const layout = await scripts.init.run(
     redis,
@@ -121,8 +144,6 @@ export async function loadStore(
     stats.queues++;
     await yieldToLoop();
   }
-  stats.ms = performance.now() - started;
-  return stats;
 }
 
 /** A request made ahead: if decoding the current chunk throws, its failure is not unhandled. */

@@ -141,7 +141,12 @@ export class Persistence {
         this.current = writer;
         this.stateNow = 'serving';
         this.log.info(
-          { queues: stats.queues, messages: stats.messages, ms: Math.round(stats.ms) },
+          {
+            queues: stats.queues,
+            messages: stats.messages,
+            ms: Math.round(stats.ms),
+            maxBlockMs: Math.round(stats.maxBlockMs),
+          },
           'state loaded from Redis',
         );
         this.opts.onStore(store, stats);
