@@ -512,6 +512,24 @@ describe('JSON protocol: messages', () => {
     assert.equal((await counts(url)).visible, 0);
   });
 
+  test('Given entries adding up to more than 1 MiB, When SendMessageBatch, Then BatchRequestTooLong (400) and nothing is sent', async () => {
+    const url = await createQueue('sdk-batch-long');
+    const half = 'h'.repeat(600 * 1024);
+    await expectSdkError(
+      client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: [
+            { Id: 'a', MessageBody: half },
+            { Id: 'b', MessageBody: half },
+          ],
+        }),
+      ),
+      { name: 'BatchRequestTooLong', code: 'AWS.SimpleQueueService.BatchRequestTooLong', status: 400 },
+    );
+    assert.equal((await counts(url)).visible, 0);
+  });
+
   test('Given no entries, When SendMessageBatch, Then EmptyBatchRequest (400)', async () => {
     const url = await createQueue('sdk-batch-empty');
     await expectSdkError(client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [] })), {
