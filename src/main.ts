@@ -1,8 +1,11 @@
+import { hostname } from 'node:os';
 import { systemClock } from './core/clock.js';
 import { QueueStore } from './core/store.js';
 import { loadConfigOrExit, type Config } from './config.js';
 import { buildControlPlane } from './http/control.js';
+import { registerAdminHa } from './http/admin-ha.js';
 import { buildDataPlane } from './http/data.js';
+import { ActivePassive } from './ha/active.js';
 import { Metrics } from './http/metrics.js';
 import { createLogger, flushLogger } from './log.js';
 import { keysFor } from './persistence/keys.js';
@@ -47,9 +50,15 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   });
   metrics.setLongPollWaitersProvider(() => current.poller.waiting);
 
+  /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
+  function replaceStore(store: QueueStore): void {
+    current.poller.closeAll();
+    current = serving(store);
+  }
+
   const target = redisTarget(config);
   const persistence =
-    target === undefined
+    target === undefined || config.leaderElection
       ? undefined
       : new Persistence({
           redis: createRedis(target),
@@ -57,18 +66,43 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
           createStore: newStore,
           unavailable: () =>
             new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
-          // Waiting long polls of the store being replaced are answered (empty) before it goes.
-          onStore: (store) => {
-            current.poller.closeAll();
-            current = serving(store);
-          },
-          onDiverged: () => {
-            current.poller.closeAll();
-            current = serving(newStore());
-          },
+          onStore: replaceStore,
+          onDiverged: () => replaceStore(newStore()),
           log: logger.child({ component: 'persistence' }),
         });
   if (persistence !== undefined) await persistence.start();
+
+  // Active/passive (src/ha/active.ts): each leader term loads the state with a Persistence of its
+  // own, fenced by the term's token; the elector starts once both planes listen.
+  const instanceId = `${hostname()}-${process.pid}`;
+  const connection = (role: string): ReturnType<typeof createRedis> =>
+    createRedis({ ...target, connectionName: `shared-sqs:${role}:${instanceId}` });
+  const ha =
+    target === undefined || !config.leaderElection
+      ? undefined
+      : new ActivePassive({
+          redis: connection('data'),
+          lockRedis: connection('lock'),
+          subscriber: connection('events'),
+          keys: keysFor(config.redisPrefix),
+          instanceId,
+          ttlMs: config.leaderTtlMs,
+          intervalMs: config.leaderIntervalMs,
+          createStore: newStore,
+          unavailable: () =>
+            new SqsError('ServiceUnavailable', 'This instance is not serving; retry against the active one.'),
+          onStore: replaceStore,
+          onDrop: () => replaceStore(newStore()),
+          onDrain: () => current.poller.closeAll(),
+          onFatal: (e) => {
+            logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
+            void stop().finally(() => process.exit(1));
+          },
+          log: logger.child({ component: 'ha' }),
+        });
+  if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
+  /** What gates the data plane and /ready: the leader term, or the plain persistence. */
+  const gate = ha ?? persistence;
 
   const data = buildDataPlane({
     services,
@@ -77,15 +111,21 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     region: config.region,
     baseUrl: config.baseUrl,
     observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
-    ...(persistence === undefined
-      ? {}
-      : { isServing: () => persistence.serving, commit: () => persistence.commit() }),
+    ...(gate === undefined ? {} : { isServing: () => gate.serving, commit: () => gate.commit() }),
   });
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
     metrics,
-    isReady: () => persistence?.serving ?? true,
+    isReady: () => gate?.serving ?? true,
   });
+  registerAdminHa(control, { adminToken: config.adminToken, ha });
+  if (ha !== undefined) {
+    // Counts the requests that passed the gate, so that a drain knows when they are all answered.
+    data.addHook('onRequest', (_req, reply, done) => {
+      reply.raw.once('close', ha.enter());
+      done();
+    });
+  }
 
   await data.listen({ port: config.port, host: config.host });
   await control.listen({ port: config.controlPort, host: config.host });
@@ -94,16 +134,22 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       port: config.port,
       controlPort: config.controlPort,
       host: config.host,
-      persistence: persistence === undefined ? 'memory' : 'redis',
+      persistence: target === undefined ? 'memory' : 'redis',
+      leaderElection: ha !== undefined,
+      ...(ha === undefined ? {} : { instanceId }),
     },
-    persistence === undefined
+    target === undefined
       ? 'shared-sqs serving (memory only: state is lost on restart)'
-      : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
+      : ha !== undefined
+        ? 'shared-sqs listening as a follower: serving once it holds the leader lock'
+        : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
   );
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      // The leader drains, flushes, releases the lock and announces it before the planes close.
+      await ha?.stop();
       logger.info('stopping: answering long polls, then closing both planes');
       // Waiting polls are answered first (with no messages), so close() does not wait 20 s on them.
       current.poller.closeAll();
@@ -114,6 +160,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     })();
     return stopping;
   };
+  ha?.start();
   return { stop };
 }
 

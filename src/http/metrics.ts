@@ -7,6 +7,15 @@
  * - sqs_queue_messages{queue,state}                       gauge, read from a provider at scrape time;
  *                                                         state is visible | inflight | delayed
  * - sqs_long_poll_waiters                                 gauge, read from a provider at scrape time
+ * - sqs_leader_state{state}                               gauge, 1 for this instance's elector state
+ *                                                         (follower | loading | leader), else 0
+ * - sqs_leader_epoch                                      gauge, the epoch of the term held (0: none)
+ * - sqs_leader_takeovers_total                            counter, terms this instance won and served
+ * - sqs_leader_fenced_writes_total                        counter, terms ended by a fenced write
+ * - sqs_leader_renew_failures_total                       counter, renewals that failed (error/timeout)
+ *                                                         (read at scrape time; without leader
+ *                                                         election the gauges have no series and
+ *                                                         the counters stay 0)
  * - process_* and nodejs_*                                prom-client's default metrics
  *
  * {@link Metrics.observeRequest} is on the hot path. prom-client's own labelled children still hash
@@ -25,6 +34,17 @@ export interface QueueStats {
 }
 
 export type QueueStatsProvider = () => Iterable<QueueStats>;
+
+/** The elector's numbers (src/ha/elector.ts); counters are totals since the process started. */
+export interface LeaderStats {
+  readonly state: 'follower' | 'loading' | 'leader' | 'stopped';
+  readonly epoch: number;
+  readonly takeovers: number;
+  readonly fenced: number;
+  readonly renewFailures: number;
+}
+
+export const LEADER_STATES = ['follower', 'loading', 'leader'] as const;
 
 /** Seconds: 50 µs .. 25 s in 1-2.5-5 steps. */
 export const REQUEST_DURATION_BUCKETS: readonly number[] = [
@@ -140,6 +160,7 @@ export class Metrics {
   private readonly durationSeries = new Map<string, DurationSeries>();
   private queueStatsProvider: QueueStatsProvider | undefined;
   private longPollWaitersProvider: (() => number) | undefined;
+  private leaderStatsProvider: (() => LeaderStats) | undefined;
 
   constructor(options: MetricsOptions = {}) {
     this.registry = new Registry();
@@ -191,6 +212,8 @@ export class Metrics {
         longPollWaiters.set(this.longPollWaitersProvider?.() ?? 0);
       },
     });
+
+    this.registerLeaderMetrics(registers);
 
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
@@ -244,6 +267,64 @@ export class Metrics {
   /** Where sqs_long_poll_waiters comes from; called at each scrape. Undefined: 0. */
   setLongPollWaitersProvider(provider: (() => number) | undefined): void {
     this.longPollWaitersProvider = provider;
+  }
+
+  /** Where the sqs_leader_* series come from (with leader election only); called at each scrape. */
+  setLeaderStatsProvider(provider: (() => LeaderStats) | undefined): void {
+    this.leaderStatsProvider = provider;
+  }
+
+  private registerLeaderMetrics(registers: Registry[]): void {
+    const stats = (): LeaderStats | undefined => this.leaderStatsProvider?.();
+    const state: Gauge<'state'> = new Gauge({
+      name: 'sqs_leader_state',
+      help: "1 for this instance's leader-election state (follower, loading, leader), 0 for the others",
+      labelNames: ['state'] as const,
+      registers,
+      collect: () => {
+        state.reset();
+        const s = stats();
+        if (s === undefined) return;
+        for (const name of LEADER_STATES) state.set({ state: name }, s.state === name ? 1 : 0);
+      },
+    });
+    const epoch: Gauge = new Gauge({
+      name: 'sqs_leader_epoch',
+      help: 'Epoch of the leader term this instance holds (loading or leader); 0 when it holds none',
+      registers,
+      collect: () => {
+        epoch.reset();
+        const s = stats();
+        if (s !== undefined) epoch.set(s.epoch);
+      },
+    });
+    // Counters from totals kept by the elector: add what is new since the last scrape.
+    const counter = (name: string, help: string, read: (s: LeaderStats) => number): void => {
+      let exported = 0;
+      const c: Counter = new Counter({
+        name,
+        help,
+        registers,
+        collect: () => {
+          const s = stats();
+          if (s === undefined) return;
+          const total = read(s);
+          if (total > exported) c.inc(total - exported);
+          exported = Math.max(exported, total);
+        },
+      });
+    };
+    counter('sqs_leader_takeovers_total', 'Leader terms this instance won and served', (s) => s.takeovers);
+    counter(
+      'sqs_leader_fenced_writes_total',
+      'Leader terms ended because Redis refused a write with our token (fencing)',
+      (s) => s.fenced,
+    );
+    counter(
+      'sqs_leader_renew_failures_total',
+      'Renewals of the leader lock that failed (error or timeout)',
+      (s) => s.renewFailures,
+    );
   }
 
   /** The scrape: every metric of this registry in Prometheus text format. */

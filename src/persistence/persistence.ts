@@ -56,6 +56,11 @@ export interface PersistenceOptions {
   readonly log?: PersistenceLog | undefined;
   /** Upper bound of the backoff between recovery attempts; default 2000 ms. */
   readonly maxBackoffMs?: number | undefined;
+  /**
+   * close() leaves the connection open: with leader election one Persistence serves one term
+   * (src/ha/active.ts), and the next term's Persistence uses the same connection.
+   */
+  readonly keepConnection?: boolean | undefined;
 }
 
 const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -70,7 +75,7 @@ export class Persistence {
   constructor(private readonly opts: PersistenceOptions) {
     this.log = opts.log ?? quiet;
     // Without a listener ioredis prints every connection error; the loop below reports them.
-    opts.redis.on('error', () => undefined);
+    if (opts.redis.listenerCount('error') === 0) opts.redis.on('error', () => undefined);
   }
 
   get state(): PersistenceState {
@@ -112,6 +117,7 @@ export class Persistence {
     this.current = undefined;
     if (w !== undefined) await w.close().catch(() => undefined);
     await this.recovering?.catch(() => undefined);
+    if (this.opts.keepConnection === true) return;
     try {
       await this.opts.redis.quit();
     } catch {

@@ -21,6 +21,8 @@ export interface RedisTarget {
   readonly masterName?: string | undefined;
   /** Default 1000 ms. */
   readonly commandTimeoutMs?: number | undefined;
+  /** CLIENT SETNAME, so CLIENT LIST tells the connections apart; default `shared-sqs`. */
+  readonly connectionName?: string | undefined;
 }
 
 export const COMMAND_TIMEOUT_MS = 1000;
@@ -34,7 +36,7 @@ export function redisOptions(t: RedisTarget): RedisOptions {
     commandTimeout: t.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
     connectTimeout: 2000,
     enableReadyCheck: true,
-    connectionName: 'shared-sqs',
+    connectionName: t.connectionName ?? 'shared-sqs',
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
     // After a Sentinel failover the old master answers writes with READONLY: reconnect (the
     // Sentinel connector then finds the new master), but never resend the refused command.

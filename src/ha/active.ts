@@ -1,0 +1,271 @@
+/**
+ * Active/passive: the elector (elector.ts) joined to the Redis persistence, the data-plane gate and
+ * the drain. main.ts builds one of these instead of a plain Persistence when leader election is on.
+ *
+ * - Each term has its own Persistence (src/persistence/persistence.ts), created when the lock is
+ *   won, with that term's token as its fencing token: the whole state is loaded from Redis into a
+ *   fresh store before the term can serve (so nothing the previous leader wrote is missed), and
+ *   every write of the term carries the token, so Redis refuses it once the lock has moved on.
+ * - `serving` (the gate, and /ready) is true only while the elector leads (before its local
+ *   deadline), the term's store is loaded and in step with Redis, and no drain is going on.
+ * - `commit()` (awaited before every reply) also checks the lease after the write: a request never
+ *   gets a 200 from an instance whose term ended while it ran.
+ * - A fenced write ends the term at once. A term that ends for any reason drops the in-memory
+ *   state (`onDrop`: waiting long polls are answered, the store is replaced by an empty one) and
+ *   closes its Persistence; the next term loads everything again.
+ * - Step down and stop drain first: the gate closes (new requests get 503, which nginx passes to
+ *   the other instance), waiting long polls are answered while the lock is still ours, requests in
+ *   flight finish, the writer flushes; only then is the lock released and the release announced
+ *   on pub/sub, so the follower takes over at once instead of at its next interval.
+ */
+import type { QueueStore } from '../core/store.js';
+import type { Keys } from '../persistence/keys.js';
+import { LayoutError, type LoadStats } from '../persistence/loader.js';
+import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
+import { FencedError } from '../persistence/scripts.js';
+import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
+import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
+import type { Redis } from 'ioredis';
+
+export interface ActivePassiveOptions {
+  /** The connection of the writer and the loader, shared by the terms. */
+  readonly redis: Redis;
+  /** The elector's own connection: renewals never wait behind a large write. */
+  readonly lockRedis: Redis;
+  /** A connection for the release channel (a subscribed connection can do nothing else). */
+  readonly subscriber: Redis;
+  readonly keys: Keys;
+  /** hostname-pid: unique among the instances, part of every token. */
+  readonly instanceId: string;
+  readonly ttlMs: number;
+  readonly intervalMs: number;
+  readonly createStore: () => QueueStore;
+  /** What commit() rejects with when a change cannot be acknowledged (an SqsError: a 503). */
+  readonly unavailable: (cause: Error) => Error;
+  /** A term's store is loaded: serve it (still gated until the elector leads). */
+  readonly onStore: (store: QueueStore, stats: LoadStats) => void;
+  /** The in-memory state is no longer ours: answer waiting long polls, swap in an empty store. */
+  readonly onDrop: () => void;
+  /** A drain began: answer waiting long polls now (the lock is still ours, so they get a 200). */
+  readonly onDrain: () => void;
+  /** The data in Redis has a layout this version cannot read: the process should exit. */
+  readonly onFatal: (e: Error) => void;
+  readonly log?: PersistenceLog | undefined;
+  /** Longest wait for requests in flight during a drain; default 10 s. */
+  readonly drainTimeoutMs?: number | undefined;
+  readonly timers?: ElectorTimers | undefined;
+}
+
+export interface LeaderStatus extends ElectorStatus {
+  /** This instance answers SQS requests now. */
+  readonly serving: boolean;
+  readonly draining: boolean;
+  /** The lock as Redis has it (undefined fields when Redis could not be read). */
+  readonly lock: (LockInfo & { readonly error?: string }) | { readonly error: string };
+}
+
+const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export class ActivePassive {
+  readonly elector: Elector;
+  readonly lock: RedisLock;
+  private readonly listener: ReleaseListener;
+  private persistence: Persistence | undefined;
+  private readonly closing = new Set<Promise<void>>();
+  private draining = false;
+  private inflight = 0;
+  private idleWaiters: (() => void)[] = [];
+  private readonly log: PersistenceLog;
+  private stopped: Promise<void> | undefined;
+
+  constructor(private readonly opts: ActivePassiveOptions) {
+    this.log = opts.log ?? quiet;
+    const keys = lockKeys(opts.keys);
+    opts.lockRedis.on('error', () => undefined);
+    this.lock = new RedisLock(opts.lockRedis, keys);
+    this.elector = new Elector({
+      lock: this.lock,
+      instanceId: opts.instanceId,
+      ttlMs: opts.ttlMs,
+      intervalMs: opts.intervalMs,
+      timers: opts.timers,
+      load: (term) => this.load(term),
+      onEnd: () => this.endTerm(),
+      log: this.log,
+    });
+    this.listener = new ReleaseListener(opts.subscriber, keys.channel, (token) => this.elector.nudge(token));
+  }
+
+  /** The gate: true while this instance may answer SQS requests. */
+  get serving(): boolean {
+    return !this.draining && this.elector.leading && this.persistence?.serving === true;
+  }
+
+  /** Connects and starts the election (after the planes listen: /health answers meanwhile). */
+  start(): void {
+    this.listener.start();
+    // The first attempt waits for the connection (else it fails and waits a whole interval);
+    // when Redis is not there yet, the elector starts anyway and keeps trying.
+    const lockRedis = this.opts.lockRedis;
+    const connecting =
+      lockRedis.status === 'wait' ? lockRedis.connect().catch(() => undefined) : Promise.resolve();
+    void connecting.then(() => this.elector.start());
+  }
+
+  /** Resolves when the changes so far are in Redis and the term still holds; rejects otherwise. */
+  async commit(): Promise<void> {
+    const p = this.persistence;
+    if (p === undefined) throw this.opts.unavailable(new Error('this instance is not the leader'));
+    await p.commit();
+    if (!this.elector.leading) {
+      throw this.opts.unavailable(new Error('the leader term ended before the reply'));
+    }
+  }
+
+  /** A request passed the gate; call the returned function when its reply is done. */
+  enter(): () => void {
+    this.inflight++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.inflight--;
+      if (this.inflight === 0) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const w of waiters) w();
+      }
+    };
+  }
+
+  get requestsInFlight(): number {
+    return this.inflight;
+  }
+
+  /**
+   * Planned switchover without exiting: drain, flush, release, announce; then sit out one TTL (or
+   * until another instance leads). False when this instance held no term.
+   */
+  async stepDown(): Promise<boolean> {
+    const state = this.elector.state;
+    if (state !== 'leader' && state !== 'loading') return false;
+    try {
+      await this.drain();
+      return await this.elector.stepDown();
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  /** SIGTERM: drain, flush, release and announce (when leading), then close the connections. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      const state = this.elector.state;
+      if (state === 'leader' || state === 'loading') await this.drain();
+      await this.elector.stop();
+      await Promise.allSettled([...this.closing]);
+      this.listener.close();
+      for (const r of [this.opts.lockRedis, this.opts.redis]) {
+        try {
+          await r.quit();
+        } catch {
+          r.disconnect();
+        }
+      }
+    })();
+    return this.stopped;
+  }
+
+  async status(): Promise<LeaderStatus> {
+    let lock: LeaderStatus['lock'];
+    try {
+      lock = await this.lock.info();
+    } catch (e) {
+      lock = { error: e instanceof Error ? e.message : String(e) };
+    }
+    return { ...this.elector.status(), serving: this.serving, draining: this.draining, lock };
+  }
+
+  stats(): {
+    state: ElectorStatus['state'];
+    epoch: number;
+    takeovers: number;
+    fenced: number;
+    renewFailures: number;
+  } {
+    const s = this.elector.status();
+    return {
+      state: s.state,
+      epoch: s.epoch ?? 0,
+      takeovers: s.takeovers,
+      fenced: s.fenced,
+      renewFailures: s.renewFailures,
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private async load(term: Term): Promise<void> {
+    const p = new Persistence({
+      redis: this.opts.redis,
+      keys: this.opts.keys,
+      createStore: this.opts.createStore,
+      unavailable: this.opts.unavailable,
+      keepConnection: true,
+      token: () => term.token,
+      onStore: (store, stats) => {
+        if (!term.signal.aborted) this.opts.onStore(store, stats);
+      },
+      onDiverged: (cause) => {
+        if (term.signal.aborted) return;
+        // The store no longer matches Redis: stop serving it now (Persistence reloads it unless
+        // the term ends, which a fenced write does at once).
+        this.opts.onDrop();
+        if (cause instanceof FencedError) this.elector.fence();
+      },
+      log: this.log,
+    });
+    this.persistence = p;
+    try {
+      await p.start();
+    } catch (e) {
+      if (e instanceof LayoutError) this.opts.onFatal(e);
+      throw e;
+    }
+  }
+
+  /** The term ended (elector's onEnd, synchronous): drop the state, close its Persistence. */
+  private endTerm(): void {
+    const p = this.persistence;
+    this.persistence = undefined;
+    this.opts.onDrop();
+    if (p !== undefined) {
+      const closing = p.close().catch(() => undefined);
+      this.closing.add(closing);
+      void closing.finally(() => this.closing.delete(closing));
+    }
+  }
+
+  /** Closes the gate, answers long polls, waits for requests in flight, flushes the writer. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    this.log.info({ inflight: this.inflight }, 'draining: new requests get 503, finishing those in flight');
+    this.opts.onDrain();
+    await this.idle(this.opts.drainTimeoutMs ?? 10_000);
+    await this.persistence?.commit().catch(() => undefined);
+  }
+
+  private idle(timeoutMs: number): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log.warn({ inflight: this.inflight }, 'drain timed out with requests still in flight');
+        resolve();
+      }, timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
