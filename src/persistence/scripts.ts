@@ -52,12 +52,14 @@ export class LuaScript {
     if (keys.length !== this.numKeys) {
       throw new Error(`${this.name}: ${keys.length} keys given, ${this.numKeys} expected`);
     }
-    const tail: ScriptArg[] = [this.numKeys, ...keys, ...args];
+    const argv: ScriptArg[] = [this.sha, this.numKeys, ...keys];
+    for (const a of args) argv.push(a);
     try {
-      return await redis.call('evalsha', [this.sha, ...tail]);
+      return await redis.call('evalsha', argv);
     } catch (e) {
       if (!(e instanceof Error) || !e.message.startsWith('NOSCRIPT')) throw e;
-      return await redis.call('eval', [this.lua, ...tail]);
+      argv[0] = this.lua;
+      return await redis.call('eval', argv);
     }
   }
 }

@@ -1,0 +1,494 @@
+/**
+ * `tsx scripts/bench-persistence.ts`: what Redis write-through costs, measured in one run (figures
+ * in docs/performance.md, "Persistence"). It starts its own redis-server (AOF, `appendfsync
+ * always` unless --fsync everysec) on a free port and a temporary directory, and:
+ *
+ * 1. throughput: scripts/bench.ts's send, send-batch and receive-delete scenarios (JSON protocol,
+ *    --clients connections), memory-only and with --redis-addr, alternating, --rounds times; the
+ *    Redis keyspace is flushed before every run. Medians and the Redis/memory ratio are printed.
+ * 2. latency at half of peak: SendMessage at a fixed rate (half the median Redis send rate, or
+ *    --rate), open loop (latency counted from when each request was due, so a stall is not
+ *    hidden), with Redis and memory-only.
+ * 3. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
+ *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
+ *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
+ *    server itself: spawn to /ready 200, and its RSS then.
+ *
+ * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
+ * load generator on CPU 1; Redis is not pinned. On a shared machine, --nice (default -10) runs
+ * Redis, the servers and bench.ts at a higher priority than the rest, and --wait-idle S is passed
+ * to bench.ts.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ManualClock } from '../src/core/clock.js';
+import { QueueStore } from '../src/core/store.js';
+import { keysFor } from '../src/persistence/keys.js';
+import { loadStore } from '../src/persistence/loader.js';
+import { connectRedis } from '../src/persistence/redis.js';
+import { Writer } from '../src/persistence/writer.js';
+import { Histogram } from './bench/histogram.js';
+import { freePort, hasTaskset, machineInfo, niceSelf, pinSelf, readRss } from './bench/proc.js';
+import { RawPool } from './bench/rawhttp.js';
+import { SqsCodec } from './bench/sqs.js';
+import type { Redis } from 'ioredis';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+const { values: opt } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
+    clients: { type: 'string', default: '32' },
+    fsync: { type: 'string', default: 'always' },
+    rate: { type: 'string' },
+    messages: { type: 'string', default: '1000000' },
+    'body-size': { type: 'string', default: '256' },
+    skip: { type: 'string', default: '' },
+    nice: { type: 'string', default: '-10' },
+    'wait-idle': { type: 'string', default: '0' },
+    json: { type: 'string' },
+    // Internal: the loader measurement, run in a child process.
+    phase: { type: 'string' },
+    port: { type: 'string' },
+  },
+});
+
+const rounds = Number(opt.rounds);
+const durationS = Number(opt.duration);
+const clients = Number(opt.clients);
+const messages = Number(opt.messages);
+const bodySize = Number(opt['body-size']);
+const skip = new Set(opt.skip.split(',').filter(Boolean));
+const nice = opt.nice;
+/** A command line run at priority --nice (every thread of it), when that is allowed. */
+function niced(cmd: string, args: string[]): [string, string[]] {
+  return nice === '0' ? [cmd, args] : ['nice', ['-n', nice, cmd, ...args]];
+}
+const MAIN = path.join(ROOT, 'dist', 'main.js');
+
+if (opt.phase === 'load-child') {
+  await loadChild(Number(opt.port));
+  process.exit(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface RedisProc {
+  port: number;
+  proc: ChildProcess;
+  client: Redis;
+  stop(): Promise<void>;
+}
+
+async function startRedis(fsync: string): Promise<RedisProc> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ssq-bench-redis-'));
+  const port = await freePort();
+  const proc = spawn(
+    ...niced('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir]),
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    proc.stdout?.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      if (out.includes('Ready to accept connections')) resolve();
+    });
+    proc.once('exit', () => reject(new Error(`redis-server exited:\n${out}`)));
+  });
+  const client = await connectRedis({ url: `127.0.0.1:${port}`, commandTimeoutMs: 120_000 });
+  await client.config('SET', 'appendonly', 'yes');
+  await client.config('SET', 'appendfsync', fsync);
+  return {
+    port,
+    proc,
+    client,
+    stop: async () => {
+      client.disconnect();
+      proc.kill('SIGKILL');
+      await new Promise((r) => proc.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface BenchRow {
+  msgsPerSec: number;
+  p50: number;
+  p99: number;
+  serverCpuPct: number;
+  errors: number;
+}
+
+/** One scenario of scripts/bench.ts, through its --json output. */
+function runBench(scenario: string, redisPort: number | undefined): BenchRow {
+  const out = path.join(tmpdir(), `ssq-bench-${process.pid}-${scenario}.json`);
+  const args = [
+    '--import',
+    'tsx',
+    path.join(ROOT, 'scripts', 'bench.ts'),
+    '--targets',
+    'shared-sqs',
+    '--protocols',
+    'json',
+    '--scenarios',
+    scenario,
+    '--clients',
+    String(clients),
+    '--duration',
+    String(durationS),
+    '--deep-depth',
+    '0',
+    '--json',
+    out,
+    `--nice=${nice}`,
+    `--wait-idle=${opt['wait-idle']}`,
+  ];
+  if (redisPort !== undefined) args.push(`--shared-sqs-args=--redis-addr 127.0.0.1:${redisPort}`);
+  try {
+    execFileSync(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  } catch {
+    // bench.ts exits 1 when a run had errors; the row says how many.
+  }
+  const report = JSON.parse(readFileSync(out, 'utf8')) as {
+    results: {
+      msgsPerSec: number | null;
+      errors: number;
+      serverCpuPct: number | null;
+      latency: { p50: number | null; p99: number | null } | null;
+    }[];
+  };
+  rmSync(out, { force: true });
+  const r = report.results[0];
+  if (r === undefined) throw new Error(`bench.ts gave no result for ${scenario}`);
+  return {
+    msgsPerSec: r.msgsPerSec ?? NaN,
+    p50: r.latency?.p50 ?? NaN,
+    p99: r.latency?.p99 ?? NaN,
+    serverCpuPct: r.serverCpuPct ?? NaN,
+    errors: r.errors,
+  };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : 'n/a';
+
+interface Server {
+  proc: ChildProcess;
+  port: number;
+  controlPort: number;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+async function startServer(extra: string[], readyTimeoutMs = 600_000): Promise<Server & { readyMs: number }> {
+  const port = await freePort();
+  const controlPort = await freePort();
+  const args = [
+    MAIN,
+    '--port',
+    String(port),
+    '--control-port',
+    String(controlPort),
+    '--host',
+    '127.0.0.1',
+    '--log-level',
+    'info',
+    ...extra,
+  ];
+  const t0 = performance.now();
+  const [cmd, argv] = hasTaskset()
+    ? niced('taskset', ['-c', '0', process.execPath, ...args])
+    : niced(process.execPath, args);
+  const proc = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
+  proc.stderr?.setEncoding('utf8').on('data', (c: string) => (out += c));
+  const deadline = Date.now() + readyTimeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${controlPort}/ready`);
+      await res.arrayBuffer();
+      if (res.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`server not ready:\n${out}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const readyMs = performance.now() - t0;
+  return {
+    proc,
+    port,
+    controlPort,
+    readyMs,
+    output: () => out,
+    stop: async () => {
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+/** SendMessage at `rate` per second for `seconds`, open loop; latency from each request's due time. */
+async function fixedRate(
+  server: Server,
+  rate: number,
+  seconds: number,
+): Promise<{ p50: number; p99: number; max: number; sent: number; errors: number }> {
+  const pool = new RawPool('127.0.0.1', server.port, clients);
+  const codec = new SqsCodec('json', pool.hostHeader);
+  const create = await pool.post(codec.createQueue('fixed-rate'), true);
+  const url = (JSON.parse(create.body) as { QueueUrl: string }).QueueUrl;
+  const request = codec.sendMessage(url, 'x'.repeat(bodySize));
+  const hist = new Histogram();
+  let errors = 0;
+  let sent = 0;
+  const inflight = new Set<Promise<void>>();
+  const warmupNs = 1e9;
+  const start = process.hrtime.bigint();
+  const endNs = BigInt(Math.round(seconds * 1e9 + warmupNs));
+  for (;;) {
+    const elapsed = process.hrtime.bigint() - start;
+    if (elapsed >= endNs) break;
+    const due = Math.floor((Number(elapsed) / 1e9) * rate);
+    while (sent < due) {
+      const dueNs = start + BigInt(Math.round((sent / rate) * 1e9));
+      const measured = dueNs - start >= BigInt(warmupNs);
+      sent++;
+      const p = pool.post(request, false).then(
+        (r) => {
+          if (r.status !== 200) errors++;
+          else if (measured) hist.recordSince(dueNs);
+        },
+        () => void errors++,
+      );
+      inflight.add(p);
+      void p.finally(() => inflight.delete(p));
+    }
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(inflight);
+  pool.destroy();
+  const s = hist.summaryMs();
+  return { p50: s.p50 ?? NaN, p99: s.p99 ?? NaN, max: s.max ?? NaN, sent, errors };
+}
+
+async function usedMemory(client: Redis): Promise<number> {
+  const info = await client.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1]);
+}
+
+/** Writes `messages` messages to Redis under the default prefix, through the writer. */
+async function fill(client: Redis): Promise<void> {
+  const keys = keysFor();
+  const clock = new ManualClock(Date.now());
+  const store = new QueueStore(clock);
+  await loadStore(client, keys, store);
+  const writer = new Writer({ redis: client, keys, unavailable: (e) => e });
+  writer.attach(store);
+  const q = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'loaded' }, {}, {}).queue;
+  const body = 'x'.repeat(bodySize);
+  for (let i = 0; i < messages; i++) {
+    q.send(
+      {
+        id: crypto.randomUUID(),
+        body,
+        md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e',
+        senderId: '000000000000',
+      },
+      clock.now(),
+    );
+    if (i % 20_000 === 19_999) await writer.commit();
+  }
+  // Some in flight, as in a real queue.
+  q.receive(10, 60_000, clock.now());
+  await writer.commit();
+}
+
+/** In a child with --expose-gc: the loader alone, its time, longest block and memory. */
+async function loadChild(port: number): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with --expose-gc');
+  const client = await connectRedis({ url: `127.0.0.1:${port}`, commandTimeoutMs: 60_000 });
+  gc();
+  const before = process.memoryUsage();
+  const store = new QueueStore(new ManualClock(Date.now()));
+  const stats = await loadStore(client, keysFor(), store);
+  const peakRss = process.memoryUsage().rss;
+  gc();
+  const after = process.memoryUsage();
+  client.disconnect();
+  process.stdout.write(
+    JSON.stringify({
+      ...stats,
+      rssBefore: before.rss,
+      rssAfter: after.rss,
+      rssPeak: peakRss,
+      heapBefore: before.heapUsed,
+      heapAfter: after.heapUsed,
+      size: [...store.all()].reduce((n, q) => n + q.size, 0),
+    }) + '\n',
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// The load generator (fixed-rate phase) on CPU 1, servers on CPU 0, as scripts/bench.ts does.
+if (hasTaskset()) pinSelf('1');
+if (nice !== '0') niceSelf(Number(nice));
+
+const report: Record<string, unknown> = {
+  machine: machineInfo(),
+  options: { rounds, durationS, clients, fsync: opt.fsync, messages, bodySize },
+};
+const log = (line: string): void => console.log(line);
+log(
+  `bench-persistence: ${machineInfo().nproc} × ${machineInfo().cpuModel}, node ${process.version}, ` +
+    `appendfsync ${opt.fsync}, ${clients} clients, ${durationS} s per run, ${rounds} rounds`,
+);
+
+const redis = await startRedis(opt.fsync);
+try {
+  let redisSendRate = Number(opt.rate ?? NaN);
+  if (!skip.has('throughput')) {
+    const scenarios = ['send', 'send-batch', 'receive-delete'];
+    const rows: Record<string, { memory: BenchRow[]; redis: BenchRow[] }> = {};
+    for (let r = 0; r < rounds; r++) {
+      for (const scenario of scenarios) {
+        const entry = (rows[scenario] ??= { memory: [], redis: [] });
+        const mem = runBench(scenario, undefined);
+        await redis.client.flushall();
+        const red = runBench(scenario, redis.port);
+        await redis.client.flushall();
+        entry.memory.push(mem);
+        entry.redis.push(red);
+        log(
+          `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (p99 ${mem.p99} ms), ` +
+            `redis ${fmt(red.msgsPerSec)} msgs/s (p99 ${red.p99} ms) = ${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
+        );
+      }
+    }
+    log(
+      '\nscenario        memory msgs/s   redis msgs/s   ratio   p50/p99 ms memory   p50/p99 ms redis   errors',
+    );
+    const summary: Record<string, unknown> = {};
+    for (const [scenario, { memory, redis: red }] of Object.entries(rows)) {
+      const m = median(memory.map((x) => x.msgsPerSec));
+      const d = median(red.map((x) => x.msgsPerSec));
+      const ratios = memory.map((x, i) => (red[i]?.msgsPerSec ?? NaN) / x.msgsPerSec);
+      summary[scenario] = { memory, redis: red, medianMemory: m, medianRedis: d, ratios };
+      log(
+        `${scenario.padEnd(15)} ${fmt(m).padStart(13)} ${fmt(d).padStart(14)} ${fmt((d / m) * 100).padStart(6)} %` +
+          `   ${fmt(median(memory.map((x) => x.p50)), 1)}/${fmt(median(memory.map((x) => x.p99)), 1)}`.padEnd(
+            22,
+          ) +
+          `${fmt(median(red.map((x) => x.p50)), 1)}/${fmt(median(red.map((x) => x.p99)), 1)}`.padEnd(19) +
+          `${[...memory, ...red].reduce((n, x) => n + x.errors, 0)}` +
+          `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')})`,
+      );
+      if (scenario === 'send' && !Number.isFinite(redisSendRate)) redisSendRate = d;
+    }
+    report.throughput = summary;
+  }
+
+  if (!skip.has('latency') && Number.isFinite(redisSendRate)) {
+    const rate = Math.round(redisSendRate / 2);
+    log(`\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s:`);
+    const out: Record<string, unknown> = { rate };
+    for (const mode of ['memory', 'redis'] as const) {
+      await redis.client.flushall();
+      const server = await startServer(mode === 'redis' ? ['--redis-addr', `127.0.0.1:${redis.port}`] : []);
+      try {
+        const r = await fixedRate(server, rate, durationS);
+        out[mode] = r;
+        log(
+          `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (${r.sent} sent, ${r.errors} errors)`,
+        );
+      } finally {
+        await server.stop();
+      }
+    }
+    report.latency = out;
+  }
+
+  if (!skip.has('load')) {
+    await redis.client.flushall();
+    const before = await usedMemory(redis.client);
+    const t0 = performance.now();
+    await fill(redis.client);
+    const fillMs = performance.now() - t0;
+    const after = await usedMemory(redis.client);
+    const perMessage = (after - before) / messages;
+    log(
+      `\nloading ${fmt(messages)} messages of ${bodySize} B (written in ${fmt(fillMs / 1000, 1)} s): ` +
+        `Redis used_memory +${fmt((after - before) / 2 ** 20)} MiB = ${fmt(perMessage)} B per message ` +
+        `(${fmt(perMessage - bodySize)} B over the body)`,
+    );
+    const childOut = execFileSync(
+      ...niced(process.execPath, [
+        '--expose-gc',
+        '--import',
+        'tsx',
+        path.join(ROOT, 'scripts', 'bench-persistence.ts'),
+        '--phase',
+        'load-child',
+        '--port',
+        String(redis.port),
+      ]),
+      { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const child = JSON.parse(childOut.trim().split('\n').pop() ?? '{}') as {
+      ms: number;
+      maxBlockMs: number;
+      messages: number;
+      rssBefore: number;
+      rssAfter: number;
+      rssPeak: number;
+      heapBefore: number;
+      heapAfter: number;
+    };
+    const rssPer = (child.rssAfter - child.rssBefore) / child.messages;
+    const heapPer = (child.heapAfter - child.heapBefore) / child.messages;
+    log(
+      `  loader alone: ${fmt(child.messages)} messages in ${fmt(child.ms / 1000, 2)} s, longest block ` +
+        `${fmt(child.maxBlockMs)} ms; after GC: RSS +${fmt((child.rssAfter - child.rssBefore) / 2 ** 20)} MiB ` +
+        `= ${fmt(rssPer)} B per message (${fmt(rssPer - bodySize)} B over the body), heap ${fmt(heapPer)} B per message; ` +
+        `peak RSS while loading +${fmt((child.rssPeak - child.rssBefore) / 2 ** 20)} MiB`,
+    );
+    const empty = await startServer([]);
+    const emptyRss = readRss(empty.proc.pid ?? -1);
+    await empty.stop();
+    const server = await startServer(['--redis-addr', `127.0.0.1:${redis.port}`]);
+    const loadedRss = readRss(server.proc.pid ?? -1);
+    const line = server
+      .output()
+      .split('\n')
+      .find((l) => l.includes('state loaded from Redis'));
+    await server.stop();
+    log(
+      `  server: spawn to /ready ${fmt(server.readyMs / 1000, 2)} s (${line ?? 'no load log line'}); ` +
+        `RSS ${fmt(loadedRss / 2 ** 20)} MiB vs ${fmt(emptyRss / 2 ** 20)} MiB memory-only and empty ` +
+        `(${fmt((loadedRss - emptyRss) / messages)} B per message, before any GC)`,
+    );
+    report.load = {
+      fillMs,
+      redisBytesPerMessage: perMessage,
+      child,
+      serverReadyMs: server.readyMs,
+      loadedRss,
+      emptyRss,
+    };
+  }
+} finally {
+  await redis.stop();
+}
+if (opt.json !== undefined) writeFileSync(opt.json, JSON.stringify(report, null, 2));
