@@ -1,4 +1,6 @@
+import type { AttemptRecord, DedupRecord } from './fifo.js';
 import type { Message } from './message.js';
+import type { MoveTask } from './movetasks.js';
 import type { Queue } from './queue.js';
 
 /**
@@ -15,7 +17,22 @@ export type ChangeEvent =
   /** Sent, received, or its visibility changed. */
   | { readonly type: 'message-put'; readonly queue: Queue; readonly message: Message }
   /** Deleted by a client, expired, or moved away. */
-  | { readonly type: 'message-delete'; readonly queue: Queue; readonly message: Message };
+  | { readonly type: 'message-delete'; readonly queue: Queue; readonly message: Message }
+  /** FIFO: a deduplication id was recorded; it is dropped at `record.expiresAt` (dedup-delete). */
+  | { readonly type: 'dedup-put'; readonly queue: Queue; readonly key: string; readonly record: DedupRecord }
+  | { readonly type: 'dedup-delete'; readonly queue: Queue; readonly key: string }
+  /** FIFO: what a ReceiveMessage with a ReceiveRequestAttemptId returned (a retry returns it again). */
+  | {
+      readonly type: 'attempt-put';
+      readonly queue: Queue;
+      readonly attemptId: string;
+      readonly record: AttemptRecord;
+    }
+  | { readonly type: 'attempt-delete'; readonly queue: Queue; readonly attemptId: string }
+  /** A message move task started, made progress or changed status. */
+  | { readonly type: 'move-task-put'; readonly task: MoveTask }
+  /** A finished move task fell out of its source's last ten. */
+  | { readonly type: 'move-task-delete'; readonly task: MoveTask };
 
 export interface CoreListener {
   /** Called on every change, when someone records them. */
@@ -31,3 +48,8 @@ export interface CoreListener {
    */
   deadline?(queue: Queue): void;
 }
+  /**
+   * Not an event: the store's lookup of a queue by ARN (same account), so a queue can find its
+   * dead-letter queue when a message has been received maxReceiveCount times.
+   */
+  queueByArn?(arn: string): Queue | undefined;

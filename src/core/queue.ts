@@ -1,9 +1,24 @@
-import { randomBytes } from 'node:crypto';
-import { defaultAttributes } from './attributes.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { defaultAttributes, resolveAttributes } from './attributes.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
-import { IndexedHeap } from './heap.js';
+import {
+  contentDedupId,
+  DEDUP_WINDOW_MS,
+  dedupKey,
+  ExpiringRecords,
+  formatSequenceNumber,
+  Groups,
+  nextSequenceNumber,
+  RECEIVE_ATTEMPT_WINDOW_MS,
+  type AttemptRecord,
+  type DedupRecord,
+  type DeduplicationScope,
+  type Group,
+} from './fifo.js';
+import { IndexedHeap, type HeapItem } from './heap.js';
 import { Message, type NewMessage } from './message.js';
+import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
 
 /** AWS caps a standard queue's in-flight messages at 120,000 (FIFO: 120,000 too since 2024). */
 export const MAX_INFLIGHT = 120_000;
@@ -15,6 +30,15 @@ export interface QueueCounts {
   readonly visible: number;
   readonly inflight: number;
   readonly delayed: number;
+}
+
+/** What a send comes to: a new message, or (FIFO) the one it duplicates within the window. */
+export interface SendResult {
+  readonly messageId: string;
+  /** FIFO queues only. */
+  readonly sequenceNumber: string | undefined;
+  /** The stored message; undefined when the send was a duplicate and stored nothing. */
+  readonly message: Message | undefined;
 }
 
 export interface QueueIdentity {
@@ -56,6 +80,10 @@ export class Queue {
   retentionMs = 345_600_000;
   maxMessageSize = 1_048_576;
   receiveWaitSeconds = 0;
+  /** From RedrivePolicy: where messages go after maxReceiveCount receives; null when not set. */
+  redrive: RedrivePolicy | null = null;
+  contentBasedDeduplication = false;
+  deduplicationScope: DeduplicationScope = 'queue';
 
   private readonly messages = new Map<string, Message>();
   private head: Message | null = null;
@@ -66,6 +94,14 @@ export class Queue {
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
+  /** Messages older than the newest when they arrived (moved here as dead letters): by sentAt. */
+  private readonly late = new LateRetention();
+  /** FIFO only (null otherwise): message groups, dedup window, receive attempts; see fifo.ts. */
+  private readonly groups: Groups | null;
+  private readonly dedup: ExpiringRecords<DedupRecord> | null;
+  private readonly attempts: ExpiringRecords<AttemptRecord> | null;
+  /** FIFO: the last SequenceNumber given (kept by its messages and dedup records in storage). */
+  private lastSequence = 0n;
 
   constructor(
     id: QueueIdentity,
@@ -80,6 +116,9 @@ export class Queue {
     this.name = id.name;
     this.arn = `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`;
     this.fifo = id.name.endsWith('.fifo');
+    this.groups = this.fifo ? new Groups() : null;
+    this.dedup = this.fifo ? new ExpiringRecords<DedupRecord>() : null;
+    this.attempts = this.fifo ? new ExpiringRecords<AttemptRecord>() : null;
     this.uid = uid ?? randomBytes(6).toString('hex');
     this.attributes = { ...defaultAttributes(this.fifo), ...attributes };
     this.tags = { ...tags };
@@ -92,8 +131,13 @@ export class Queue {
     return queueKey(this.accountId, this.name);
   }
 
+  /**
+   * Applies validated attributes (validateAttributes) with the rules that tie them together
+   * (resolveAttributes: removals, one kind of SSE, high throughput). Checks that need other
+   * queues (a RedrivePolicy's target) are the store's: QueueStore.setAttributes.
+   */
   setAttributes(attributes: Readonly<Record<string, string>>, now: number): void {
-    Object.assign(this.attributes, attributes);
+    this.attributes = resolveAttributes(this.attributes, attributes);
     this.lastModifiedAt = now;
     this.cacheAttributes();
     this.listener.change?.({ type: 'queue-put', queue: this });
@@ -116,15 +160,84 @@ export class Queue {
     this.retentionMs = Number(a.MessageRetentionPeriod ?? 345_600) * 1000;
     this.maxMessageSize = Number(a.MaximumMessageSize ?? 1_048_576);
     this.receiveWaitSeconds = Number(a.ReceiveMessageWaitTimeSeconds ?? 0);
+    this.redrive = a.RedrivePolicy === undefined ? null : parseRedrivePolicy(a.RedrivePolicy);
+    this.contentBasedDeduplication = a.ContentBasedDeduplication === 'true';
+    this.deduplicationScope = a.DeduplicationScope === 'messageGroup' ? 'messageGroup' : 'queue';
   }
 
   // ---- messages -------------------------------------------------------------------------
 
-  send(m: NewMessage, now: number): Message {
+  /**
+   * Stores a message, or (FIFO) answers a send whose deduplication id was seen in the last 5
+   * minutes with the message it duplicates, storing nothing. A FIFO message needs a group id,
+   * and a deduplication id unless ContentBasedDeduplication is on (then the body's SHA-256 is
+   * used); FIFO queues apply only the queue's delay (per-message delays are refused before).
+   */
+  sendMessage(m: NewMessage, now: number): SendResult {
+    if (this.fifo) return this.sendFifo(m, now);
     const msg = new Message(m, this.nextSeq++, now);
+    this.enqueue(msg, m.delaySeconds === undefined ? this.delayMs : m.delaySeconds * 1000, now);
+    return { messageId: msg.id, sequenceNumber: undefined, message: msg };
+  }
+
+  /** sendMessage for callers that know the send is not a duplicate; a duplicate throws. */
+  send(m: NewMessage, now: number): Message {
+    const r = this.sendMessage(m, now);
+    if (r.message === undefined) {
+      throw new CoreError('InvalidParameterValue', `The message duplicates message ${r.messageId}.`);
+    }
+    return r.message;
+  }
+
+  private sendFifo(m: NewMessage, now: number): SendResult {
+    const groupId = m.groupId;
+    if (groupId === undefined) {
+      throw new CoreError('MissingParameter', 'The request must contain the parameter MessageGroupId.');
+    }
+    let dedupId = m.deduplicationId;
+    if (dedupId === undefined) {
+      if (!this.contentBasedDeduplication) {
+        throw new CoreError(
+          'InvalidParameterValue',
+          'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
+        );
+      }
+      dedupId = contentDedupId(m.body);
+    }
+    this.expireFifoRecords(now);
+    const dedup = this.dedup as ExpiringRecords<DedupRecord>;
+    const key = dedupKey(this.deduplicationScope, groupId, dedupId);
+    const seen = dedup.get(key, now);
+    if (seen !== undefined) {
+      return { messageId: seen.messageId, sequenceNumber: seen.sequenceNumber, message: undefined };
+    }
+    const msg = new Message(
+      dedupId === m.deduplicationId ? m : { ...m, deduplicationId: dedupId },
+      this.nextSeq++,
+      now,
+    );
+    msg.sequenceNumber = this.takeSequenceNumber(now);
+    const record: DedupRecord = {
+      messageId: msg.id,
+      sequenceNumber: msg.sequenceNumber,
+      expiresAt: now + DEDUP_WINDOW_MS,
+    };
+    dedup.set(key, record);
+    this.listener.change?.({ type: 'dedup-put', queue: this, key, record });
+    this.enqueue(msg, this.delayMs, now);
+    return { messageId: msg.id, sequenceNumber: msg.sequenceNumber, message: msg };
+  }
+
+  private takeSequenceNumber(now: number): string {
+    this.lastSequence = nextSequenceNumber(this.lastSequence, now);
+    return formatSequenceNumber(this.lastSequence);
+  }
+
+  /** Links a new message into the queue's structures, visible or delayed, and tells the listener. */
+  private enqueue(msg: Message, delayMs: number, now: number): void {
     this.messages.set(msg.id, msg);
     this.linkSent(msg);
-    const delayMs = m.delaySeconds === undefined ? this.delayMs : m.delaySeconds * 1000;
+    const g = this.groups?.append(msg);
     if (delayMs > 0) {
       msg.state = 'delayed';
       msg.heapKey = now + delayMs;
@@ -132,8 +245,43 @@ export class Queue {
     } else {
       this.pushVisible(msg, false);
     }
+    if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
-    if (msg.state === 'visible') this.listener.available?.(this);
+    if (msg.state === 'visible' && (g === undefined || g.heapIndex >= 0)) this.listener.available?.(this);
+  }
+
+  /**
+   * Takes a message that reached its source's maxReceiveCount (dead-letter queue side): same
+   * id, body, attributes and receive count, `deadLetterSourceArn` set, visible at once. A
+   * standard queue keeps the original SentTimestamp, so retention still counts from the
+   * original send; a FIFO queue starts it anew (AWS: the enqueue timestamp resets), gives a new
+   * SequenceNumber and uses the message id as its deduplication id.
+   */
+  acceptDeadLetter(src: Message, sourceArn: string, now: number): Message {
+    this.tick(now);
+    const id = this.messages.has(src.id) ? randomUUID() : src.id;
+    const msg = new Message(
+      {
+        id,
+        body: src.body,
+        md5OfBody: src.md5OfBody,
+        attributes: src.attributes,
+        md5OfAttributes: src.md5OfAttributes,
+        systemAttributes: src.systemAttributes,
+        md5OfSystemAttributes: src.md5OfSystemAttributes,
+        senderId: src.senderId,
+        groupId: src.groupId,
+        deduplicationId: this.fifo ? src.id : src.deduplicationId,
+      },
+      this.nextSeq++,
+      this.fifo ? now : src.sentAt,
+    );
+    msg.receiveCount = src.receiveCount;
+    msg.firstReceiveAt = src.firstReceiveAt;
+    msg.lastReceiveAt = src.lastReceiveAt;
+    msg.deadLetterSourceArn = sourceArn;
+    if (this.fifo) msg.sequenceNumber = this.takeSequenceNumber(now);
+    this.enqueue(msg, 0, now);
     return msg;
   }
 
@@ -141,8 +289,15 @@ export class Queue {
    * Takes up to `max` visible messages and hides them for `visibilityTimeoutMs` (the queue's
    * default when undefined). Each gets a new receipt handle.
    */
-  receive(max: number, visibilityTimeoutMs: number | undefined, now: number): Message[] {
+  receive(
+    max: number,
+    visibilityTimeoutMs: number | undefined,
+    now: number,
+    receiveRequestAttemptId?: string,
+  ): Message[] {
     this.tick(now);
+    if (this.groups !== null)
+      return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
     const out: Message[] = [];
     if (this.vhead === null) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
@@ -151,6 +306,11 @@ export class Queue {
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
     while (out.length < max && this.vhead !== null) {
       const msg = this.vhead;
+      const dlq = this.deadLetterTarget(msg);
+      if (dlq !== undefined) {
+        this.moveToDeadLetter(msg, dlq, now);
+        continue;
+      }
       this.unlinkVisible(msg);
       msg.receiveCount++;
       if (msg.firstReceiveAt === 0) msg.firstReceiveAt = now;
@@ -171,6 +331,155 @@ export class Queue {
   }
 
   /**
+   * FIFO receive: the oldest receivable group first, as many of its messages in order as it has
+   * visible ones (and `max` allows), then the next group. Each group served is locked until its
+   * messages are deleted or become visible again. With a ReceiveRequestAttemptId, a retry within
+   * 5 minutes returns the same messages and receipt handles, with their visibility timeout
+   * started again, as long as none of them was deleted, had its visibility changed or expired;
+   * otherwise it receives anew (and the new result is what later retries get).
+   */
+  private receiveFifo(
+    groups: Groups,
+    max: number,
+    visibilityTimeoutMs: number | undefined,
+    now: number,
+    attemptId: string | undefined,
+  ): Message[] {
+    const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
+    if (attemptId !== undefined) {
+      const again = this.retryAttempt(attemptId, vt, now);
+      if (again !== undefined) return again;
+    }
+    const out: Message[] = [];
+    if (groups.peekReady() === undefined) return out;
+    if (this.inflight.size >= MAX_INFLIGHT) {
+      throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
+    }
+    for (let g = groups.peekReady(); g !== undefined && out.length < max; g = groups.peekReady()) {
+      for (let m = g.head; m !== null && m.state === 'visible' && out.length < max;) {
+        const next = m.gnext;
+        const dlq = this.deadLetterTarget(m);
+        if (dlq !== undefined) {
+          this.moveToDeadLetter(m, dlq, now);
+        } else {
+          this.unlinkVisible(m);
+          m.receiveCount++;
+          if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
+          m.lastReceiveAt = now;
+          m.receiptNonce = nonce();
+          // In flight even with a zero timeout until the loop is done, so the group stays locked
+          // and this call cannot hand the same message out twice.
+          m.state = 'inflight';
+          m.heapKey = now + vt;
+          g.inflight++;
+          if (vt > 0) this.schedule(this.inflight, m);
+          this.listener.change?.({ type: 'message-put', queue: this, message: m });
+          out.push(m);
+        }
+        m = next;
+      }
+      // In flight now: off the receivable heap. (Or emptied by dead-lettering: refreshed anyway.)
+      groups.refresh(g);
+    }
+    if (vt === 0) for (const m of out) this.returnToVisible(m, false);
+    if (attemptId !== undefined && out.length > 0) {
+      const record: AttemptRecord = {
+        expiresAt: now + RECEIVE_ATTEMPT_WINDOW_MS,
+        entries: out.map((m) => ({
+          id: m.id,
+          receiveCount: m.receiveCount,
+          nonce: m.receiptNonce,
+          visibleAt: m.heapKey,
+        })),
+      };
+      (this.attempts as ExpiringRecords<AttemptRecord>).set(attemptId, record);
+      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
+    }
+    return out;
+  }
+
+  /** The same messages and handles again, if the attempt's record still holds; see receiveFifo. */
+  private retryAttempt(attemptId: string, vt: number, now: number): Message[] | undefined {
+    const attempts = this.attempts as ExpiringRecords<AttemptRecord>;
+    const rec = attempts.get(attemptId, now);
+    if (rec === undefined) return undefined;
+    const msgs: Message[] = [];
+    for (const e of rec.entries) {
+      const m = this.messages.get(e.id);
+      if (
+        m === undefined ||
+        m.state !== 'inflight' ||
+        m.receiveCount !== e.receiveCount ||
+        m.receiptNonce !== e.nonce ||
+        m.heapKey !== e.visibleAt
+      ) {
+        attempts.delete(attemptId);
+        this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId });
+        return undefined;
+      }
+      msgs.push(m);
+    }
+    // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
+    for (const m of msgs) {
+      this.inflight.remove(m);
+      if (vt === 0) {
+        this.returnToVisible(m, true);
+      } else {
+        m.heapKey = now + vt;
+        this.schedule(this.inflight, m);
+      }
+      this.listener.change?.({ type: 'message-put', queue: this, message: m });
+    }
+    const record: AttemptRecord = {
+      expiresAt: rec.expiresAt,
+      entries: msgs.map((m) => ({
+        id: m.id,
+        receiveCount: m.receiveCount,
+        nonce: m.receiptNonce,
+        visibleAt: m.heapKey,
+      })),
+    };
+    // Same expiry as before; set() would move it to the back, so write it in place.
+    attempts.replace(attemptId, record);
+    this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
+    return msgs;
+  }
+
+  /**
+   * The dead-letter queue a message goes to instead of this receive: when it has been received
+   * maxReceiveCount times already, and the RedrivePolicy's target (still) exists, is another
+   * queue and of the same kind. Otherwise undefined and the message is delivered as usual.
+   */
+  private deadLetterTarget(msg: Message): Queue | undefined {
+    const r = this.redrive;
+    if (r === null || msg.receiveCount < r.maxReceiveCount) return undefined;
+    const dlq = this.listener.queueByArn?.(r.deadLetterTargetArn);
+    if (dlq === undefined || dlq === this || dlq.deleted || dlq.fifo !== this.fifo) return undefined;
+    return dlq;
+  }
+
+  /**
+   * The message a move task takes next: the oldest receivable one (FIFO: the first message of the
+   * oldest receivable group, so a group's order survives the move). In-flight messages are not.
+   */
+  nextToMove(now: number): Message | undefined {
+    this.tick(now);
+    if (this.groups !== null) return this.groups.peekReady()?.head ?? undefined;
+    return this.vhead ?? undefined;
+  }
+
+  /** Removes a message a move task took (nextToMove); emits its message-delete. */
+  takeOut(msg: Message, now: number): void {
+    this.tick(now);
+    if (this.messages.get(msg.id) === msg) this.remove(msg);
+  }
+
+  private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
+    this.remove(msg);
+    dlq.acceptDeadLetter(msg, this.arn, now);
+  }
+
+  /**
    * Deletes the message a receipt handle names. As on AWS, a handle from an earlier receive of
    * the same message still deletes it, and deleting a message that is already gone succeeds.
    */
@@ -178,7 +487,20 @@ export class Queue {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
     const msg = this.messages.get(ref.messageId);
-    if (msg === undefined || msg.receiveCount < ref.receiveCount) return;
+    if (msg === undefined) return;
+    if (this.fifo) {
+      // FIFO is strict (AWS): only the handle of the current receive, while it is in flight, so a
+      // consumer whose timeout expired cannot delete a message another consumer now holds.
+      if (
+        msg.receiveCount !== ref.receiveCount ||
+        msg.receiptNonce !== ref.nonce ||
+        msg.state !== 'inflight'
+      ) {
+        throw expiredHandle(receiptHandle);
+      }
+    } else if (msg.receiveCount < ref.receiveCount) {
+      return;
+    }
     this.remove(msg);
   }
 
@@ -188,10 +510,7 @@ export class Queue {
     this.tick(now);
     const msg = this.messages.get(ref.messageId);
     if (msg === undefined || msg.receiveCount !== ref.receiveCount || msg.receiptNonce !== ref.nonce) {
-      throw new CoreError(
-        'InvalidParameterValue',
-        `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`,
-      );
+      throw expiredHandle(receiptHandle);
     }
     if (msg.state !== 'inflight') {
       throw new CoreError('MessageNotInflight', 'The message referred to is not in flight.');
@@ -205,9 +524,9 @@ export class Queue {
     this.inflight.remove(msg);
     if (timeoutMs === 0) {
       // Made visible on purpose: the client wants it redelivered next.
-      this.pushVisible(msg, true);
+      const receivable = this.returnToVisible(msg, true);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
-      this.listener.available?.(this);
+      if (receivable) this.listener.available?.(this);
     } else {
       msg.heapKey = now + timeoutMs;
       this.schedule(this.inflight, msg);
@@ -229,7 +548,22 @@ export class Queue {
     this.visibleCount = 0;
     this.inflight.clear();
     this.delayed.clear();
+    this.late.clear();
+    this.groups?.clear();
+    // Attempt records name purged messages; deduplication records stay (5 minutes, as after a delete).
+    this.attempts?.clear();
     this.listener.change?.({ type: 'queue-purge', queue: this });
+  }
+
+  /**
+   * Up to `max` messages in send order, in whatever state they are, for an operator to look at (the
+   * admin API's peek). Changes nothing, not even the clock's effects: a delayed or in-flight
+   * message whose deadline passed still shows its old state until the next operation.
+   */
+  peek(max: number): Message[] {
+    const out: Message[] = [];
+    for (let m = this.head; m !== null && out.length < max; m = m.next) out.push(m);
+    return out;
   }
 
   counts(now: number): QueueCounts {
@@ -253,18 +587,43 @@ export class Queue {
     let woke = false;
     for (let m = this.delayed.peek(); m !== undefined && m.heapKey <= now; m = this.delayed.peek()) {
       this.delayed.pop();
-      this.pushVisible(m, false);
-      woke = true;
+      if (this.returnToVisible(m, false)) woke = true;
     }
     for (let m = this.inflight.peek(); m !== undefined && m.heapKey <= now; m = this.inflight.peek()) {
       this.inflight.pop();
-      this.pushVisible(m, false);
+      if (this.returnToVisible(m, false)) woke = true;
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
-      woke = true;
     }
     const oldest = now - this.retentionMs;
     while (this.head !== null && this.head.sentAt <= oldest) this.remove(this.head);
-    if (woke && this.vhead !== null) this.listener.available?.(this);
+    for (let m = this.late.peekOldest(); m !== undefined && m.sentAt <= oldest; m = this.late.peekOldest()) {
+      this.remove(m);
+    }
+    if (this.groups !== null) this.expireFifoRecords(now);
+    if (woke) this.listener.available?.(this);
+  }
+
+  /** Drops deduplication and receive-attempt records whose 5 minutes have passed. */
+  private expireFifoRecords(now: number): void {
+    this.dedup?.expire(now, (key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }));
+    this.attempts?.expire(now, (attemptId) =>
+      this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+    );
+  }
+
+  /**
+   * A delayed or in-flight message becomes visible (a deadline passed, or its visibility was set
+   * to 0). Returns whether it can be received now: always on a standard queue; on a FIFO queue
+   * when its group is receivable (not locked, and this or an earlier message at its head).
+   */
+  private returnToVisible(msg: Message, atFront: boolean): boolean {
+    const wasInflight = msg.state === 'inflight';
+    this.pushVisible(msg, atFront);
+    if (this.groups === null) return true;
+    const g = this.groups.get(msg.groupId ?? '') as Group;
+    if (wasInflight) g.inflight--;
+    this.groups.refresh(g);
+    return g.heapIndex >= 0;
   }
 
   // ---- restoring (the loader's way in: no events, no rule checks) ----------------------
@@ -285,6 +644,7 @@ export class Queue {
     if (msg.state === 'deleted' || this.messages.has(msg.id)) return false;
     this.messages.set(msg.id, msg);
     this.linkSent(msg);
+    const g = this.groups?.append(msg);
     switch (msg.state) {
       case 'visible':
         this.pushVisible(msg, false);
@@ -294,10 +654,65 @@ export class Queue {
         break;
       case 'inflight':
         this.inflight.push(msg);
+        if (g !== undefined) g.inflight++;
         break;
     }
+    if (g !== undefined) this.groups?.refresh(g);
     if (msg.seq >= this.nextSeq) this.nextSeq = msg.seq + 1;
+    this.restoreSequence(msg.sequenceNumber);
     return true;
+  }
+
+  /** The last SequenceNumber given (FIFO), for storage; restored by restoreFifoCounters. */
+  get lastSequenceNumber(): string | undefined {
+    return this.lastSequence === 0n ? undefined : formatSequenceNumber(this.lastSequence);
+  }
+
+  /** Puts back the last SequenceNumber storage kept; it only ever moves forward. Emits nothing. */
+  restoreSequence(sequenceNumber: string | undefined): void {
+    if (sequenceNumber === undefined || !/^\d+$/.test(sequenceNumber)) return;
+    const n = BigInt(sequenceNumber);
+    if (n > this.lastSequence) this.lastSequence = n;
+  }
+
+  /**
+   * Puts back a deduplication record (FIFO); call in `expiresAt` order. Expired ones are dropped
+   * by the next tick. Emits nothing.
+   */
+  restoreDedup(key: string, record: DedupRecord): void {
+    if (this.dedup === null) return;
+    this.dedup.set(key, record);
+    this.restoreSequence(record.sequenceNumber);
+  }
+
+  /** Puts back a ReceiveRequestAttemptId record (FIFO); call in `expiresAt` order. Emits nothing. */
+  restoreAttempt(attemptId: string, record: AttemptRecord): void {
+    this.attempts?.set(attemptId, record);
+  }
+
+  /** The deduplication record under `key` (FIFO), as stored; for persistence. */
+  dedupRecord(key: string): DedupRecord | undefined {
+    return this.dedup?.peek(key);
+  }
+
+  /** The record of a ReceiveRequestAttemptId (FIFO), as stored; for persistence. */
+  attemptRecord(attemptId: string): AttemptRecord | undefined {
+    return this.attempts?.peek(attemptId);
+  }
+
+  /** The deduplication records of the window (FIFO), oldest first: for persistence and tests. */
+  *dedupRecords(): IterableIterator<[string, DedupRecord]> {
+    if (this.dedup !== null) yield* this.dedup.entries();
+  }
+
+  /** The ReceiveRequestAttemptId records (FIFO), oldest first: for persistence and tests. */
+  *attemptRecords(): IterableIterator<[string, AttemptRecord]> {
+    if (this.attempts !== null) yield* this.attempts.entries();
+  }
+
+  /** How many message groups hold messages (FIFO; 0 for a standard queue). */
+  get groupCount(): number {
+    return this.groups?.size ?? 0;
   }
 
   /** Puts back the counters and times storage kept; `nextSeq` only ever moves forward. Emits nothing. */
@@ -346,6 +761,7 @@ export class Queue {
   }
 
   private remove(msg: Message): void {
+    const was = msg.state;
     switch (msg.state) {
       case 'visible':
         this.unlinkVisible(msg);
@@ -362,10 +778,22 @@ export class Queue {
     msg.state = 'deleted';
     this.messages.delete(msg.id);
     this.unlinkSent(msg);
+    if (this.late.size > 0) this.late.delete(msg);
+    let unlocked = false;
+    if (this.groups !== null) {
+      // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
+      const g = this.groups.unlink(msg, was === 'inflight');
+      if (g !== undefined) unlocked = this.groups.refresh(g);
+    }
     this.listener.change?.({ type: 'message-delete', queue: this, message: msg });
+    if (unlocked) this.listener.available?.(this);
   }
 
   private linkSent(msg: Message): void {
+    // Retention drops messages from the head while they are past it, so the list must be in
+    // sentAt order; a message older than the newest (a dead letter keeps its SentTimestamp) is
+    // also kept by age on the side.
+    if (this.tail !== null && msg.sentAt < this.tail.sentAt) this.late.add(msg);
     msg.prev = this.tail;
     if (this.tail === null) this.head = msg;
     else this.tail.next = msg;
@@ -406,6 +834,54 @@ export class Queue {
     else msg.vnext.vprev = msg.vprev;
     msg.vprev = msg.vnext = null;
     this.visibleCount--;
+  }
+}
+
+function expiredHandle(receiptHandle: string): CoreError {
+  return new CoreError(
+    'InvalidParameterValue',
+    `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`,
+  );
+}
+
+/** A message's place in LateRetention's heap. */
+class LateEntry implements HeapItem {
+  heapIndex = -1;
+  constructor(
+    readonly msg: Message,
+    public heapKey: number,
+  ) {}
+}
+
+/** Messages linked out of sentAt order, by sentAt, so retention finds them when they expire. */
+class LateRetention {
+  private readonly heap = new IndexedHeap<LateEntry>();
+  private readonly byMessage = new Map<Message, LateEntry>();
+
+  get size(): number {
+    return this.byMessage.size;
+  }
+
+  add(msg: Message): void {
+    const e = new LateEntry(msg, msg.sentAt);
+    this.byMessage.set(msg, e);
+    this.heap.push(e);
+  }
+
+  delete(msg: Message): void {
+    const e = this.byMessage.get(msg);
+    if (e === undefined) return;
+    this.byMessage.delete(msg);
+    this.heap.remove(e);
+  }
+
+  peekOldest(): Message | undefined {
+    return this.heap.peek()?.msg;
+  }
+
+  clear(): void {
+    this.heap.clear();
+    this.byMessage.clear();
   }
 }
 

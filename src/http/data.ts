@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { detectProtocol } from '../protocol/detect.js';
@@ -49,7 +50,13 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     connectionTimeout: 0,
     requestTimeout: 120_000,
     return503OnClosing: true,
-    forceCloseConnections: false,
+    // On close, idle keep-alive connections are closed at once; busy ones after their reply.
+    forceCloseConnections: 'idle',
+    // A path fastify cannot even decode (`/%zz`) still gets an AWS-shaped 400.
+    frameworkErrors: (error, req, reply) => {
+      const err = new SqsError('MalformedRequest', error.message);
+      sendError(reply, detectProtocol(req.headers), err, randomUUID());
+    },
   });
   const { services, logger } = opts;
   const isServing = opts.isServing ?? (() => true);
@@ -140,6 +147,14 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     let err: SqsError;
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       err = new SqsError('RequestEntityTooLarge', `Request body is larger than ${MAX_BODY_BYTES} bytes.`);
+      observe('Unknown', protocol, err.def.status, 0);
+      // A client still uploading cannot read an answer sent before it finishes (it gets EPIPE),
+      // so the rest of the body is read and dropped first, up to a bound; past it the
+      // connection is closed after the reply.
+      return drain(req.raw, DRAIN_LIMIT_BYTES, DRAIN_LIMIT_MS).then((complete) => {
+        if (!complete) void reply.header('connection', 'close');
+        sendError(reply, protocol, err, requestId);
+      });
     } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       err = new SqsError('MalformedRequest', error.message);
     } else {
@@ -151,6 +166,38 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   });
 
   return app;
+}
+
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+const DRAIN_LIMIT_MS = 10_000;
+
+/** Reads and drops what is left of a request body; true when it was read to its end. */
+function drain(raw: IncomingMessage, maxBytes: number, maxMs: number): Promise<boolean> {
+  if (raw.readableEnded || raw.destroyed) return Promise.resolve(raw.readableEnded);
+  return new Promise((resolve) => {
+    let seen = 0;
+    const finish = (complete: boolean): void => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onFail);
+      raw.off('close', onFail);
+      if (!complete) raw.pause();
+      resolve(complete);
+    };
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.length;
+      if (seen > maxBytes) finish(false);
+    };
+    const onEnd = (): void => finish(true);
+    const onFail = (): void => finish(false);
+    const timer = setTimeout(onFail, maxMs);
+    raw.on('data', onData);
+    raw.once('end', onEnd);
+    raw.once('error', onFail);
+    raw.once('close', onFail);
+    raw.resume();
+  });
 }
 
 function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, requestId: string): void {
