@@ -1,4 +1,10 @@
 import { CoreError } from './errors.js';
+import {
+  formatRedriveAllowPolicy,
+  formatRedrivePolicy,
+  parseRedriveAllowPolicy,
+  parseRedrivePolicy,
+} from './redrive.js';
 
 /**
  * Queue attributes a client may set, their defaults and their rules, as the SQS API reference
@@ -47,7 +53,26 @@ const jsonObject = (value: string, name: string): string => {
   return value;
 };
 
-const anyString = (value: string): string => value;
+/** Policy: a JSON object; '' removes it (SetQueueAttributes with an empty Policy, as on AWS). */
+const policyDocument = (value: string, name: string): string => {
+  if (value === '') return '';
+  // "Amazon SQS policy quotas": 8,192 bytes.
+  if (Buffer.byteLength(value) > 8192) throw invalidValue(name, value);
+  return jsonObject(value, name);
+};
+
+/** RedrivePolicy: checked and given back in AWS's form; '' removes it. The target is checked by the store. */
+const redrivePolicy = (value: string): string =>
+  value === '' ? '' : formatRedrivePolicy(parseRedrivePolicy(value));
+
+const redriveAllowPolicy = (value: string): string =>
+  value === '' ? '' : formatRedriveAllowPolicy(parseRedriveAllowPolicy(value));
+
+/** A KMS key id, alias or ARN: non-empty, at most 2048 characters (KMS's KeyId limit). */
+const kmsKeyId = (value: string, name: string): string => {
+  if (value.length === 0 || value.length > 2048) throw invalidValue(name, value);
+  return value;
+};
 
 export function invalidValue(name: string, _value: string): CoreError {
   return new CoreError('InvalidAttributeValue', `Invalid value for the parameter ${name}.`);
@@ -61,10 +86,10 @@ export const attributeRules: Readonly<Record<string, AttributeRule>> = {
   MessageRetentionPeriod: { defaultValue: '345600', check: integerIn(60, 1_209_600) },
   ReceiveMessageWaitTimeSeconds: { defaultValue: '0', check: integerIn(0, 20) },
   VisibilityTimeout: { defaultValue: '30', check: integerIn(0, 43_200) },
-  Policy: { check: jsonObject },
-  RedrivePolicy: { check: jsonObject },
-  RedriveAllowPolicy: { check: jsonObject },
-  KmsMasterKeyId: { check: anyString },
+  Policy: { check: policyDocument },
+  RedrivePolicy: { check: redrivePolicy },
+  RedriveAllowPolicy: { check: redriveAllowPolicy },
+  KmsMasterKeyId: { check: kmsKeyId },
   KmsDataKeyReusePeriodSeconds: { check: integerIn(60, 86_400) },
   SqsManagedSseEnabled: { defaultValue: 'true', check: booleanValue },
   FifoQueue: { fifoOnly: true, createOnly: true, check: booleanValue },
@@ -105,8 +130,12 @@ export function validateAttributes(
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(given)) {
     const rule = attributeRules[name];
-    if (rule === undefined || (rule.fifoOnly === true && !opts.fifo && name !== 'FifoQueue')) {
-      throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    if (rule === undefined) throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+    if (rule.fifoOnly === true && !opts.fifo && name !== 'FifoQueue') {
+      throw new CoreError(
+        'InvalidAttributeName',
+        `You can specify the ${name} only when FifoQueue is set to true.`,
+      );
     }
     if (rule.createOnly === true && !opts.creating) {
       throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
@@ -125,4 +154,48 @@ export function defaultAttributes(fifo: boolean): Record<string, string> {
   }
   if (fifo) out.FifoQueue = 'true';
   return out;
+}
+
+/** Attributes that an empty value removes instead of setting. */
+const REMOVABLE = new Set(['Policy', 'RedrivePolicy', 'RedriveAllowPolicy']);
+const DEFAULT_KMS_DATA_KEY_REUSE_SECONDS = '300';
+
+/**
+ * A queue's attributes after `given` (validated by validateAttributes) is applied to `current`,
+ * with the rules that tie attributes together:
+ * - an empty Policy, RedrivePolicy or RedriveAllowPolicy removes it;
+ * - server-side encryption is one kind at a time: KmsMasterKeyId (SSE-KMS) turns
+ *   SqsManagedSseEnabled off and brings KmsDataKeyReusePeriodSeconds (default 300);
+ *   SqsManagedSseEnabled=true turns SSE-KMS off; both at once is InvalidAttributeName, as on AWS;
+ * - FifoThroughputLimit perMessageGroupId needs DeduplicationScope messageGroup (high throughput).
+ * Returns a new object; `current` is not changed.
+ */
+export function resolveAttributes(
+  current: Readonly<Record<string, string>>,
+  given: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const next: Record<string, string> = { ...current, ...given };
+  for (const name of REMOVABLE) if (next[name] === '') delete next[name];
+  const kmsGiven = given.KmsMasterKeyId !== undefined;
+  const sqsSseOn = given.SqsManagedSseEnabled === 'true';
+  if (kmsGiven && sqsSseOn) {
+    throw new CoreError(
+      'InvalidAttributeName',
+      'You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.',
+    );
+  }
+  if (kmsGiven) {
+    next.SqsManagedSseEnabled = 'false';
+    next.KmsDataKeyReusePeriodSeconds ??= DEFAULT_KMS_DATA_KEY_REUSE_SECONDS;
+  } else if (sqsSseOn) {
+    delete next.KmsMasterKeyId;
+    delete next.KmsDataKeyReusePeriodSeconds;
+  }
+  if (next.FifoThroughputLimit === 'perMessageGroupId' && next.DeduplicationScope !== 'messageGroup') {
+    throw new CoreError(
+      'InvalidAttributeValue',
+      'Invalid value for the parameter FifoThroughputLimit. Reason: To set FifoThroughputLimit to perMessageGroupId, the DeduplicationScope must be messageGroup.',
+    );
+  }
+  return next;
 }

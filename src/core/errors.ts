@@ -12,6 +12,8 @@ export type CoreErrorCode =
   | 'InvalidAttributeName'
   | 'InvalidAttributeValue'
   | 'InvalidParameterValue'
+  | 'MissingParameter'
+  | 'ResourceNotFoundException'
   | 'OverLimit';
 
 export class CoreError extends Error {

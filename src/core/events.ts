@@ -47,9 +47,9 @@ export interface CoreListener {
    * `nextTransitionAt()` may have moved earlier (a delayed send, a receive, a visibility change).
    */
   deadline?(queue: Queue): void;
-}
   /**
    * Not an event: the store's lookup of a queue by ARN (same account), so a queue can find its
    * dead-letter queue when a message has been received maxReceiveCount times.
    */
   queueByArn?(arn: string): Queue | undefined;
+}

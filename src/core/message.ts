@@ -48,6 +48,13 @@ export class Message implements HeapItem {
   next: Message | null = null;
   vprev: Message | null = null;
   vnext: Message | null = null;
+  // FIFO queues: the message's place in its group, in send order (see fifo.ts).
+  gprev: Message | null = null;
+  gnext: Message | null = null;
+  /** FIFO queues: the 128-bit, increasing number the queue gave it, as a decimal string. */
+  sequenceNumber: string | undefined = undefined;
+  /** Set when the message was moved to this queue as its dead-letter queue: the source's ARN. */
+  deadLetterSourceArn: string | undefined = undefined;
 
   readonly id: string;
   readonly body: string;

@@ -1,8 +1,10 @@
-import { validateAttributes } from './attributes.js';
+import { defaultAttributes, resolveAttributes, validateAttributes } from './attributes.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
+import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
 import { Queue, queueKey, type QueueIdentity } from './queue.js';
+import { checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 
 export interface StoreOptions {
   /** How long a deleted queue's name stays taken; AWS: 60 s. 0 turns the rule off. */
@@ -24,6 +26,8 @@ export class QueueStore {
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
   private readonly availableListeners: Array<(q: Queue) => void> = [];
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
+  /** Message move tasks, by source queue (movetasks.ts); advanced by the driver in src/sqs. */
+  readonly moveTasks: MoveTasks;
 
   constructor(
     readonly clock: Clock,
@@ -36,7 +40,9 @@ export class QueueStore {
       deadline: (q) => {
         for (const l of this.deadlineListeners) l(q);
       },
+      queueByArn: (arn) => this.byArn(arn),
     };
+    this.moveTasks = new MoveTasks((e) => this.listener.change?.(e));
   }
 
   /** Subscribes to every change; once anyone does, queues start reporting them. */
@@ -98,12 +104,13 @@ export class QueueStore {
     }
     const valid = validateAttributes(attributes, { fifo: fifoName, creating: true });
     if (!fifoName) delete valid.FifoQueue;
+    const resolved = resolveAttributes(defaultAttributes(fifoName), valid);
     const now = this.clock.now();
     const key = queueKey(id.accountId, id.name);
     const existing = this.queues.get(key);
     if (existing !== undefined) {
       for (const [name, value] of Object.entries(valid)) {
-        if (existing.attributes[name] !== value) {
+        if ((existing.attributes[name] ?? '') !== value) {
           throw new CoreError(
             'QueueNameExists',
             `A queue already exists with the same name and a different value for attribute ${name}`,
@@ -122,7 +129,8 @@ export class QueueStore {
       }
       this.recentlyDeleted.delete(key);
     }
-    const queue = new Queue(id, valid, tags, now, this.listener);
+    this.checkRedrive({ arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName }, valid);
+    const queue = new Queue(id, resolved, tags, now, this.listener);
     this.queues.set(key, queue);
     this.listener.change?.({ type: 'queue-put', queue });
     return { queue, created: true };
@@ -176,5 +184,114 @@ export class QueueStore {
 
   get size(): number {
     return this.queues.size;
+  }
+
+  // ---- attributes that involve other queues --------------------------------------------
+
+  /**
+   * SetQueueAttributes: validates, checks a RedrivePolicy against its target (exists in the same
+   * account, same kind, its RedriveAllowPolicy lets this queue name it), then applies.
+   */
+  setAttributes(queue: Queue, given: Readonly<Record<string, string>>): void {
+    const valid = validateAttributes(given, { fifo: queue.fifo, creating: false });
+    this.checkRedrive(queue, valid);
+    queue.setAttributes(valid, this.clock.now());
+  }
+
+  private checkRedrive(
+    source: { readonly arn: string; readonly fifo: boolean },
+    valid: Readonly<Record<string, string>>,
+  ): void {
+    const raw = valid.RedrivePolicy;
+    if (raw === undefined || raw === '') return;
+    const target = this.byArn(parseRedrivePolicy(raw).deadLetterTargetArn);
+    checkRedriveTarget(
+      raw,
+      source,
+      target === undefined
+        ? undefined
+        : { arn: target.arn, fifo: target.fifo, redriveAllowPolicy: target.attributes.RedriveAllowPolicy },
+    );
+  }
+
+  /** The queue an ARN names, if it exists (same account and region). */
+  byArn(arn: string): Queue | undefined {
+    const a = parseQueueArn(arn);
+    if (a === undefined) return undefined;
+    const q = this.queues.get(queueKey(a.accountId, a.name));
+    return q !== undefined && q.region === a.region ? q : undefined;
+  }
+
+  /** ListDeadLetterSourceQueues: the account's queues whose RedrivePolicy names `dlq`, by name. */
+  deadLetterSources(dlq: Queue): Queue[] {
+    return this.list(dlq.accountId).filter((q) => q.redrive?.deadLetterTargetArn === dlq.arn);
+  }
+
+  // ---- message move tasks -------------------------------------------------------------
+
+  /**
+   * StartMessageMoveTask, with AWS's checks: the source exists and is a dead-letter queue of some
+   * queue, a destination (when given) exists and is of the source's kind, the rate is 1-500,
+   * and no task is running on the source already.
+   */
+  startMoveTask(
+    accountId: string,
+    sourceArn: string,
+    destinationArn: string | undefined,
+    rate: number | undefined,
+  ): MoveTask {
+    const source = this.byArn(sourceArn);
+    if (source === undefined || source.accountId !== accountId) {
+      throw new CoreError(
+        'ResourceNotFoundException',
+        "The resource that you specified for the SourceArn parameter doesn't exist.",
+      );
+    }
+    if (!this.list(accountId).some((q) => q.redrive?.deadLetterTargetArn === source.arn)) {
+      throw new CoreError('InvalidParameterValue', 'Source queue must be configured as a Dead Letter Queue.');
+    }
+    if (destinationArn !== undefined) {
+      const dest = this.byArn(destinationArn);
+      if (dest === undefined || dest.accountId !== accountId) {
+        throw new CoreError(
+          'ResourceNotFoundException',
+          "The resource that you specified for the DestinationArn parameter doesn't exist.",
+        );
+      }
+      if (dest.fifo !== source.fifo) {
+        throw new CoreError(
+          'InvalidParameterValue',
+          'The destination queue must be the same type of queue as the source queue (standard or FIFO).',
+        );
+      }
+    }
+    if (rate !== undefined && (!Number.isInteger(rate) || rate < 1 || rate > MAX_MOVE_RATE)) {
+      throw new CoreError(
+        'InvalidParameterValue',
+        `Value ${rate} for parameter MaxNumberOfMessagesPerSecond is invalid. Reason: Must be between 1 and ${MAX_MOVE_RATE}.`,
+      );
+    }
+    return this.moveTasks.start(source, destinationArn, rate, this.clock.now());
+  }
+
+  /** CancelMessageMoveTask: the task a handle names, if it is running; it is CANCELLING after. */
+  cancelMoveTask(accountId: string, handle: string): MoveTask {
+    const { taskId, sourceArn } = decodeTaskHandle(handle);
+    const source = this.byArn(sourceArn);
+    if (source === undefined || source.accountId !== accountId) {
+      throw new CoreError(
+        'ResourceNotFoundException',
+        "The resource that you specified for the SourceArn parameter doesn't exist.",
+      );
+    }
+    const task = this.moveTasks.find(sourceArn, taskId);
+    if (task === undefined) throw new CoreError('ResourceNotFoundException', 'Task does not exist.');
+    this.moveTasks.cancel(task);
+    return task;
+  }
+
+  /** Advances a task by up to `budget` messages (the driver's call); returns how many moved. */
+  stepMoveTask(task: MoveTask, budget: number): number {
+    return this.moveTasks.step(task, this.clock.now(), budget, (arn) => this.byArn(arn));
   }
 }

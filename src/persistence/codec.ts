@@ -20,7 +20,9 @@
  *
  * Queues change rarely, so their record is JSON.
  */
+import type { AttemptRecord, DedupRecord } from '../core/fifo.js';
 import { Message, type MessageAttributes, type MessageState } from '../core/message.js';
+import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 
@@ -31,7 +33,7 @@ export class CodecError extends Error {
 const US = '\x1f';
 
 /** The header fields of a message record, in order; see serializeMessage. */
-const MESSAGE_FIELDS = 16;
+const MESSAGE_FIELDS = 18;
 const HEADER = `${MESSAGE_FIELDS}${US}`;
 
 const STATE_CODE: Record<MessageState, string> = {
@@ -78,6 +80,10 @@ export function serializeMessage(m: Message): string {
     US +
     json(m.systemAttributes) +
     US +
+    text(m.sequenceNumber) +
+    US +
+    text(m.deadLetterSourceArn) +
+    US +
     m.body
   );
 }
@@ -105,6 +111,8 @@ export function deserializeMessage(id: string, record: string): Message {
   const deduplicationId = untext(r.text());
   const attributes = unjson(r.text(), id) as MessageAttributes | undefined;
   const systemAttributes = unjson(r.text(), id) as MessageAttributes | undefined;
+  const sequenceNumber = untext(r.text());
+  const deadLetterSourceArn = untext(r.text());
   // Fields a later version appended: skipped.
   for (let i = MESSAGE_FIELDS; i < n; i++) r.text();
   const m = new Message(
@@ -129,6 +137,8 @@ export function deserializeMessage(id: string, record: string): Message {
   m.firstReceiveAt = firstReceiveAt;
   m.lastReceiveAt = lastReceiveAt;
   m.receiptNonce = receiptNonce;
+  m.sequenceNumber = sequenceNumber;
+  m.deadLetterSourceArn = deadLetterSourceArn;
   return m;
 }
 
@@ -202,6 +212,8 @@ interface QueueRecord {
   lastPurgeAt: number | null;
   /** As of this record; the `seq` hash holds the newer value the message writes keep. */
   nextSeq: number;
+  /** FIFO: the last SequenceNumber given, as of this record (messages and dedup records hold newer ones). */
+  lastSequence?: string;
   attributes: Record<string, string>;
   tags: Record<string, string>;
 }
@@ -220,6 +232,8 @@ export function serializeQueue(q: Queue): string {
     attributes: q.attributes,
     tags: q.tags,
   };
+  const last = q.lastSequenceNumber;
+  if (last !== undefined) r.lastSequence = last;
   return JSON.stringify(r);
 }
 
@@ -263,7 +277,110 @@ export function deserializeQueue(record: string, store: QueueStore, nextSeq = 0)
     lastModifiedAt: r.lastModifiedAt,
     lastPurgeAt: typeof r.lastPurgeAt === 'number' ? r.lastPurgeAt : Number.NEGATIVE_INFINITY,
   });
+  if (typeof r.lastSequence === 'string') q.restoreSequence(r.lastSequence);
   return q;
+}
+
+// ---- FIFO records and move tasks (JSON: few, and written once each) ----------------------------
+
+/** A deduplication record, in the `d:<uid>` hash under its key (fifo.ts dedupKey). */
+export function serializeDedup(r: DedupRecord): string {
+  return JSON.stringify([r.expiresAt, r.messageId, r.sequenceNumber]);
+}
+
+export function deserializeDedup(key: string, record: string): DedupRecord {
+  const v = parseJson(record, `dedup record ${key}`);
+  if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string' || typeof v[2] !== 'string') {
+    throw new CodecError(`dedup record ${key}: not [expiresAt, messageId, sequenceNumber]`);
+  }
+  return { expiresAt: v[0], messageId: v[1], sequenceNumber: v[2] };
+}
+
+/** A ReceiveRequestAttemptId record, in the `a:<uid>` hash under the attempt id. */
+export function serializeAttempt(r: AttemptRecord): string {
+  return JSON.stringify({
+    e: r.expiresAt,
+    m: r.entries.map((x) => [x.id, x.receiveCount, x.nonce, x.visibleAt]),
+  });
+}
+
+export function deserializeAttempt(id: string, record: string): AttemptRecord {
+  const v = parseJson(record, `attempt record ${id}`) as { e?: unknown; m?: unknown };
+  if (typeof v !== 'object' || v === null || typeof v.e !== 'number' || !Array.isArray(v.m)) {
+    throw new CodecError(`attempt record ${id}: lacks a field`);
+  }
+  const entries = (v.m as unknown[]).map((x) => {
+    if (
+      !Array.isArray(x) ||
+      typeof x[0] !== 'string' ||
+      typeof x[1] !== 'number' ||
+      typeof x[2] !== 'string' ||
+      typeof x[3] !== 'number'
+    ) {
+      throw new CodecError(`attempt record ${id}: a bad entry`);
+    }
+    return { id: x[0], receiveCount: x[1], nonce: x[2], visibleAt: x[3] };
+  });
+  return { expiresAt: v.e, entries };
+}
+
+const TASK_STATUSES: ReadonlySet<string> = new Set([
+  'RUNNING',
+  'COMPLETED',
+  'CANCELLING',
+  'CANCELLED',
+  'FAILED',
+]);
+
+/** A message move task, in the `tasks` hash under its task id. */
+export function serializeMoveTask(t: MoveTask): string {
+  return JSON.stringify({
+    taskId: t.taskId,
+    sourceArn: t.sourceArn,
+    destinationArn: t.destinationArn ?? null,
+    rate: t.maxNumberOfMessagesPerSecond ?? null,
+    startedAt: t.startedAt,
+    toMove: t.toMove,
+    status: t.status,
+    moved: t.moved,
+    failureReason: t.failureReason ?? null,
+  });
+}
+
+export function deserializeMoveTask(record: string): MoveTask {
+  const v = parseJson(record, 'move task') as Record<string, unknown>;
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    typeof v.taskId !== 'string' ||
+    typeof v.sourceArn !== 'string' ||
+    typeof v.startedAt !== 'number' ||
+    typeof v.toMove !== 'number' ||
+    typeof v.moved !== 'number' ||
+    typeof v.status !== 'string' ||
+    !TASK_STATUSES.has(v.status)
+  ) {
+    throw new CodecError(`move task record ${record.slice(0, 200)} lacks a field or has a wrong type`);
+  }
+  return new MoveTask({
+    taskId: v.taskId,
+    sourceArn: v.sourceArn,
+    destinationArn: typeof v.destinationArn === 'string' ? v.destinationArn : undefined,
+    maxNumberOfMessagesPerSecond: typeof v.rate === 'number' ? v.rate : undefined,
+    startedAt: v.startedAt,
+    toMove: v.toMove,
+    status: v.status as MoveTaskStatus,
+    moved: v.moved,
+    failureReason: typeof v.failureReason === 'string' ? v.failureReason : undefined,
+  });
+}
+
+function parseJson(record: string, what: string): unknown {
+  try {
+    return JSON.parse(record);
+  } catch {
+    throw new CodecError(`${what}: not JSON`);
+  }
 }
 
 function text(s: string | undefined): string {

@@ -8,6 +8,9 @@
  * | `<p>queues`          | hash   | queue uid → queue record (codec.ts)                          |
  * | `<p>seq`             | hash   | queue uid → the queue's next message sequence number         |
  * | `<p>m:<uid>`         | hash   | message id → message record, one hash per queue              |
+ * | `<p>d:<uid>`         | hash   | FIFO: deduplication key → record (5 min; expired ones dropped) |
+ * | `<p>a:<uid>`         | hash   | FIFO: ReceiveRequestAttemptId → what that receive returned   |
+ * | `<p>tasks`           | hash   | message move task id → task record                           |
  * | `<p>leader`          | string | the leader lock (the HA issue's); write scripts fence on it  |
  *
  * A queue's messages are keyed by the queue's uid, not its name: a purge or a DeleteQueue drops
@@ -24,8 +27,12 @@ export interface Keys {
   readonly queues: string;
   readonly seq: string;
   readonly lock: string;
+  readonly tasks: string;
   /** The hash of one queue's messages; the Lua scripts build the same name from the prefix. */
   messages(uid: string): string;
+  /** FIFO: the hashes of one queue's deduplication and receive-attempt records (same rule). */
+  dedup(uid: string): string;
+  attempts(uid: string): string;
 }
 
 export function keysFor(prefix: string = DEFAULT_PREFIX, lock?: string): Keys {
@@ -35,7 +42,10 @@ export function keysFor(prefix: string = DEFAULT_PREFIX, lock?: string): Keys {
     queues: `${prefix}queues`,
     seq: `${prefix}seq`,
     lock: lock ?? `${prefix}leader`,
+    tasks: `${prefix}tasks`,
     messages: (uid) => `${prefix}m:${uid}`,
+    dedup: (uid) => `${prefix}d:${uid}`,
+    attempts: (uid) => `${prefix}a:${uid}`,
   };
 }
 

@@ -18,6 +18,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Message } from '../core/message.js';
 import type { QueueStore } from '../core/store.js';
 import { CodecError, deserializeMessage, deserializeQueue } from './codec.js';
+import { loadMoveTasks, loadQueueRecords } from './load-records.js';
 import { LAYOUT_VERSION, type Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts } from './scripts.js';
 import type { Redis } from 'ioredis';
@@ -140,10 +141,12 @@ async function load(
       }
     }
     messages.length = 0;
+    await loadQueueRecords(redis, keys, queue);
     store.restore(queue);
     stats.queues++;
     await yieldToLoop();
   }
+  await loadMoveTasks(redis, keys, store);
 }
 
 /** A request made ahead: if decoding the current chunk throws, its failure is not unhandled. */

@@ -25,12 +25,24 @@
  * that was deleted, or purged away, is deleted; one sent after a purge in the same tick survives
  * the purge's UNLINK because it is written after it; a message of a queue deleted in the batch is
  * not written at all.
+ *
+ * FIFO deduplication and receive-attempt records, and move tasks, follow the same rule: an event
+ * marks the record's key dirty, and the flush writes what the queue (or the store) holds for it
+ * then, or deletes it when it holds nothing (expired, purged, forgotten). They go after the
+ * queue operations, so a purge's UNLINK of a queue's attempts comes first.
  */
 import type { ChangeEvent } from '../core/events.js';
 import type { Message } from '../core/message.js';
+import type { MoveTask } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
-import { serializeMessage, serializeQueue } from './codec.js';
+import {
+  serializeAttempt,
+  serializeDedup,
+  serializeMessage,
+  serializeMoveTask,
+  serializeQueue,
+} from './codec.js';
 import type { Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
 import type { Redis } from 'ioredis';
@@ -48,6 +60,11 @@ interface Batch {
   readonly queues: Map<Queue, number>;
   /** Message → its queue. */
   readonly messages: Map<Message, Queue>;
+  /** FIFO: queue → deduplication keys / ReceiveRequestAttemptIds whose records changed. */
+  readonly dedups: Map<Queue, Set<string>>;
+  readonly attempts: Map<Queue, Set<string>>;
+  /** Move tasks started, changed or forgotten. */
+  readonly tasks: Set<MoveTask>;
   readonly done: Promise<void>;
   resolve(): void;
   reject(e: Error): void;
@@ -84,8 +101,11 @@ export class Writer {
 
   /** Records every change of `store` from now on. */
   attach(store: QueueStore): void {
+    this.store = store;
     store.onChange((e) => this.record(e));
   }
+
+  private store: QueueStore | undefined;
 
   record(e: ChangeEvent): void {
     if (this.failure !== undefined || this.closed) return;
@@ -103,6 +123,18 @@ export class Writer {
         break;
       case 'queue-delete':
         b.queues.set(e.queue, (b.queues.get(e.queue) ?? 0) | DELETE);
+        break;
+      case 'dedup-put':
+      case 'dedup-delete':
+        keysOf(b.dedups, e.queue).add(e.key);
+        break;
+      case 'attempt-put':
+      case 'attempt-delete':
+        keysOf(b.attempts, e.queue).add(e.attemptId);
+        break;
+      case 'move-task-put':
+      case 'move-task-delete':
+        b.tasks.add(e.task);
         break;
     }
   }
@@ -135,7 +167,16 @@ export class Writer {
     // Changes nobody awaits (a deadline passed on a timer) must not become unhandled rejections;
     // a request that awaits `done` still sees the rejection.
     done.catch(() => undefined);
-    const b: Batch = { queues: new Map(), messages: new Map(), done, resolve, reject };
+    const b: Batch = {
+      queues: new Map(),
+      messages: new Map(),
+      dedups: new Map(),
+      attempts: new Map(),
+      tasks: new Set(),
+      done,
+      resolve,
+      reject,
+    };
     this.open = b;
     if (this.inflight === undefined) this.schedule();
     return b;
@@ -158,7 +199,7 @@ export class Writer {
     this.write(b).then(
       () => {
         this.stats.batches++;
-        this.stats.objects += b.queues.size + b.messages.size;
+        this.stats.objects += b.queues.size + b.messages.size + b.tasks.size;
         this.inflight = undefined;
         b.resolve();
         if (this.open !== undefined) this.schedule();
@@ -211,6 +252,66 @@ export class Writer {
         bytes += record.length;
         args.push('Q', q.uid, record);
       }
+    }
+
+    // FIFO records and move tasks: written as they are now, deleted when they are gone.
+    const hash = (key: string, puts: string[], dels: string[]): void => {
+      for (let i = 0; i < puts.length;) {
+        if (full()) cut();
+        const at = args.length;
+        args.push('S', key, 0);
+        let n = 0;
+        for (; i < puts.length && !full(); i += 2, n++) {
+          args.push(puts[i] as string, puts[i + 1] as string);
+          bytes += (puts[i] as string).length + (puts[i + 1] as string).length;
+          objects++;
+        }
+        args[at + 2] = n;
+      }
+      for (let i = 0; i < dels.length;) {
+        if (full()) cut();
+        const at = args.length;
+        args.push('R', key, 0);
+        let n = 0;
+        for (; i < dels.length && !full(); i++, n++) {
+          args.push(dels[i] as string);
+          bytes += (dels[i] as string).length;
+          objects++;
+        }
+        args[at + 2] = n;
+      }
+    };
+    for (const [q, keys] of b.dedups) {
+      if (q.deleted) continue;
+      const puts: string[] = [];
+      const dels: string[] = [];
+      for (const k of keys) {
+        const r = q.dedupRecord(k);
+        if (r === undefined) dels.push(k);
+        else puts.push(k, serializeDedup(r));
+      }
+      hash(`d:${q.uid}`, puts, dels);
+    }
+    for (const [q, ids] of b.attempts) {
+      if (q.deleted) continue;
+      const puts: string[] = [];
+      const dels: string[] = [];
+      for (const id of ids) {
+        const r = q.attemptRecord(id);
+        if (r === undefined) dels.push(id);
+        else puts.push(id, serializeAttempt(r));
+      }
+      hash(`a:${q.uid}`, puts, dels);
+    }
+    if (b.tasks.size > 0) {
+      const puts: string[] = [];
+      const dels: string[] = [];
+      for (const t of b.tasks) {
+        const kept = this.store === undefined || this.store.moveTasks.find(t.sourceArn, t.taskId) === t;
+        if (kept) puts.push(t.taskId, serializeMoveTask(t));
+        else dels.push(t.taskId);
+      }
+      hash('tasks', puts, dels);
     }
 
     // Per queue: [id, record, id, record...] written and [id...] deleted. Most ticks touch one queue.
@@ -271,4 +372,13 @@ export class Writer {
     this.inflight = this.open = undefined;
     this.opts.onFailure?.(cause);
   }
+}
+
+function keysOf(m: Map<Queue, Set<string>>, q: Queue): Set<string> {
+  let s = m.get(q);
+  if (s === undefined) {
+    s = new Set();
+    m.set(q, s);
+  }
+  return s;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultAttributes, validateAttributes } from '../../src/core/attributes.js';
+import { defaultAttributes, resolveAttributes, validateAttributes } from '../../src/core/attributes.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 
 const standard = { fifo: false, creating: true };
@@ -155,4 +155,80 @@ void test('Given a FIFO queue, when its defaults are asked for, then they add Fi
   assert.equal(d.DeduplicationScope, 'queue');
   assert.equal(d.FifoThroughputLimit, 'perQueue');
   assert.equal(d.VisibilityTimeout, '30');
+});
+
+// ---- rules that tie attributes together (resolveAttributes) --------------------------------
+
+void test('Given FifoThroughputLimit perMessageGroupId with DeduplicationScope queue, when resolved, then InvalidAttributeValue', () => {
+  throwsCode(
+    () => resolveAttributes(defaultAttributes(true), { FifoThroughputLimit: 'perMessageGroupId' }),
+    'InvalidAttributeValue',
+    'high throughput needs messageGroup',
+  );
+});
+
+void test('Given high throughput (perMessageGroupId and messageGroup) set together, when resolved, then both are taken', () => {
+  const next = resolveAttributes(defaultAttributes(true), {
+    FifoThroughputLimit: 'perMessageGroupId',
+    DeduplicationScope: 'messageGroup',
+  });
+  assert.equal(next.FifoThroughputLimit, 'perMessageGroupId');
+  assert.equal(next.DeduplicationScope, 'messageGroup');
+});
+
+void test('Given a high-throughput queue, when DeduplicationScope alone goes back to queue, then InvalidAttributeValue', () => {
+  const ht = resolveAttributes(defaultAttributes(true), {
+    FifoThroughputLimit: 'perMessageGroupId',
+    DeduplicationScope: 'messageGroup',
+  });
+  throwsCode(() => resolveAttributes(ht, { DeduplicationScope: 'queue' }), 'InvalidAttributeValue', 'scope');
+});
+
+void test('Given KmsMasterKeyId, when resolved on a queue with SSE-SQS, then SSE-SQS goes off and the data key period defaults to 300', () => {
+  const next = resolveAttributes(defaultAttributes(false), { KmsMasterKeyId: 'alias/aws/sqs' });
+  assert.equal(next.KmsMasterKeyId, 'alias/aws/sqs');
+  assert.equal(next.SqsManagedSseEnabled, 'false');
+  assert.equal(next.KmsDataKeyReusePeriodSeconds, '300');
+});
+
+void test('Given KmsMasterKeyId and SqsManagedSseEnabled true in one request, when resolved, then InvalidAttributeName (one kind of SSE at a time)', () => {
+  throwsCode(
+    () => resolveAttributes(defaultAttributes(false), { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' }),
+    'InvalidAttributeName',
+    'both SSE kinds',
+  );
+});
+
+void test('Given an SSE-KMS queue, when SqsManagedSseEnabled is set to true, then SSE-KMS and its data key period go', () => {
+  const kms = resolveAttributes(defaultAttributes(false), { KmsMasterKeyId: 'k' });
+  const next = resolveAttributes(kms, { SqsManagedSseEnabled: 'true' });
+  assert.equal(next.KmsMasterKeyId, undefined);
+  assert.equal(next.KmsDataKeyReusePeriodSeconds, undefined);
+  assert.equal(next.SqsManagedSseEnabled, 'true');
+});
+
+void test('Given an empty KmsMasterKeyId, when validated, then InvalidAttributeValue', () => {
+  throwsCode(
+    () => validateAttributes({ KmsMasterKeyId: '' }, standard),
+    'InvalidAttributeValue',
+    'empty key',
+  );
+});
+
+void test('Given a Policy over 8,192 bytes, when validated, then InvalidAttributeValue', () => {
+  const big = JSON.stringify({ Version: '2012-10-17', Statement: [], pad: 'x'.repeat(8200) });
+  throwsCode(() => validateAttributes({ Policy: big }, standard), 'InvalidAttributeValue', 'big policy');
+});
+
+void test('Given a queue with a Policy, when Policy is set to the empty string, then the Policy is removed', () => {
+  const withPolicy = resolveAttributes(defaultAttributes(false), { Policy: '{"Statement":[]}' });
+  const valid = validateAttributes({ Policy: '' }, { fifo: false, creating: false });
+  assert.equal(resolveAttributes(withPolicy, valid).Policy, undefined);
+});
+
+void test('Given a FIFO-only attribute on a standard queue, when validated, then the message says it needs FifoQueue', () => {
+  assert.throws(
+    () => validateAttributes({ DeduplicationScope: 'queue' }, standard),
+    /You can specify the DeduplicationScope only when FifoQueue is set to true/,
+  );
 });

@@ -13,10 +13,14 @@
     ARGV[2] key prefix, e.g. '{ssq}:' (a queue's messages are in <prefix>m:<uid>)
     ARGV[3...] operations, each an opcode and its arguments:
       'Q' uid record                                queue created or changed
-      'D' uid                                       queue deleted, with all its messages
-      'P' uid                                       queue purged: all its messages gone
+      'D' uid                                       queue deleted, with its messages and FIFO records
+      'P' uid                                       queue purged: all its messages (and receive
+                                                    attempts) gone; deduplication records stay
       'M' uid nextSeq n id1 rec1 ... idn recn       n messages written (created or changed)
       'X' uid n id1 ... idn                         n messages deleted
+      'S' key n f1 v1 ... fn vn                     n fields set in the hash <prefix><key>
+                                                    (d:<uid>, a:<uid>, tasks)
+      'R' key n f1 ... fn                           n fields deleted from the hash <prefix><key>
 
   Output:
      0  applied
@@ -66,14 +70,36 @@ while i <= n do
       from = to + 1
     end
     i = last + 1
+  elseif op == 'S' then
+    local key = prefix .. uid
+    local count = tonumber(ARGV[i + 2])
+    local from = i + 3
+    local last = from + 2 * count - 1
+    while from <= last do
+      local to = math.min(from + SLICE - 1, last)
+      redis.call('HSET', key, unpack(ARGV, from, to))
+      from = to + 1
+    end
+    i = last + 1
+  elseif op == 'R' then
+    local key = prefix .. uid
+    local count = tonumber(ARGV[i + 2])
+    local from = i + 3
+    local last = from + count - 1
+    while from <= last do
+      local to = math.min(from + SLICE - 1, last)
+      redis.call('HDEL', key, unpack(ARGV, from, to))
+      from = to + 1
+    end
+    i = last + 1
   elseif op == 'Q' then
     redis.call('HSET', queues, uid, ARGV[i + 2])
     i = i + 3
   elseif op == 'P' then
-    redis.call('UNLINK', prefix .. 'm:' .. uid)
+    redis.call('UNLINK', prefix .. 'm:' .. uid, prefix .. 'a:' .. uid)
     i = i + 2
   elseif op == 'D' then
-    redis.call('UNLINK', prefix .. 'm:' .. uid)
+    redis.call('UNLINK', prefix .. 'm:' .. uid, prefix .. 'd:' .. uid, prefix .. 'a:' .. uid)
     redis.call('HDEL', queues, uid)
     redis.call('HDEL', seqs, uid)
     i = i + 2

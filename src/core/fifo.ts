@@ -1,0 +1,227 @@
+/**
+ * The parts of a FIFO queue a standard queue does not have: message groups, the deduplication
+ * window, ReceiveRequestAttemptId records and sequence numbers. Queue (queue.ts) owns one of each
+ * and calls them as its messages change state; nothing here knows about time except through the
+ * `now` it is handed.
+ *
+ * Groups. Every message of a FIFO queue sits in its group's list, in send order, whatever its
+ * state (delayed, visible, in flight). A group can be received from when no message of it is in
+ * flight and its first message is visible; such groups are kept in a heap ordered by the send
+ * order (`seq`) of their first message, so a receive takes the oldest receivable group in
+ * O(log g) without looking at any other group or message, and serves several messages of that
+ * group, in order, before it moves on to the next group.
+ */
+import { createHash } from 'node:crypto';
+import { IndexedHeap, type HeapItem } from './heap.js';
+import type { Message } from './message.js';
+
+/** How long a deduplication id is remembered, after the send it came with (AWS: 5 minutes). */
+export const DEDUP_WINDOW_MS = 300_000;
+/** How long a ReceiveRequestAttemptId can be retried (AWS: 5 minutes). */
+export const RECEIVE_ATTEMPT_WINDOW_MS = 300_000;
+
+export type DeduplicationScope = 'queue' | 'messageGroup';
+
+/** One message group of a FIFO queue. */
+export class Group implements HeapItem {
+  head: Message | null = null;
+  tail: Message | null = null;
+  /** How many of its messages are in flight; the group is locked while this is above 0. */
+  inflight = 0;
+  /** While the group is receivable: its first message's `seq`. */
+  heapKey = 0;
+  heapIndex = -1;
+
+  constructor(readonly id: string) {}
+
+  get receivable(): boolean {
+    return this.inflight === 0 && this.head !== null && this.head.state === 'visible';
+  }
+}
+
+export class Groups {
+  private readonly byId = new Map<string, Group>();
+  private readonly ready = new IndexedHeap<Group>();
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  get(id: string): Group | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The receivable group whose first message is the oldest; undefined when none is. */
+  peekReady(): Group | undefined {
+    return this.ready.peek();
+  }
+
+  /** Puts a message at the end of its group (send order); creates the group. */
+  append(msg: Message): Group {
+    const id = msg.groupId ?? '';
+    let g = this.byId.get(id);
+    if (g === undefined) {
+      g = new Group(id);
+      this.byId.set(id, g);
+    }
+    msg.gnext = null;
+    msg.gprev = g.tail;
+    if (g.tail === null) g.head = msg;
+    else g.tail.gnext = msg;
+    g.tail = msg;
+    return g;
+  }
+
+  /**
+   * Takes a message out of its group; `wasInflight` says whether it counted as in flight. The
+   * group is forgotten when it becomes empty. Returns the group, for `refresh`.
+   */
+  unlink(msg: Message, wasInflight: boolean): Group | undefined {
+    const g = this.byId.get(msg.groupId ?? '');
+    if (g === undefined) return undefined;
+    if (msg.gprev === null) g.head = msg.gnext;
+    else msg.gprev.gnext = msg.gnext;
+    if (msg.gnext === null) g.tail = msg.gprev;
+    else msg.gnext.gprev = msg.gprev;
+    msg.gprev = msg.gnext = null;
+    if (wasInflight) g.inflight--;
+    if (g.head === null) {
+      this.ready.remove(g);
+      this.byId.delete(g.id);
+    }
+    return g;
+  }
+
+  /**
+   * Puts the group on the receivable heap or takes it off, as its state says, after any change
+   * to its messages. Returns true when the group has just become receivable.
+   */
+  refresh(g: Group): boolean {
+    if (g.receivable) {
+      const key = (g.head as Message).seq;
+      if (g.heapIndex < 0) {
+        g.heapKey = key;
+        this.ready.push(g);
+        return true;
+      }
+      if (g.heapKey !== key) {
+        this.ready.remove(g);
+        g.heapKey = key;
+        this.ready.push(g);
+      }
+      return false;
+    }
+    if (g.heapIndex >= 0) this.ready.remove(g);
+    return false;
+  }
+
+  clear(): void {
+    this.ready.clear();
+    this.byId.clear();
+  }
+}
+
+/** What a send within the deduplication window is answered with instead of storing it again. */
+export interface DedupRecord {
+  readonly messageId: string;
+  readonly sequenceNumber: string;
+  readonly expiresAt: number;
+}
+
+/** One message a receive with a ReceiveRequestAttemptId returned, as it was returned. */
+export interface AttemptEntry {
+  readonly id: string;
+  readonly receiveCount: number;
+  readonly nonce: string;
+  /** When its visibility timeout ends; a ChangeMessageVisibility since then changes it. */
+  readonly visibleAt: number;
+}
+
+export interface AttemptRecord {
+  readonly expiresAt: number;
+  readonly entries: readonly AttemptEntry[];
+}
+
+/**
+ * Records that expire a fixed time after they were added. A Map iterates in insertion order,
+ * which here is expiry order, so expiring is O(1) per record taken from the front and never
+ * looks at a record that has not expired. (Restore in `expiresAt` order to keep that true.)
+ */
+export class ExpiringRecords<R extends { readonly expiresAt: number }> {
+  private readonly records = new Map<string, R>();
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  get(key: string, now: number): R | undefined {
+    const r = this.records.get(key);
+    return r !== undefined && r.expiresAt > now ? r : undefined;
+  }
+
+  /** The record under `key` whether or not its time has passed (tick drops those). */
+  peek(key: string): R | undefined {
+    return this.records.get(key);
+  }
+
+  set(key: string, record: R): void {
+    // Re-setting a key moves it to the back, where its new expiry belongs.
+    this.records.delete(key);
+    this.records.set(key, record);
+  }
+
+  /** Changes a record in place, keeping its position: for a new value with the same expiry. */
+  replace(key: string, record: R): void {
+    if (this.records.has(key)) this.records.set(key, record);
+  }
+
+  delete(key: string): boolean {
+    return this.records.delete(key);
+  }
+
+  /** Drops every record whose time has passed, oldest first, telling `onExpire` each key. */
+  expire(now: number, onExpire: (key: string) => void): void {
+    for (const [key, r] of this.records) {
+      if (r.expiresAt > now) break;
+      this.records.delete(key);
+      onExpire(key);
+    }
+  }
+
+  clear(): void {
+    this.records.clear();
+  }
+
+  entries(): IterableIterator<[string, R]> {
+    return this.records.entries();
+  }
+}
+
+/**
+ * The key of a deduplication record. With scope `queue` a deduplication id is unique in the
+ * queue; with `messageGroup` only within its group (the same id in two groups is two messages).
+ * The group id is length-prefixed so no pair of (group, id) can spell another's key.
+ */
+export function dedupKey(scope: DeduplicationScope, groupId: string, dedupId: string): string {
+  return scope === 'queue' ? `q:${dedupId}` : `g${groupId.length}:${groupId}${dedupId}`;
+}
+
+/** ContentBasedDeduplication: the SHA-256 of the body, hex, as AWS computes it. */
+export function contentDedupId(body: string): string {
+  return createHash('sha256').update(body, 'utf8').digest('hex');
+}
+
+/**
+ * The next SequenceNumber after `last`: never below the clock (ms × 10^7, so numbers keep
+ * increasing across a restart that lost the last one), always above `last`. 20 decimal digits
+ * until the year 2286, well inside 128 bits.
+ */
+export function nextSequenceNumber(last: bigint, now: number): bigint {
+  const floor = BigInt(Math.floor(now)) * 10_000_000n;
+  const next = last + 1n;
+  return next > floor ? next : floor;
+}
+
+export function formatSequenceNumber(n: bigint): string {
+  return n.toString().padStart(20, '0');
+}

@@ -1,0 +1,253 @@
+/**
+ * Message move tasks (StartMessageMoveTask): moving the messages of a dead-letter queue back to
+ * their source queues, or to one destination queue, in the background.
+ *
+ * A task is pure state here; it advances only when someone calls `step(now, budget)` (the
+ * driver in src/sqs/movetasks.ts, one timer per running task, at the task's rate). Its states:
+ *
+ *   RUNNING ──(moved ApproximateNumberOfMessagesToMove, or the source has no visible message left)──► COMPLETED
+ *   RUNNING ──(CancelMessageMoveTask)──► CANCELLING ──(next step)──► CANCELLED
+ *   RUNNING ──(the source, or a destination, no longer exists)──► FAILED (FailureReason: the error code)
+ *
+ * A step takes the source's oldest receivable message (FIFO: the head of the oldest receivable
+ * group, so group order is kept), removes it and sends it to its destination as a new message
+ * (AWS: "all redriven messages are considered new messages", with a new MessageId and enqueue
+ * time; a FIFO message keeps its group and deduplication id). In-flight messages are skipped.
+ */
+import { randomUUID } from 'node:crypto';
+import { CoreError } from './errors.js';
+import type { ChangeEvent } from './events.js';
+import type { Message } from './message.js';
+import type { Queue } from './queue.js';
+
+export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
+
+/** AWS: "The maximum value for messages per second is 500." */
+export const MAX_MOVE_RATE = 500;
+/** ListMessageMoveTasks returns up to the 10 most recent tasks of a source. */
+export const MOVE_TASK_HISTORY = 10;
+
+const NON_EXISTENT_QUEUE = 'AWS.SimpleQueueService.NonExistentQueue';
+
+export interface MoveTaskState {
+  readonly taskId: string;
+  readonly sourceArn: string;
+  readonly destinationArn: string | undefined;
+  readonly maxNumberOfMessagesPerSecond: number | undefined;
+  readonly startedAt: number;
+  readonly toMove: number;
+  status: MoveTaskStatus;
+  moved: number;
+  failureReason: string | undefined;
+}
+
+export class MoveTask implements MoveTaskState {
+  readonly taskId: string;
+  readonly sourceArn: string;
+  readonly destinationArn: string | undefined;
+  readonly maxNumberOfMessagesPerSecond: number | undefined;
+  readonly startedAt: number;
+  readonly toMove: number;
+  status: MoveTaskStatus;
+  moved: number;
+  failureReason: string | undefined;
+
+  constructor(s: MoveTaskState) {
+    this.taskId = s.taskId;
+    this.sourceArn = s.sourceArn;
+    this.destinationArn = s.destinationArn;
+    this.maxNumberOfMessagesPerSecond = s.maxNumberOfMessagesPerSecond;
+    this.startedAt = s.startedAt;
+    this.toMove = s.toMove;
+    this.status = s.status;
+    this.moved = s.moved;
+    this.failureReason = s.failureReason;
+  }
+
+  /** The opaque TaskHandle: names the task and its source, as AWS's handles do. */
+  get handle(): string {
+    return encodeTaskHandle(this.taskId, this.sourceArn);
+  }
+
+  get active(): boolean {
+    return this.status === 'RUNNING' || this.status === 'CANCELLING';
+  }
+}
+
+export function encodeTaskHandle(taskId: string, sourceArn: string): string {
+  return Buffer.from(JSON.stringify({ taskId, sourceArn }), 'utf8').toString('base64');
+}
+
+/** The parts of a TaskHandle; InvalidParameterValue when it is not one of ours. */
+export function decodeTaskHandle(handle: string): { taskId: string; sourceArn: string } {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(handle, 'base64').toString('utf8'));
+    if (
+      v !== null &&
+      typeof v === 'object' &&
+      'taskId' in v &&
+      'sourceArn' in v &&
+      typeof v.taskId === 'string' &&
+      typeof v.sourceArn === 'string'
+    ) {
+      return { taskId: v.taskId, sourceArn: v.sourceArn };
+    }
+  } catch {
+    // falls through
+  }
+  throw new CoreError('InvalidParameterValue', 'Value for parameter TaskHandle is invalid.');
+}
+
+/**
+ * Every source queue's tasks, the most recent last, at most MOVE_TASK_HISTORY each (the oldest
+ * finished one is forgotten when a new one starts). Owned by the QueueStore.
+ */
+export class MoveTasks {
+  private readonly bySource = new Map<string, MoveTask[]>();
+
+  constructor(private readonly emit: (e: ChangeEvent) => void) {}
+
+  /** The source's running (or cancelling) task, if any. */
+  active(sourceArn: string): MoveTask | undefined {
+    return this.bySource.get(sourceArn)?.find((t) => t.active);
+  }
+
+  start(source: Queue, destinationArn: string | undefined, rate: number | undefined, now: number): MoveTask {
+    if (this.active(source.arn) !== undefined) {
+      throw new CoreError(
+        'InvalidParameterValue',
+        'There is already a task running. Only one active task is allowed for a source queue arn at a given time.',
+      );
+    }
+    const task = new MoveTask({
+      taskId: randomUUID(),
+      sourceArn: source.arn,
+      destinationArn,
+      maxNumberOfMessagesPerSecond: rate,
+      startedAt: now,
+      toMove: source.counts(now).visible,
+      status: 'RUNNING',
+      moved: 0,
+      failureReason: undefined,
+    });
+    this.add(task);
+    this.emit({ type: 'move-task-put', task });
+    return task;
+  }
+
+  /** The source's tasks, most recent first. */
+  list(sourceArn: string): MoveTask[] {
+    return [...(this.bySource.get(sourceArn) ?? [])].reverse();
+  }
+
+  find(sourceArn: string, taskId: string): MoveTask | undefined {
+    return this.bySource.get(sourceArn)?.find((t) => t.taskId === taskId);
+  }
+
+  /** Every task that still has work: for the driver, at start and after a reload. */
+  running(): MoveTask[] {
+    const out: MoveTask[] = [];
+    for (const tasks of this.bySource.values()) for (const t of tasks) if (t.active) out.push(t);
+    return out;
+  }
+
+  all(): MoveTask[] {
+    return [...this.bySource.values()].flat();
+  }
+
+  /** A running task stops moving at its next step; returns how many it had moved. */
+  cancel(task: MoveTask): number {
+    if (task.status !== 'RUNNING') {
+      throw new CoreError('ResourceNotFoundException', 'Task does not exist.');
+    }
+    task.status = 'CANCELLING';
+    this.emit({ type: 'move-task-put', task });
+    return task.moved;
+  }
+
+  /**
+   * Moves up to `budget` messages; returns how many it moved. Sets the final status when the task
+   * is done, cancelled or cannot go on. `lookup` finds a queue by ARN (the store's).
+   */
+  step(task: MoveTask, now: number, budget: number, lookup: (arn: string) => Queue | undefined): number {
+    if (task.status === 'CANCELLING') {
+      this.finish(task, 'CANCELLED');
+      return 0;
+    }
+    if (task.status !== 'RUNNING') return 0;
+    const source = lookup(task.sourceArn);
+    if (source === undefined) {
+      this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
+      return 0;
+    }
+    const fixed = task.destinationArn === undefined ? undefined : lookup(task.destinationArn);
+    if (task.destinationArn !== undefined && fixed === undefined) {
+      this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
+      return 0;
+    }
+    let n = 0;
+    while (n < budget && task.moved < task.toMove) {
+      const msg = source.nextToMove(now);
+      if (msg === undefined) break;
+      const dest =
+        fixed ?? (msg.deadLetterSourceArn === undefined ? undefined : lookup(msg.deadLetterSourceArn));
+      if (dest === undefined) {
+        // A message sent to the DLQ directly has no source to go back to (give a DestinationArn);
+        // a source that was deleted since is gone.
+        this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
+        if (n > 0) this.emit({ type: 'move-task-put', task });
+        return n;
+      }
+      source.takeOut(msg, now);
+      dest.sendMessage(redriven(msg, dest), now);
+      task.moved++;
+      n++;
+    }
+    if (task.moved >= task.toMove || source.nextToMove(now) === undefined) this.finish(task, 'COMPLETED');
+    else if (n > 0) this.emit({ type: 'move-task-put', task });
+    return n;
+  }
+
+  /** Puts back a task read from storage; emits nothing. */
+  restore(task: MoveTask): void {
+    this.add(task, false);
+  }
+
+  private finish(task: MoveTask, status: MoveTaskStatus, reason?: string): void {
+    task.status = status;
+    task.failureReason = reason;
+    this.emit({ type: 'move-task-put', task });
+  }
+
+  private add(task: MoveTask, trim = true): void {
+    let tasks = this.bySource.get(task.sourceArn);
+    if (tasks === undefined) {
+      tasks = [];
+      this.bySource.set(task.sourceArn, tasks);
+    }
+    tasks.push(task);
+    if (tasks.length > 1) tasks.sort((a, b) => a.startedAt - b.startedAt);
+    while (trim && tasks.length > MOVE_TASK_HISTORY) {
+      const i = tasks.findIndex((t) => !t.active);
+      if (i < 0) break;
+      const [old] = tasks.splice(i, 1);
+      if (old !== undefined) this.emit({ type: 'move-task-delete', task: old });
+    }
+  }
+}
+
+/** The message a moved message becomes in its destination: a new one, same content and group. */
+function redriven(msg: Message, dest: Queue): Parameters<Queue['sendMessage']>[0] {
+  return {
+    id: randomUUID(),
+    body: msg.body,
+    md5OfBody: msg.md5OfBody,
+    attributes: msg.attributes,
+    md5OfAttributes: msg.md5OfAttributes,
+    systemAttributes: msg.systemAttributes,
+    md5OfSystemAttributes: msg.md5OfSystemAttributes,
+    senderId: msg.senderId,
+    groupId: msg.groupId,
+    deduplicationId: dest.fifo ? (msg.deduplicationId ?? msg.id) : undefined,
+  };
+}

@@ -1,0 +1,220 @@
+/**
+ * The state FIFO queues, dead-letter queues and move tasks add, written by the writer and read
+ * back by the loader against a real redis-server (started by this file): deduplication records,
+ * group locks, sequence numbers, ReceiveRequestAttemptId records, DeadLetterQueueSourceArn and
+ * move tasks. Each test has its own key prefix; time is a ManualClock.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ManualClock } from '../../src/core/clock.js';
+import type { NewMessage } from '../../src/core/message.js';
+import type { Queue } from '../../src/core/queue.js';
+import { QueueStore } from '../../src/core/store.js';
+import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { loadStore } from '../../src/persistence/loader.js';
+import { connectRedis } from '../../src/persistence/redis.js';
+import { Writer } from '../../src/persistence/writer.js';
+import { SqsError } from '../../src/sqs/errors.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import type { Redis } from 'ioredis';
+
+const ACCOUNT = '000000000000';
+const S = 1000;
+
+let redis: TestRedis;
+let c: Redis;
+
+before(async () => {
+  redis = await startRedis({ aof: true });
+  c = await connectRedis({ url: redis.url });
+});
+
+after(async () => {
+  c.disconnect();
+  await redis.stop();
+});
+
+interface Opened {
+  readonly store: QueueStore;
+  readonly writer: Writer;
+}
+
+async function open(keys: Keys, clock: ManualClock): Promise<Opened> {
+  const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
+  await loadStore(c, keys, store);
+  const writer = new Writer({
+    redis: c,
+    keys,
+    unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
+  });
+  writer.attach(store);
+  return { store, writer };
+}
+
+let ids = 0;
+function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
+  ids++;
+  return { id: `m-${ids}`, body, md5OfBody: `md5-${ids}`, senderId: ACCOUNT, ...extra };
+}
+
+function create(store: QueueStore, name: string, attrs: Record<string, string> = {}): Queue {
+  const fifo = name.endsWith('.fifo') ? { FifoQueue: 'true' } : {};
+  return store.create({ accountId: ACCOUNT, region: 'us-east-1', name }, { ...fifo, ...attrs }, {}).queue;
+}
+
+function queue(store: QueueStore, name: string): Queue {
+  const q = store.get(ACCOUNT, name);
+  assert.ok(q, `${name} was loaded`);
+  return q;
+}
+
+void test('Given a FIFO message sent and deleted, when the state is reloaded, then its deduplication id is still a duplicate within 5 minutes', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo');
+  const first = q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  const [got] = q.receive(1, undefined, clock.now());
+  assert.ok(got);
+  q.deleteMessage(q.receiptHandle(got), clock.now());
+  await a.writer.commit();
+
+  clock.advance(60 * S);
+  const b = await open(keys, clock);
+  const again = queue(b.store, 'q.fifo').sendMessage(
+    msg('x', { groupId: 'g', deduplicationId: 'd' }),
+    clock.now(),
+  );
+  assert.equal(again.message, undefined);
+  assert.equal(again.messageId, first.messageId);
+  assert.equal(again.sequenceNumber, first.sequenceNumber);
+});
+
+void test('Given deduplication records past their 5 minutes, when reloaded and ticked, then they are dropped from memory and from Redis', async () => {
+  const prefix = uniquePrefix();
+  const keys = keysFor(prefix);
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo');
+  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  await a.writer.commit();
+  assert.equal(await c.hlen(keys.dedup(q.uid)), 1);
+
+  clock.advance(5 * 60 * S);
+  const b = await open(keys, clock);
+  const back = queue(b.store, 'q.fifo');
+  back.tick(clock.now());
+  assert.deepEqual([...back.dedupRecords()], []);
+  await b.writer.commit();
+  assert.equal(await c.hlen(keys.dedup(q.uid)), 0);
+});
+
+void test('Given a locked FIFO group and SequenceNumbers, when reloaded, then the group is still locked, the order kept, and new numbers are higher', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo', { VisibilityTimeout: '60' });
+  let last = '';
+  for (const b of ['a1', 'a2', 'a3']) {
+    last = q.sendMessage(msg(b, { groupId: 'a', deduplicationId: b }), clock.now()).sequenceNumber ?? '';
+  }
+  q.sendMessage(msg('b1', { groupId: 'b', deduplicationId: 'b1' }), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now());
+  assert.equal(a1?.body, 'a1');
+  await a.writer.commit();
+
+  const b = await open(keys, clock);
+  const back = queue(b.store, 'q.fifo');
+  const other = back.receive(10, undefined, clock.now());
+  assert.deepEqual(
+    other.map((m) => m.body),
+    ['b1'],
+  );
+  for (const m of other) back.deleteMessage(back.receiptHandle(m), clock.now());
+  clock.advance(60 * S);
+  assert.deepEqual(
+    back.receive(10, undefined, clock.now()).map((m) => m.body),
+    ['a1', 'a2', 'a3'],
+  );
+  const next = back.sendMessage(msg('a4', { groupId: 'a', deduplicationId: 'a4' }), clock.now());
+  assert.ok(BigInt(next.sequenceNumber ?? '0') > BigInt(last));
+});
+
+void test('Given a receive with a ReceiveRequestAttemptId, when reloaded and retried, then the same receipt handles come back', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo', { VisibilityTimeout: '300' });
+  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  const handles = q.receive(10, undefined, clock.now(), 'attempt').map((m) => q.receiptHandle(m));
+  await a.writer.commit();
+
+  clock.advance(10 * S);
+  const b = await open(keys, clock);
+  const back = queue(b.store, 'q.fifo');
+  assert.deepEqual(
+    back.receive(10, undefined, clock.now(), 'attempt').map((m) => back.receiptHandle(m)),
+    handles,
+  );
+});
+
+void test('Given a message moved to a DLQ, when reloaded, then it still names its source queue', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const dlq = create(a.store, 'dlq');
+  const src = create(a.store, 'src', {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    VisibilityTimeout: '0',
+  });
+  src.send(msg('poison'), clock.now());
+  src.receive(1, undefined, clock.now());
+  src.receive(1, undefined, clock.now());
+  await a.writer.commit();
+
+  const b = await open(keys, clock);
+  const [moved] = queue(b.store, 'dlq').receive(1, undefined, clock.now());
+  assert.equal(moved?.body, 'poison');
+  assert.equal(moved?.deadLetterSourceArn, src.arn);
+});
+
+void test('Given a move task that ran part way, when reloaded, then it is listed with its progress and still RUNNING', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const dlq = create(a.store, 'dlq');
+  const src = create(a.store, 'src', {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    VisibilityTimeout: '0',
+  });
+  for (let i = 0; i < 3; i++) src.send(msg(`m${i}`), clock.now());
+  src.receive(10, undefined, clock.now());
+  src.receive(10, undefined, clock.now());
+  const task = a.store.startMoveTask(ACCOUNT, dlq.arn, undefined, 1);
+  a.store.stepMoveTask(task, 1);
+  await a.writer.commit();
+
+  const b = await open(keys, clock);
+  const [listed] = b.store.moveTasks.list(dlq.arn);
+  assert.ok(listed);
+  assert.equal(listed.taskId, task.taskId);
+  assert.equal(listed.status, 'RUNNING');
+  assert.equal(listed.moved, 1);
+  assert.equal(listed.toMove, 3);
+  assert.equal(listed.maxNumberOfMessagesPerSecond, 1);
+});
+
+void test('Given a FIFO queue with records, when it is deleted, then none of its keys are left in Redis', async () => {
+  const prefix = uniquePrefix();
+  const keys = keysFor(prefix);
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo');
+  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  q.receive(1, undefined, clock.now(), 'attempt');
+  await a.writer.commit();
+  a.store.delete(q);
+  await a.writer.commit();
+  const left = (await keysUnder(c, prefix)).filter((k) => k.includes(q.uid));
+  assert.deepEqual(left, []);
+});

@@ -1,0 +1,427 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import { ManualClock } from '../../src/core/clock.js';
+import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import type { ChangeEvent } from '../../src/core/events.js';
+import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/fifo.js';
+import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Queue } from '../../src/core/queue.js';
+import { QueueStore } from '../../src/core/store.js';
+
+/**
+ * FIFO queues in the core: deduplication, groups and their locks, ordering, sequence numbers and
+ * ReceiveRequestAttemptId. Time is a ManualClock; nothing sleeps.
+ */
+
+const ACCOUNT = '000000000000';
+const S = 1000;
+
+let nextId = 0;
+function msg(
+  groupId: string | undefined,
+  dedup: string | undefined,
+  body = `body-${nextId + 1}`,
+): NewMessage {
+  nextId++;
+  return {
+    id: `m-${nextId}`,
+    body,
+    md5OfBody: 'md5',
+    senderId: 'AIDAEXAMPLE',
+    ...(groupId === undefined ? {} : { groupId }),
+    ...(dedup === undefined ? {} : { deduplicationId: dedup }),
+  };
+}
+
+function fifo(attributes: Record<string, string> = {}): { q: Queue; clock: ManualClock; store: QueueStore } {
+  const clock = new ManualClock();
+  const store = new QueueStore(clock);
+  const { queue } = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: `q${++nextId}.fifo` },
+    { FifoQueue: 'true', ...attributes },
+    {},
+  );
+  return { q: queue, clock, store };
+}
+
+function bodies(messages: Message[]): string[] {
+  return messages.map((m) => m.body);
+}
+
+function throwsCode(fn: () => unknown, code: CoreErrorCode): void {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
+    assert.equal(e.code, code);
+    return true;
+  });
+}
+
+// ---- what a send needs ----------------------------------------------------------------------
+
+void test('Given a FIFO queue, when a message is sent without MessageGroupId, then MissingParameter', () => {
+  const { q, clock } = fifo();
+  throwsCode(() => q.sendMessage(msg(undefined, 'd'), clock.now()), 'MissingParameter');
+});
+
+void test('Given a FIFO queue without content-based deduplication, when a message is sent without a deduplication id, then InvalidParameterValue', () => {
+  const { q, clock } = fifo();
+  throwsCode(() => q.sendMessage(msg('g', undefined), clock.now()), 'InvalidParameterValue');
+  assert.equal(q.size, 0);
+});
+
+// ---- deduplication --------------------------------------------------------------------------
+
+void test('Given a sent message, when the same deduplication id is sent again within 5 minutes, then the original MessageId and SequenceNumber come back and nothing is stored', () => {
+  const { q, clock } = fifo();
+  const first = q.sendMessage(msg('g', 'dup', 'one'), clock.now());
+  clock.advance(DEDUP_WINDOW_MS - 1);
+  const again = q.sendMessage(msg('g', 'dup', 'two'), clock.now());
+  assert.equal(again.message, undefined);
+  assert.equal(again.messageId, first.messageId);
+  assert.equal(again.sequenceNumber, first.sequenceNumber);
+  assert.equal(q.size, 1);
+});
+
+void test('Given a message that was received and deleted, when its deduplication id is sent again within 5 minutes, then it is still a duplicate', () => {
+  const { q, clock } = fifo();
+  const first = q.sendMessage(msg('g', 'dup'), clock.now());
+  const [got] = q.receive(1, undefined, clock.now());
+  assert.ok(got);
+  q.deleteMessage(q.receiptHandle(got), clock.now());
+  assert.equal(q.size, 0);
+  clock.advance(60 * S);
+  const again = q.sendMessage(msg('g', 'dup'), clock.now());
+  assert.equal(again.message, undefined);
+  assert.equal(again.messageId, first.messageId);
+  assert.equal(q.size, 0);
+});
+
+void test('Given a deduplication id sent 5 minutes ago, when it is sent again, then it is a new message', () => {
+  const { q, clock } = fifo();
+  const first = q.sendMessage(msg('g', 'dup'), clock.now());
+  clock.advance(DEDUP_WINDOW_MS);
+  const again = q.sendMessage(msg('g', 'dup'), clock.now());
+  assert.ok(again.message);
+  assert.notEqual(again.messageId, first.messageId);
+  assert.equal(q.size, 2);
+});
+
+void test('Given deduplication records, when their 5 minutes pass, then tick drops them oldest first and reports each', () => {
+  const events: ChangeEvent[] = [];
+  const { q, clock, store } = fifo();
+  store.onChange((e) => events.push(e));
+  q.sendMessage(msg('g', 'a'), clock.now());
+  clock.advance(10 * S);
+  q.sendMessage(msg('g', 'b'), clock.now());
+  clock.advance(DEDUP_WINDOW_MS - 10 * S);
+  q.tick(clock.now());
+  assert.deepEqual(
+    [...q.dedupRecords()].map(([k]) => k),
+    ['q:b'],
+  );
+  assert.deepEqual(
+    events.filter((e) => e.type === 'dedup-delete').map((e) => (e.type === 'dedup-delete' ? e.key : '')),
+    ['q:a'],
+  );
+});
+
+void test('Given content-based deduplication, when the same body is sent twice without deduplication ids, then the second is a duplicate and its deduplication id is the SHA-256 of the body', () => {
+  const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
+  const first = q.sendMessage(msg('g', undefined, 'same body'), clock.now());
+  const second = q.sendMessage(msg('g', undefined, 'same body'), clock.now());
+  assert.equal(second.message, undefined);
+  assert.equal(second.messageId, first.messageId);
+  const sha = createHash('sha256').update('same body').digest('hex');
+  assert.equal(first.message?.deduplicationId, sha);
+});
+
+void test('Given content-based deduplication, when two different bodies are sent, then both are stored', () => {
+  const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
+  q.sendMessage(msg('g', undefined, 'one'), clock.now());
+  q.sendMessage(msg('g', undefined, 'two'), clock.now());
+  assert.equal(q.size, 2);
+});
+
+void test('Given content-based deduplication, when an explicit deduplication id equals the hash of an earlier body, then it is a duplicate of that message', () => {
+  const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
+  const first = q.sendMessage(msg('g', undefined, 'hello'), clock.now());
+  const sha = createHash('sha256').update('hello').digest('hex');
+  const second = q.sendMessage(msg('g', sha, 'other body'), clock.now());
+  assert.equal(second.messageId, first.messageId);
+});
+
+void test('Given DeduplicationScope queue, when one deduplication id is sent in two groups, then the second is a duplicate', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'queue' });
+  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
+  const b = q.sendMessage(msg('group-b', 'same'), clock.now());
+  assert.equal(b.messageId, a.messageId);
+  assert.equal(q.size, 1);
+});
+
+void test('Given DeduplicationScope messageGroup, when one deduplication id is sent in two groups, then both are stored', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
+  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
+  const b = q.sendMessage(msg('group-b', 'same'), clock.now());
+  assert.notEqual(b.messageId, a.messageId);
+  assert.equal(q.size, 2);
+});
+
+void test('Given DeduplicationScope messageGroup, when one deduplication id is sent twice in the same group, then the second is a duplicate', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
+  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
+  const b = q.sendMessage(msg('group-a', 'same'), clock.now());
+  assert.equal(b.messageId, a.messageId);
+  assert.equal(q.size, 1);
+});
+
+void test('Given DeduplicationScope messageGroup, when group ids and deduplication ids could spell the same pair, then they are still told apart', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
+  q.sendMessage(msg('ab', 'c'), clock.now());
+  q.sendMessage(msg('a', 'bc'), clock.now());
+  assert.equal(q.size, 2);
+});
+
+// ---- sequence numbers -----------------------------------------------------------------------
+
+void test('Given sends in the same millisecond and later, when their SequenceNumbers are compared, then they are 20-digit decimals that always increase', () => {
+  const { q, clock } = fifo();
+  const seqs: string[] = [];
+  for (let i = 0; i < 3; i++) seqs.push(q.sendMessage(msg('g', `d${i}`), clock.now()).sequenceNumber ?? '');
+  clock.advance(1);
+  seqs.push(q.sendMessage(msg('g', 'later'), clock.now()).sequenceNumber ?? '');
+  for (const s of seqs) assert.match(s, /^\d{20}$/);
+  for (let i = 1; i < seqs.length; i++)
+    assert.ok(BigInt(seqs[i] ?? '') > BigInt(seqs[i - 1] ?? ''), seqs.join());
+});
+
+void test('Given a clock that goes back, when messages are sent, then SequenceNumbers still increase', () => {
+  const { q, clock } = fifo();
+  const a = q.sendMessage(msg('g', 'a'), clock.now()).sequenceNumber ?? '';
+  clock.advance(-60 * S);
+  const b = q.sendMessage(msg('g', 'b'), clock.now()).sequenceNumber ?? '';
+  assert.ok(BigInt(b) > BigInt(a));
+});
+
+// ---- order and group locks ------------------------------------------------------------------
+
+void test('Given several messages in one group, when received with room for all, then they come in send order', () => {
+  const { q, clock } = fifo();
+  for (const b of ['1', '2', '3']) q.sendMessage(msg('g', b, b), clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['1', '2', '3']);
+});
+
+void test('Given two groups, when received with room for all, then the older group comes first, all its messages in order, then the other', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2', 'b1']);
+});
+
+void test('Given a group with a message in flight, when received again, then nothing of that group comes but other groups do', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['b1']);
+  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
+});
+
+void test('Given a locked group, when its in-flight message is deleted, then the next message of the group is received', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now());
+  assert.ok(a1);
+  q.deleteMessage(q.receiptHandle(a1), clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a2']);
+});
+
+void test('Given a locked group, when the visibility timeout of its message expires, then that message is redelivered first, before the later ones', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
+  clock.advance(30 * S);
+  const again = q.receive(10, undefined, clock.now());
+  assert.deepEqual(bodies(again), ['a1', 'a2']);
+  assert.equal(again[0]?.receiveCount, 2);
+});
+
+void test('Given a locked group, when its message is made visible with ChangeMessageVisibility 0, then the group is receivable again, in order', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now());
+  assert.ok(a1);
+  q.changeVisibility(q.receiptHandle(a1), 0, clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
+});
+
+void test('Given two in-flight messages of one group, when only one is deleted, then the group stays locked', () => {
+  const { q, clock } = fifo();
+  for (const b of ['a1', 'a2', 'a3']) q.sendMessage(msg('a', b, b), clock.now());
+  const [a1] = q.receive(2, undefined, clock.now());
+  assert.ok(a1);
+  q.deleteMessage(q.receiptHandle(a1), clock.now());
+  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
+});
+
+void test('Given a locked group with waiting messages, when its last in-flight message is deleted, then the listener hears that messages are available', () => {
+  const { q, clock, store } = fifo();
+  let available = 0;
+  store.onAvailable(() => available++);
+  q.sendMessage(msg('a', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now());
+  assert.ok(a1);
+  available = 0;
+  q.deleteMessage(q.receiptHandle(a1), clock.now());
+  assert.equal(available, 1);
+});
+
+void test('Given a receive with a zero visibility timeout, when it returns a group, then it does not return that group twice in the same call', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  assert.deepEqual(bodies(q.receive(10, 0, clock.now())), ['a1', 'a2']);
+  assert.deepEqual(bodies(q.receive(10, 0, clock.now())), ['a1', 'a2']);
+});
+
+void test('Given a FIFO message whose visibility expired, when it is deleted with its old receipt handle, then InvalidParameterValue and the group stays as it was', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now());
+  assert.ok(a1);
+  const stale = q.receiptHandle(a1);
+  clock.advance(30 * S);
+  throwsCode(() => q.deleteMessage(stale, clock.now()), 'InvalidParameterValue');
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
+});
+
+void test('Given a FIFO queue with a queue delay, when the first message of a group is still delayed, then later messages of the group wait for it', () => {
+  const { q, clock } = fifo({ DelaySeconds: '10' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.setAttributes({ DelaySeconds: '0' }, clock.now());
+  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
+  clock.advance(10 * S);
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
+});
+
+void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is still a duplicate', () => {
+  const { q, clock } = fifo();
+  const first = q.sendMessage(msg('a', 'd'), clock.now());
+  q.purge(clock.now());
+  assert.equal(q.groupCount, 0);
+  assert.equal(q.sendMessage(msg('a', 'd'), clock.now()).messageId, first.messageId);
+});
+
+void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
+  const { q, clock } = fifo();
+  for (let i = 0; i < 50; i++) q.sendMessage(msg(`g${i % 7}`, `d${i}`), clock.now());
+  for (
+    let got = q.receive(10, undefined, clock.now());
+    got.length > 0;
+    got = q.receive(10, undefined, clock.now())
+  ) {
+    for (const m of got) q.deleteMessage(q.receiptHandle(m), clock.now());
+  }
+  assert.equal(q.size, 0);
+  assert.equal(q.groupCount, 0);
+});
+
+// ---- ReceiveRequestAttemptId ----------------------------------------------------------------
+
+void test('Given a receive with a ReceiveRequestAttemptId, when it is retried within 5 minutes, then the same messages and receipt handles come back', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '600' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  const first = q.receive(10, undefined, clock.now(), 'attempt-1');
+  const handles = first.map((m) => q.receiptHandle(m));
+  clock.advance(RECEIVE_ATTEMPT_WINDOW_MS - 1);
+  const retry = q.receive(10, undefined, clock.now(), 'attempt-1');
+  assert.deepEqual(bodies(retry), ['a1', 'b1']);
+  assert.deepEqual(
+    retry.map((m) => q.receiptHandle(m)),
+    handles,
+  );
+});
+
+void test('Given a retried ReceiveRequestAttemptId, when it returns the messages again, then their visibility timeout starts again', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.receive(1, undefined, clock.now(), 'attempt-1');
+  clock.advance(20 * S);
+  q.receive(1, undefined, clock.now(), 'attempt-1');
+  clock.advance(20 * S);
+  // 40 s after the first receive, 20 s after the retry: still in flight.
+  assert.deepEqual(q.counts(clock.now()), { visible: 0, inflight: 1, delayed: 0 });
+});
+
+void test('Given a ReceiveRequestAttemptId used 5 minutes ago, when it is used again, then it is a new receive, not a replay', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '43200' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  assert.equal(q.receive(10, undefined, clock.now(), 'attempt-1').length, 1);
+  clock.advance(RECEIVE_ATTEMPT_WINDOW_MS);
+  // The message is still in flight (12 h) and its group locked: a new receive gets nothing.
+  assert.deepEqual(q.receive(10, undefined, clock.now(), 'attempt-1'), []);
+});
+
+void test('Given a ReceiveRequestAttemptId whose message was deleted since, when retried, then it receives anew', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now(), 'attempt-1');
+  assert.ok(a1);
+  q.deleteMessage(q.receiptHandle(a1), clock.now());
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'attempt-1')), ['b1']);
+});
+
+void test('Given a ReceiveRequestAttemptId whose message had its visibility changed since, when retried, then it receives anew', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  const [a1] = q.receive(1, undefined, clock.now(), 'attempt-1');
+  assert.ok(a1);
+  const handle = q.receiptHandle(a1);
+  q.changeVisibility(handle, 120 * S, clock.now());
+  assert.deepEqual(q.receive(1, undefined, clock.now(), 'attempt-1'), []);
+});
+
+void test('Given a ReceiveRequestAttemptId whose messages became visible again, when retried, then they come with new receipt handles', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  const [first] = q.receive(1, undefined, clock.now(), 'attempt-1');
+  assert.ok(first);
+  const handle = q.receiptHandle(first);
+  clock.advance(30 * S);
+  const [again] = q.receive(1, undefined, clock.now(), 'attempt-1');
+  assert.ok(again);
+  assert.notEqual(q.receiptHandle(again), handle);
+  assert.equal(again.receiveCount, 2);
+});
+
+void test('Given two ReceiveRequestAttemptIds, when each is retried, then each gets its own messages', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'x')), ['a1']);
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'y')), ['b1']);
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'x')), ['a1']);
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'y')), ['b1']);
+});
+
+// ---- fair queues (standard queues with group ids) -------------------------------------------
+
+void test('Given a standard queue, when messages carry MessageGroupIds, then they are kept and delivered without group locks', () => {
+  const clock = new ManualClock();
+  const store = new QueueStore(clock);
+  const { queue } = store.create({ accountId: ACCOUNT, region: 'us-east-1', name: 'fair' }, {}, {});
+  queue.sendMessage(msg('tenant-a', undefined, 'x'), clock.now());
+  queue.sendMessage(msg('tenant-a', undefined, 'y'), clock.now());
+  const got = queue.receive(1, undefined, clock.now());
+  assert.equal(got[0]?.groupId, 'tenant-a');
+  assert.equal(queue.receive(1, undefined, clock.now()).length, 1, 'the same group is not locked');
+});
