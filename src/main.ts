@@ -13,6 +13,7 @@ import { Persistence } from './persistence/persistence.js';
 import { createRedis, type RedisTarget } from './persistence/redis.js';
 import { SqsError } from './sqs/errors.js';
 import { LongPoller } from './sqs/longpoll.js';
+import { MoveTaskRunner } from './sqs/movetasks.js';
 import type { SqsServices } from './sqs/service.js';
 
 /**
@@ -31,8 +32,9 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const newStore = (): QueueStore =>
     new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
   let current = serving(newStore());
-  function serving(store: QueueStore): { store: QueueStore; poller: LongPoller } {
-    return { store, poller: new LongPoller(store, clock) };
+  function serving(store: QueueStore): { store: QueueStore; poller: LongPoller; mover: MoveTaskRunner } {
+    // The runner picks up move tasks that were RUNNING in a store loaded from Redis.
+    return { store, poller: new LongPoller(store, clock), mover: new MoveTaskRunner(store, clock) };
   }
   const services: SqsServices = {
     get store() {
@@ -40,6 +42,9 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     },
     get poller() {
       return current.poller;
+    },
+    get mover() {
+      return current.mover;
     },
     clock,
   };
@@ -53,6 +58,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
   function replaceStore(store: QueueStore): void {
     current.poller.closeAll();
+    current.mover.close();
     current = serving(store);
   }
 
@@ -153,6 +159,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       logger.info('stopping: answering long polls, then closing both planes');
       // Waiting polls are answered first (with no messages), so close() does not wait 20 s on them.
       current.poller.closeAll();
+      current.mover.close();
       await data.close();
       await persistence?.close();
       await control.close();

@@ -22,6 +22,8 @@ interface Waiter {
   readonly queue: Queue;
   readonly max: number;
   readonly visibilityTimeoutMs: number | undefined;
+  /** FIFO: the ReceiveRequestAttemptId the receive came with, so what it gets is recorded. */
+  readonly attemptId: string | undefined;
   readonly resolve: (messages: Message[]) => void;
   timer: NodeJS.Timeout | undefined;
   done: boolean;
@@ -65,10 +67,19 @@ export class LongPoller {
     visibilityTimeoutMs: number | undefined,
     waitMs: number,
     onAbort: (abort: () => void) => void,
+    attemptId?: string,
   ): Promise<Message[]> {
     if (this.closed) return Promise.resolve([]);
     return new Promise<Message[]>((resolve) => {
-      const waiter: Waiter = { queue, max, visibilityTimeoutMs, resolve, timer: undefined, done: false };
+      const waiter: Waiter = {
+        queue,
+        max,
+        visibilityTimeoutMs,
+        attemptId,
+        resolve,
+        timer: undefined,
+        done: false,
+      };
       waiter.timer = setTimeout(() => this.finish(waiter, []), waitMs);
       let qw = this.byQueue.get(queue);
       if (qw === undefined) {
@@ -115,7 +126,7 @@ export class LongPoller {
       const w = qw.waiters[0] as Waiter;
       let got: Message[];
       try {
-        got = queue.receive(w.max, w.visibilityTimeoutMs, now);
+        got = queue.receive(w.max, w.visibilityTimeoutMs, now, w.attemptId);
       } catch {
         // OverLimit: nothing can be handed out now; the waiters time out as usual.
         break;

@@ -4,6 +4,7 @@ import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { missingParameter, queueDoesNotExist, SqsError } from './errors.js';
 import type { LongPoller } from './longpoll.js';
+import type { MoveTaskRunner } from './movetasks.js';
 import type { ActionName, ActionTypes } from './model.generated.js';
 
 /** What an action knows of the request it serves; never which protocol carried it. */
@@ -24,6 +25,8 @@ export interface SqsServices {
   readonly store: QueueStore;
   readonly clock: Clock;
   readonly poller: LongPoller;
+  /** Runs message move tasks in the background (one per store, like the poller). */
+  readonly mover: MoveTaskRunner;
 }
 
 type Output<A extends ActionName> = ActionTypes[A]['output'];

@@ -7,6 +7,8 @@ const INVALID_CHARS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF
 const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]{1,256}$/;
 const DATA_TYPE = /^(String|Number|Binary)(\..+)?$/;
 const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
+/** MessageGroupId, MessageDeduplicationId, ReceiveRequestAttemptId: 1-128 alphanumerics and punctuation. */
+const FIFO_TOKEN = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 const MAX_ATTRIBUTES = 10;
 
 export function checkBody(body: string): void {
@@ -186,5 +188,16 @@ export function checkBatchEntries(entries: ReadonlyArray<{ Id: string }>): void 
       throw new SqsError('BatchEntryIdsNotDistinct', `Id ${e.Id} repeated.`);
     }
     seen.add(e.Id);
+  }
+}
+
+/** The format AWS gives MessageGroupId, MessageDeduplicationId and ReceiveRequestAttemptId. */
+export function checkFifoToken(param: string, value: string): void {
+  if (!FIFO_TOKEN.test(value)) {
+    throw invalidParameter(
+      param,
+      value,
+      `${param} can only include alphanumeric and punctuation characters. 1 to 128 in length.`,
+    );
   }
 }

@@ -14,13 +14,18 @@ import { receiveMessage } from './receive-message.js';
 import { sendMessage } from './send-message.js';
 import { sendMessageBatch } from './send-message-batch.js';
 import { setQueueAttributes } from './set-queue-attributes.js';
+import { listDeadLetterSourceQueues } from './list-dead-letter-source-queues.js';
+import { cancelMessageMoveTask, listMessageMoveTasks, startMessageMoveTask } from './move-tasks.js';
+import { addPermission, removePermission } from './permissions.js';
 import { listQueueTags, tagQueue, untagQueue } from './tags.js';
 
 /**
- * The action table. Actions of the API model missing here answer UnsupportedOperation and are
- * listed as such in docs/compatibility.md.
+ * The action table: every action of the API model. An action missing here would answer
+ * UnsupportedOperation; test/unit/compatibility-doc.test.ts keeps docs/compatibility.md in step.
  */
 export const actions: { readonly [A in ActionName]?: Action<A> } = {
+  AddPermission: addPermission,
+  CancelMessageMoveTask: cancelMessageMoveTask,
   ChangeMessageVisibility: changeMessageVisibility,
   ChangeMessageVisibilityBatch: changeMessageVisibilityBatch,
   CreateQueue: createQueue,
@@ -29,13 +34,17 @@ export const actions: { readonly [A in ActionName]?: Action<A> } = {
   DeleteQueue: deleteQueue,
   GetQueueAttributes: getQueueAttributes,
   GetQueueUrl: getQueueUrl,
+  ListDeadLetterSourceQueues: listDeadLetterSourceQueues,
+  ListMessageMoveTasks: listMessageMoveTasks,
   ListQueues: listQueues,
   ListQueueTags: listQueueTags,
   PurgeQueue: purgeQueue,
   ReceiveMessage: receiveMessage,
+  RemovePermission: removePermission,
   SendMessage: sendMessage,
   SendMessageBatch: sendMessageBatch,
   SetQueueAttributes: setQueueAttributes,
+  StartMessageMoveTask: startMessageMoveTask,
   TagQueue: tagQueue,
   UntagQueue: untagQueue,
 };

@@ -4,7 +4,7 @@ import { md5OfMessageAttributes } from '../../protocol/md5.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import type { Message as MessageOutput } from '../model.generated.js';
 import { resolveQueue, toSqsError, type Action } from '../service.js';
-import { checkVisibilityTimeout } from '../validate.js';
+import { checkFifoToken, checkVisibilityTimeout } from '../validate.js';
 
 const MESSAGE_ATTRIBUTE_NAMES = new Set([
   'All',
@@ -39,12 +39,15 @@ export const receiveMessage: Action<'ReceiveMessage'> = async (svc, ctx, input) 
     if (!MESSAGE_ATTRIBUTE_NAMES.has(n))
       throw new SqsError('InvalidAttributeName', `Unknown Attribute ${n}.`);
   }
+  // ReceiveRequestAttemptId applies to FIFO queues only; standard queues ignore it (as AWS).
+  const attemptId = q.fifo ? input.ReceiveRequestAttemptId : undefined;
+  if (attemptId !== undefined) checkFifoToken('ReceiveRequestAttemptId', attemptId);
   const vt = input.VisibilityTimeout === undefined ? undefined : input.VisibilityTimeout * 1000;
   let got: Message[];
   try {
-    got = q.receive(max, vt, svc.clock.now());
+    got = q.receive(max, vt, svc.clock.now(), attemptId);
     if (got.length === 0 && wait > 0) {
-      got = await svc.poller.wait(q, max, vt, wait * 1000, (abort) => ctx.onAbort(abort));
+      got = await svc.poller.wait(q, max, vt, wait * 1000, (abort) => ctx.onAbort(abort), attemptId);
     }
   } catch (e) {
     throw toSqsError(e);
@@ -111,5 +114,10 @@ function systemAttributes(m: Message, names: ReadonlySet<string>): Record<string
   const trace = m.systemAttributes?.AWSTraceHeader?.StringValue;
   if (trace !== undefined && want('AWSTraceHeader')) out.AWSTraceHeader = trace;
   if (m.groupId !== undefined && want('MessageGroupId')) out.MessageGroupId = m.groupId;
+  if (m.deduplicationId !== undefined && want('MessageDeduplicationId'))
+    out.MessageDeduplicationId = m.deduplicationId;
+  if (m.sequenceNumber !== undefined && want('SequenceNumber')) out.SequenceNumber = m.sequenceNumber;
+  if (m.deadLetterSourceArn !== undefined && want('DeadLetterQueueSourceArn'))
+    out.DeadLetterQueueSourceArn = m.deadLetterSourceArn;
   return out;
 }

@@ -4,7 +4,7 @@ import type { BatchResultErrorEntry, SendMessageBatchResultEntry } from '../mode
 import { resolveQueue, type Action } from '../service.js';
 import { checkBatchEntries } from '../validate.js';
 import { failedEntry } from './batch.js';
-import { prepareSend, type PreparedSend } from './send.js';
+import { prepareSend, WholeBatchError, type PreparedSend } from './send.js';
 
 export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
@@ -13,10 +13,12 @@ export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) =>
   let total = 0;
   for (const e of input.Entries) {
     try {
-      const p = prepareSend(q, ctx, e);
+      const p = prepareSend(q, ctx, e, true);
       total += p.size;
       prepared.push(p);
     } catch (err) {
+      // FIFO: an entry without MessageGroupId or deduplication id fails the whole batch (AWS).
+      if (err instanceof WholeBatchError) throw err;
       prepared.push(failedEntry(e.Id, err));
     }
   }
@@ -35,10 +37,24 @@ export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) =>
       Failed.push(p);
       return;
     }
-    const m = q.send(p.message, now);
-    const r: SendMessageBatchResultEntry = { Id: e.Id, MessageId: m.id, MD5OfMessageBody: m.md5OfBody };
+    // In entry order, so a FIFO batch keeps its order within each group and a repeated
+    // deduplication id within the batch answers with the first entry's message.
+    let sent;
+    try {
+      sent = q.sendMessage(p.message, now);
+    } catch (err) {
+      Failed.push(failedEntry(e.Id, err));
+      return;
+    }
+    const m = p.message;
+    const r: SendMessageBatchResultEntry = {
+      Id: e.Id,
+      MessageId: sent.messageId,
+      MD5OfMessageBody: m.md5OfBody,
+    };
     if (m.md5OfAttributes !== undefined) r.MD5OfMessageAttributes = m.md5OfAttributes;
     if (m.md5OfSystemAttributes !== undefined) r.MD5OfMessageSystemAttributes = m.md5OfSystemAttributes;
+    if (sent.sequenceNumber !== undefined) r.SequenceNumber = sent.sequenceNumber;
     Successful.push(r);
   });
   return { Successful, Failed };

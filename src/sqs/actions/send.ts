@@ -3,10 +3,16 @@ import { randomUUID } from 'node:crypto';
 import type { NewMessage } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
 import { md5OfBody, md5OfMessageAttributes } from '../../protocol/md5.js';
-import { missingParameter, SqsError } from '../errors.js';
+import { invalidParameter, missingParameter, SqsError } from '../errors.js';
 import type { MessageAttributeValue, MessageSystemAttributeValue } from '../model.generated.js';
 import type { RequestContext } from '../service.js';
-import { checkBody, checkDelaySeconds, checkMessageAttributes, checkSystemAttributes } from '../validate.js';
+import {
+  checkBody,
+  checkDelaySeconds,
+  checkFifoToken,
+  checkMessageAttributes,
+  checkSystemAttributes,
+} from '../validate.js';
 
 export interface SendEntry {
   MessageBody?: string;
@@ -17,17 +23,35 @@ export interface SendEntry {
   MessageGroupId?: string;
 }
 
+/** An entry error that fails a whole SendMessageBatch, not just the entry (see prepareSend). */
+export class WholeBatchError extends SqsError {}
+
 export interface PreparedSend {
   readonly message: NewMessage;
   /** Bytes counted against MaximumMessageSize and the 1 MiB batch limit. */
   readonly size: number;
 }
 
-export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry): PreparedSend {
+/**
+ * One entry's checks, in AWS's order, and the message to store. `batch`: SendMessageBatch, where
+ * a FIFO entry without MessageGroupId or deduplication id fails the whole request with
+ * InvalidParameterValue (AWS), instead of SendMessage's MissingParameter / InvalidParameterValue.
+ */
+export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch = false): PreparedSend {
   const body = e.MessageBody;
   if (body === undefined) throw missingParameter('MessageBody');
   checkBody(body);
   checkDelaySeconds(e.DelaySeconds);
+  if (q.fifo) checkFifoEntry(q, e, batch);
+  else if (e.MessageDeduplicationId !== undefined) {
+    throw invalidParameter(
+      'MessageDeduplicationId',
+      e.MessageDeduplicationId,
+      'The request include parameter that is not valid for this queue type.',
+    );
+  }
+  // Fair queues: a standard queue takes a MessageGroupId too (and returns it on receive).
+  if (e.MessageGroupId !== undefined) checkFifoToken('MessageGroupId', e.MessageGroupId);
   const size =
     Buffer.byteLength(body) +
     checkMessageAttributes(e.MessageAttributes) +
@@ -36,12 +60,6 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry): Prepar
     throw new SqsError(
       'InvalidParameterValue',
       `One or more parameters are invalid. Reason: Message must be shorter than ${q.maxMessageSize} bytes.`,
-    );
-  }
-  if (q.fifo) {
-    throw new SqsError(
-      'UnsupportedOperation',
-      'FIFO queues are not served by this version of shared-sqs yet.',
     );
   }
   const attrs = nonEmpty(e.MessageAttributes);
@@ -66,4 +84,32 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry): Prepar
 
 function nonEmpty<T extends object>(o: T | undefined): T | undefined {
   return o === undefined || Object.keys(o).length === 0 ? undefined : o;
+}
+
+/** The FIFO rules of an entry (SendMessage API reference; messages as AWS words them). */
+function checkFifoEntry(q: Queue, e: SendEntry, batch: boolean): void {
+  // A zero delay changes nothing and some clients always send it; any other is refused.
+  if (e.DelaySeconds !== undefined && e.DelaySeconds !== 0) {
+    throw invalidParameter(
+      'DelaySeconds',
+      e.DelaySeconds,
+      'The request include parameter that is not valid for this queue type.',
+    );
+  }
+  if (e.MessageGroupId === undefined) {
+    const message = 'The request must contain the parameter MessageGroupId.';
+    throw batch
+      ? new WholeBatchError('InvalidParameterValue', message)
+      : new SqsError('MissingParameter', message);
+  }
+  if (e.MessageDeduplicationId === undefined && !q.contentBasedDeduplication) {
+    const message =
+      'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly';
+    throw batch
+      ? new WholeBatchError('InvalidParameterValue', message)
+      : new SqsError('InvalidParameterValue', message);
+  }
+  if (e.MessageDeduplicationId !== undefined) {
+    checkFifoToken('MessageDeduplicationId', e.MessageDeduplicationId);
+  }
 }
