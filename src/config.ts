@@ -13,6 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
+import { AUTH_MODES, type AuthMode } from './auth/authenticate.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
 import { checkPrefix } from './persistence/keys.js';
 
@@ -49,6 +50,10 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** Refuse to recreate a queue of the same name for 60 s after DeleteQueue, as AWS does. */
   readonly queueDeletedRecently: boolean;
+  /** off: requests act in the default account (or their 12-digit key's); on: SigV4 with a tenant's key. */
+  readonly auth: AuthMode;
+  /** A JSON file of tenants and queues to create at start (src/startup-config.ts); undefined: none. */
+  readonly configFile: string | undefined;
 }
 
 export interface RedisHostPort {
@@ -86,6 +91,7 @@ export const DEFAULTS = {
   leaderIntervalMs: 3_000,
   queueDeletedRecently: true,
   redisPrefix: '{ssq}:',
+  auth: 'off',
 } as const satisfies Partial<Config>;
 
 /** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
@@ -108,6 +114,8 @@ const STRING_FLAGS = [
   'leader-ttl',
   'leader-interval',
   'admin-token',
+  'auth',
+  'config',
 ] as const;
 const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently'] as const;
 type StringFlag = (typeof STRING_FLAGS)[number];
@@ -234,6 +242,17 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
     group: GROUP_REDIS,
     describe: 'How often the lock is renewed or tried',
     shownDefault: '3s',
+  },
+  auth: {
+    group: GROUP_SERVER,
+    describe:
+      'off: no signature checked, requests act in --account-id (or in the account their 12-digit access ' +
+      "key id names); on: every request needs a valid SigV4 signature made with a tenant's key",
+    shownDefault: 'off',
+  },
+  config: {
+    group: GROUP_SERVER,
+    describe: 'JSON file of tenants (with keys) and queues to create at start if missing (docs/admin.md)',
   },
   'admin-token': {
     group: GROUP_OTHER,
@@ -596,6 +615,19 @@ function parseRedisPrefix(raw: Raw<string> | undefined): string {
   return raw.value;
 }
 
+function parseAuth(raw: Raw<string> | undefined): AuthMode {
+  if (raw === undefined) return DEFAULTS.auth;
+  const mode = raw.value.trim().toLowerCase();
+  const found = AUTH_MODES.find((m) => m === mode);
+  if (found === undefined) fail(raw, `must be one of ${AUTH_MODES.join(', ')}`);
+  return found;
+}
+
+function parseConfigFile(raw: Raw<string> | undefined): string | undefined {
+  if (raw === undefined || raw.value.trim() === '') return undefined;
+  return raw.value.trim();
+}
+
 function parseSecret(raw: Raw<string> | undefined): string | undefined {
   if (raw === undefined || raw.value === '') return undefined;
   // Such a value could never match an HTTP header (or is a stray newline from a file).
@@ -716,6 +748,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     leaderIntervalMs,
     adminToken: parseSecret(src.string('admin-token')),
     queueDeletedRecently: src.boolean('queue-deleted-recently')?.value ?? DEFAULTS.queueDeletedRecently,
+    auth: parseAuth(src.string('auth')),
+    configFile: parseConfigFile(src.string('config')),
   };
 }
 

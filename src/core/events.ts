@@ -2,6 +2,7 @@ import type { AttemptRecord, DedupRecord } from './fifo.js';
 import type { Message } from './message.js';
 import type { MoveTask } from './movetasks.js';
 import type { Queue } from './queue.js';
+import type { Tenant } from './tenants.js';
 
 /**
  * What changed, for whoever keeps a copy of the state (the Redis writer). The core emits these
@@ -32,7 +33,10 @@ export type ChangeEvent =
   /** A message move task started, made progress or changed status. */
   | { readonly type: 'move-task-put'; readonly task: MoveTask }
   /** A finished move task fell out of its source's last ten. */
-  | { readonly type: 'move-task-delete'; readonly task: MoveTask };
+  | { readonly type: 'move-task-delete'; readonly task: MoveTask }
+  /** A tenant was created or its keys changed (tenants.ts). */
+  | { readonly type: 'tenant-put'; readonly tenant: Tenant }
+  | { readonly type: 'tenant-delete'; readonly tenant: Tenant };
 
 export interface CoreListener {
   /** Called on every change, when someone records them. */

@@ -73,6 +73,8 @@ export class Queue {
   lastModifiedAt: number;
   lastPurgeAt = Number.NEGATIVE_INFINITY;
   deleted = false;
+  /** Messages moved to the dead-letter queue since this process loaded the queue (metrics). */
+  deadLettered = 0;
 
   // Cached numeric attributes, read on every send and receive.
   visibilityTimeoutMs = 30_000;
@@ -128,7 +130,7 @@ export class Queue {
   }
 
   get key(): string {
-    return queueKey(this.accountId, this.name);
+    return queueKey(this.accountId, this.name, this.region);
   }
 
   /**
@@ -475,6 +477,7 @@ export class Queue {
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
+    this.deadLettered++;
     this.remove(msg);
     dlq.acceptDeadLetter(msg, this.arn, now);
   }
@@ -885,8 +888,12 @@ class LateRetention {
   }
 }
 
-export function queueKey(accountId: string, name: string): string {
-  return `${accountId}/${name}`;
+/** The region of lookups that name none (callers that predate regions, tests). */
+export const DEFAULT_REGION = 'us-east-1';
+
+/** Queue names are unique per account and region, as on AWS. */
+export function queueKey(accountId: string, name: string, region: string = DEFAULT_REGION): string {
+  return `${accountId}/${region}/${name}`;
 }
 
 let nonceCounter = 0;

@@ -5,6 +5,7 @@ import type { ChangeEvent, CoreListener } from './events.js';
 import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
 import { Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
+import { Tenants } from './tenants.js';
 
 export interface StoreOptions {
   /** How long a deleted queue's name stays taken; AWS: 60 s. 0 turns the rule off. */
@@ -28,6 +29,8 @@ export class QueueStore {
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
   /** Message move tasks, by source queue (movetasks.ts); advanced by the driver in src/sqs. */
   readonly moveTasks: MoveTasks;
+  /** Tenants and their keys (tenants.ts); their changes go to the same listener as the queues'. */
+  readonly tenants: Tenants;
 
   constructor(
     readonly clock: Clock,
@@ -43,6 +46,7 @@ export class QueueStore {
       queueByArn: (arn) => this.byArn(arn),
     };
     this.moveTasks = new MoveTasks((e) => this.listener.change?.(e));
+    this.tenants = new Tenants((e) => this.listener.change?.(e));
   }
 
   /** Subscribes to every change; once anyone does, queues start reporting them. */
@@ -63,12 +67,12 @@ export class QueueStore {
     this.deadlineListeners.push(fn);
   }
 
-  get(accountId: string, name: string): Queue | undefined {
-    return this.queues.get(queueKey(accountId, name));
+  get(accountId: string, name: string, region?: string): Queue | undefined {
+    return this.queues.get(queueKey(accountId, name, region));
   }
 
-  require(accountId: string, name: string): Queue {
-    const q = this.queues.get(queueKey(accountId, name));
+  require(accountId: string, name: string, region?: string): Queue {
+    const q = this.queues.get(queueKey(accountId, name, region));
     if (q === undefined) throw new CoreError('QueueDoesNotExist', 'The specified queue does not exist.');
     return q;
   }
@@ -106,7 +110,7 @@ export class QueueStore {
     if (!fifoName) delete valid.FifoQueue;
     const resolved = resolveAttributes(defaultAttributes(fifoName), valid);
     const now = this.clock.now();
-    const key = queueKey(id.accountId, id.name);
+    const key = queueKey(id.accountId, id.name, id.region);
     const existing = this.queues.get(key);
     if (existing !== undefined) {
       for (const [name, value] of Object.entries(valid)) {
@@ -169,11 +173,17 @@ export class QueueStore {
     this.listener.available?.(queue);
   }
 
-  /** The account's queues whose names start with prefix, sorted by name. */
-  list(accountId: string, prefix = ''): Queue[] {
+  /** The account's queues whose names start with prefix (in `region`, or all), sorted by name. */
+  list(accountId: string, prefix = '', region?: string): Queue[] {
     const out: Queue[] = [];
     for (const q of this.queues.values()) {
-      if (q.accountId === accountId && q.name.startsWith(prefix)) out.push(q);
+      if (
+        q.accountId === accountId &&
+        q.name.startsWith(prefix) &&
+        (region === undefined || q.region === region)
+      ) {
+        out.push(q);
+      }
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
@@ -218,8 +228,7 @@ export class QueueStore {
   byArn(arn: string): Queue | undefined {
     const a = parseQueueArn(arn);
     if (a === undefined) return undefined;
-    const q = this.queues.get(queueKey(a.accountId, a.name));
-    return q !== undefined && q.region === a.region ? q : undefined;
+    return this.queues.get(queueKey(a.accountId, a.name, a.region));
   }
 
   /** ListDeadLetterSourceQueues: the account's queues whose RedrivePolicy names `dlq`, by name. */

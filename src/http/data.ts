@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
+import { AuthError } from '../auth/sigv4.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
 import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
@@ -32,6 +34,18 @@ export interface DataPlaneOptions {
    * write failed, and the client gets that error instead of a 200. Memory-only: absent.
    */
   readonly commit?: () => Promise<void>;
+  /**
+   * Who a request acts as (src/auth): the mode, the tenants' keys and the clock for SigV4. Absent:
+   * auth off with no tenants (every request acts in `accountId`, or its 12-digit access key id).
+   */
+  readonly auth?: Pick<AuthOptions, 'mode' | 'keyOwner' | 'now'>;
+  /** Told of every successful action with its output (message counters); keep it cheap. */
+  readonly onResult?: (
+    action: ActionName,
+    principal: Principal,
+    queue: string | undefined,
+    output: unknown,
+  ) => void;
 }
 
 type Protocol = 'json' | 'query';
@@ -61,6 +75,13 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   const { services, logger } = opts;
   const isServing = opts.isServing ?? (() => true);
   const observe = opts.observe ?? (() => undefined);
+  const authOptions: AuthOptions = {
+    mode: opts.auth?.mode ?? 'off',
+    keyOwner: opts.auth?.keyOwner ?? (() => undefined),
+    now: opts.auth?.now ?? Date.now,
+    defaultAccountId: opts.accountId,
+    defaultRegion: opts.region,
+  };
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -84,24 +105,36 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     let action = 'Unknown';
     let queue: string | undefined;
     let status = 200;
+    let principal: Principal | undefined;
     try {
       const baseUrl = opts.baseUrl ?? baseUrlOf(req);
-      const decoded =
-        protocol === 'json'
-          ? decodeJson(header(req, 'x-amz-target'), bodyOf(req))
-          : decodeQuery(queryParams(req, baseUrl));
-      action = decoded.action;
-      queue = queueOf(decoded.input);
+      const body = bodyOf(req);
+      // Decoded first, so an authenticated request's metrics and logs name its action; but an
+      // authentication failure wins over a decoding one: an unsigned client learns nothing more.
+      let decoded: { action: ActionName; input: unknown } | undefined;
+      let decodeError: unknown;
+      try {
+        decoded =
+          protocol === 'json'
+            ? decodeJson(header(req, 'x-amz-target'), body)
+            : decodeQuery(queryParams(req, baseUrl));
+        action = decoded.action;
+        queue = queueOf(decoded.input);
+      } catch (e) {
+        decodeError = e;
+      }
+      principal = authenticate(authOptions, { method: req.method, url: req.url, headers: req.headers, body });
+      if (decoded === undefined) throw decodeError;
       const run = actions[decoded.action] as Action<ActionName> | undefined;
       if (run === undefined) {
         throw new SqsError('UnsupportedOperation', `${decoded.action} is not supported by shared-sqs yet.`);
       }
       const ctx: RequestContext = {
         requestId,
-        accountId: opts.accountId,
-        region: opts.region,
+        accountId: principal.accountId,
+        region: principal.region,
         baseUrl,
-        senderId: opts.accountId,
+        senderId: principal.accountId,
         onAbort: (fn) => {
           reply.raw.once('close', () => {
             if (!reply.raw.writableFinished) fn();
@@ -110,6 +143,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       };
       const output = await run(services, ctx, decoded.input as never);
       if (opts.commit !== undefined) await opts.commit();
+      opts.onResult?.(decoded.action, principal, queue, output);
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {
         void reply.type('application/x-amz-json-1.0').send(encodeJson(output));
@@ -124,7 +158,15 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       const ms = performance.now() - started;
       observe(action, protocol, status, ms / 1000);
       logger.info(
-        { reqId: requestId, action, queue, protocol, status, ms: Math.round(ms * 100) / 100 },
+        {
+          reqId: requestId,
+          action,
+          queue,
+          protocol,
+          status,
+          ms: Math.round(ms * 100) / 100,
+          ...(principal?.tenant === undefined ? {} : { tenant: principal.tenant }),
+        },
         'request',
       );
     }
@@ -211,6 +253,7 @@ function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, reque
 
 function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
   if (e instanceof SqsError) return e;
+  if (e instanceof AuthError) return new SqsError(e.code, e.message);
   logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
   return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
 }

@@ -181,6 +181,39 @@ export const errorCatalogue = {
     'The HTTP body is larger than any valid request.',
   ),
   AccessDenied: def(403, 'AccessDenied', `${CORAL}AccessDeniedException`, 'The caller may not do this.'),
+  // Authentication (SigV4, src/auth/sigv4.ts). The Query codes are what SQS answers; the JSON
+  // types are the Coral exceptions the JSON services name. SQS answers a stale or future-dated
+  // signature SignatureDoesNotMatch ("Signature expired: ..."), not RequestExpired.
+  MissingAuthenticationToken: def(
+    403,
+    'MissingAuthenticationToken',
+    `${CORAL}MissingAuthenticationTokenException`,
+    'The request carries no signature (auth on): no Authorization header and no presigned URL.',
+  ),
+  IncompleteSignature: def(
+    400,
+    'IncompleteSignature',
+    `${CORAL}IncompleteSignatureException`,
+    'The signature is malformed: a part is missing, the credential is not key/date/region/sqs/aws4_request, the date is unreadable.',
+  ),
+  InvalidClientTokenId: def(
+    403,
+    'InvalidClientTokenId',
+    `${CORAL}UnrecognizedClientException`,
+    'The access key id is not one of any tenant.',
+  ),
+  SignatureDoesNotMatch: def(
+    403,
+    'SignatureDoesNotMatch',
+    `${CORAL}InvalidSignatureException`,
+    'The signature is wrong (secret, body, headers), its scope is (date, region, service), or its date is more than 15 minutes off.',
+  ),
+  RequestExpired: def(
+    400,
+    'RequestExpired',
+    `${CORAL}RequestExpired`,
+    'A presigned URL is used after its X-Amz-Expires.',
+  ),
   ServiceUnavailable: def(
     503,
     'ServiceUnavailable',

@@ -33,6 +33,8 @@ const DEFAULT_CONFIG: Config = {
   leaderIntervalMs: 3_000,
   adminToken: undefined,
   queueDeletedRecently: true,
+  auth: 'off',
+  configFile: undefined,
 };
 
 /** Asserts that parsing fails with a ConfigError whose one-line message matches `pattern`. */

@@ -6,7 +6,7 @@ export const getQueueUrl: Action<'GetQueueUrl'> = (svc, ctx, input) => {
   // the caller's own account can match.
   const owner = input.QueueOwnerAWSAccountId ?? ctx.accountId;
   if (owner !== ctx.accountId) throw queueDoesNotExist();
-  const q = svc.store.get(ctx.accountId, input.QueueName);
+  const q = svc.store.get(ctx.accountId, input.QueueName, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
   return { QueueUrl: queueUrl(ctx, q) };
 };
