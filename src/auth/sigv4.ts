@@ -339,7 +339,8 @@ function parsePresigned(params: URLSearchParams): Parsed {
     dateFrom: 'X-Amz-Date',
     expiresSeconds,
     // The SDKs hoist x-amz-* headers into the query as they were spelled (often lower case).
-    presignedPayloadHash: params.get('X-Amz-Content-Sha256') ?? params.get('x-amz-content-sha256') ?? undefined,
+    presignedPayloadHash:
+      params.get('X-Amz-Content-Sha256') ?? params.get('x-amz-content-sha256') ?? undefined,
   };
 }
 
