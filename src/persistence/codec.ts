@@ -25,6 +25,7 @@ import { Message, type MessageAttributes, type MessageState } from '../core/mess
 import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
+import { Tenant, type AccessKey } from '../core/tenants.js';
 
 export class CodecError extends Error {
   override readonly name = 'CodecError';
@@ -405,4 +406,61 @@ function unjson(f: string | undefined, id: string): unknown {
   } catch {
     throw new CodecError(`message ${id}: attributes are not JSON`);
   }
+}
+
+// ---- tenants (src/core/tenants.ts) -----------------------------------------------------------
+
+/**
+ * A tenant and its keys, as JSON, in the `tenants` hash under the tenant's name. The secrets are
+ * stored as they are (SigV4 verification needs them): whoever can read Redis can sign as any
+ * tenant, so Redis must be as closed as the admin token (docs/admin.md).
+ */
+export function serializeTenant(t: Tenant): string {
+  return JSON.stringify({
+    v: 1,
+    name: t.name,
+    accountId: t.accountId,
+    createdAt: t.createdAt,
+    keys: t.keys.map((k) => ({
+      accessKeyId: k.accessKeyId,
+      secretAccessKey: k.secretAccessKey,
+      createdAt: k.createdAt,
+    })),
+  });
+}
+
+export function deserializeTenant(record: string): Tenant {
+  let r: Record<string, unknown>;
+  try {
+    r = JSON.parse(record) as Record<string, unknown>;
+  } catch {
+    throw new CodecError('tenant record is not JSON');
+  }
+  const keys = r['keys'];
+  if (
+    r['v'] !== 1 ||
+    typeof r['name'] !== 'string' ||
+    typeof r['accountId'] !== 'string' ||
+    typeof r['createdAt'] !== 'number' ||
+    !Array.isArray(keys)
+  ) {
+    throw new CodecError(`tenant record ${record.slice(0, 100)} lacks a field or has a wrong type`);
+  }
+  const parsed: AccessKey[] = keys.map((k: unknown) => {
+    const o = k as Record<string, unknown> | null;
+    if (
+      o === null ||
+      typeof o['accessKeyId'] !== 'string' ||
+      typeof o['secretAccessKey'] !== 'string' ||
+      typeof o['createdAt'] !== 'number'
+    ) {
+      throw new CodecError(`tenant ${String(r['name'])}: a key lacks a field or has a wrong type`);
+    }
+    return {
+      accessKeyId: o['accessKeyId'],
+      secretAccessKey: o['secretAccessKey'],
+      createdAt: o['createdAt'],
+    };
+  });
+  return new Tenant(r['name'], r['accountId'], parsed, r['createdAt']);
 }

@@ -11,6 +11,7 @@
  * | `<p>d:<uid>`         | hash   | FIFO: deduplication key → record (5 min; expired ones dropped) |
  * | `<p>a:<uid>`         | hash   | FIFO: ReceiveRequestAttemptId → what that receive returned   |
  * | `<p>tasks`           | hash   | message move task id → task record                           |
+ * | `<p>tenants`         | hash   | tenant name → tenant record with its keys (codec.ts)         |
  * | `<p>leader`          | string | the leader lock (the HA issue's); write scripts fence on it  |
  *
  * A queue's messages are keyed by the queue's uid, not its name: a purge or a DeleteQueue drops
@@ -28,6 +29,7 @@ export interface Keys {
   readonly seq: string;
   readonly lock: string;
   readonly tasks: string;
+  readonly tenants: string;
   /** The hash of one queue's messages; the Lua scripts build the same name from the prefix. */
   messages(uid: string): string;
   /** FIFO: the hashes of one queue's deduplication and receive-attempt records (same rule). */
@@ -43,6 +45,7 @@ export function keysFor(prefix: string = DEFAULT_PREFIX, lock?: string): Keys {
     seq: `${prefix}seq`,
     lock: lock ?? `${prefix}leader`,
     tasks: `${prefix}tasks`,
+    tenants: `${prefix}tenants`,
     messages: (uid) => `${prefix}m:${uid}`,
     dedup: (uid) => `${prefix}d:${uid}`,
     attempts: (uid) => `${prefix}a:${uid}`,

@@ -17,7 +17,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Message } from '../core/message.js';
 import type { QueueStore } from '../core/store.js';
-import { CodecError, deserializeMessage, deserializeQueue } from './codec.js';
+import { CodecError, deserializeMessage, deserializeQueue, deserializeTenant } from './codec.js';
 import { loadMoveTasks, loadQueueRecords } from './load-records.js';
 import { LAYOUT_VERSION, type Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts } from './scripts.js';
@@ -147,6 +147,14 @@ async function load(
     await yieldToLoop();
   }
   await loadMoveTasks(redis, keys, store);
+  // Tenants and their keys (src/core/tenants.ts): a few records, one HGETALL.
+  for (const [name, record] of Object.entries(await redis.hgetall(keys.tenants))) {
+    try {
+      store.tenants.restore(deserializeTenant(record));
+    } catch (e) {
+      throw withContext(e, `tenant ${name} in ${keys.tenants}`);
+    }
+  }
 }
 
 /** A request made ahead: if decoding the current chunk throws, its failure is not unhandled. */

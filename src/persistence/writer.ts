@@ -42,7 +42,9 @@ import {
   serializeMessage,
   serializeMoveTask,
   serializeQueue,
+  serializeTenant,
 } from './codec.js';
+import type { Tenant } from '../core/tenants.js';
 import type { Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
 import type { Redis } from 'ioredis';
@@ -65,6 +67,8 @@ interface Batch {
   readonly attempts: Map<Queue, Set<string>>;
   /** Move tasks started, changed or forgotten. */
   readonly tasks: Set<MoveTask>;
+  /** Tenants created, changed (keys) or deleted. */
+  readonly tenants: Set<Tenant>;
   readonly done: Promise<void>;
   resolve(): void;
   reject(e: Error): void;
@@ -136,6 +140,10 @@ export class Writer {
       case 'move-task-delete':
         b.tasks.add(e.task);
         break;
+      case 'tenant-put':
+      case 'tenant-delete':
+        b.tenants.add(e.tenant);
+        break;
     }
   }
 
@@ -173,6 +181,7 @@ export class Writer {
       dedups: new Map(),
       attempts: new Map(),
       tasks: new Set(),
+      tenants: new Set(),
       done,
       resolve,
       reject,
@@ -312,6 +321,17 @@ export class Writer {
         else dels.push(t.taskId);
       }
       hash('tasks', puts, dels);
+    }
+    if (b.tenants.size > 0) {
+      const puts: string[] = [];
+      const dels: string[] = [];
+      for (const t of b.tenants) {
+        // Written as the store holds it now; gone: deleted (a newer tenant of the name is in the batch too).
+        const live = this.store === undefined ? t : this.store.tenants.get(t.name);
+        if (live === t) puts.push(t.name, serializeTenant(t));
+        else if (live === undefined) dels.push(t.name);
+      }
+      hash('tenants', puts, dels);
     }
 
     // Per queue: [id, record, id, record...] written and [id...] deleted. Most ticks touch one queue.
