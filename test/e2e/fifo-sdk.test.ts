@@ -1,0 +1,339 @@
+/**
+ * FIFO queues (and fair queues) through @aws-sdk/client-sqs (JSON 1.0 protocol): creation rules,
+ * what a send needs, deduplication, SequenceNumber, group order and locks, ReceiveRequestAttemptId,
+ * the FIFO system attributes, SendMessageBatch on FIFO, and the high-throughput attribute rules.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  ChangeMessageVisibilityCommand,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SetQueueAttributesCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { expectSdkError } from '../helpers/assertions.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+
+let server: RunningServer;
+let client: SQSClient;
+
+before(async () => {
+  server = await startServer();
+  client = sqsClient(server.url);
+});
+
+after(async () => {
+  client?.destroy();
+  await server?.stop();
+});
+
+async function fifoQueue(attributes: Record<string, string> = {}): Promise<string> {
+  const out = await client.send(
+    new CreateQueueCommand({
+      QueueName: `${uniqueName('fifo')}.fifo`,
+      Attributes: { FifoQueue: 'true', ...attributes },
+    }),
+  );
+  assert.ok(out.QueueUrl);
+  return out.QueueUrl;
+}
+
+async function send(
+  url: string,
+  body: string,
+  group: string,
+  dedup?: string,
+): Promise<{ id: string; seq: string }> {
+  const out = await client.send(
+    new SendMessageCommand({
+      QueueUrl: url,
+      MessageBody: body,
+      MessageGroupId: group,
+      ...(dedup === undefined ? {} : { MessageDeduplicationId: dedup }),
+    }),
+  );
+  assert.ok(out.MessageId);
+  assert.ok(out.SequenceNumber, 'a FIFO send answers a SequenceNumber');
+  return { id: out.MessageId, seq: out.SequenceNumber };
+}
+
+async function receive(
+  url: string,
+  max = 10,
+  extra: { ReceiveRequestAttemptId?: string } = {},
+): Promise<Message[]> {
+  const out = await client.send(
+    new ReceiveMessageCommand({
+      QueueUrl: url,
+      MaxNumberOfMessages: max,
+      MessageSystemAttributeNames: ['All'],
+      ...extra,
+    }),
+  );
+  return out.Messages ?? [];
+}
+
+const bodies = (ms: Message[]): string[] => ms.map((m) => m.Body ?? '');
+
+describe('creating FIFO queues', () => {
+  test('Given a name ending in .fifo, When created without FifoQueue=true, Then InvalidParameterValue (400)', async () => {
+    await expectSdkError(client.send(new CreateQueueCommand({ QueueName: `${uniqueName('x')}.fifo` })), {
+      name: 'InvalidParameterValue',
+      code: 'InvalidParameterValue',
+      status: 400,
+    });
+  });
+
+  test('Given FifoQueue=true, When created with a name without .fifo, Then InvalidParameterValue (400)', async () => {
+    await expectSdkError(
+      client.send(new CreateQueueCommand({ QueueName: uniqueName('x'), Attributes: { FifoQueue: 'true' } })),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given a FIFO queue, When its attributes are read, Then the FIFO attributes have their defaults', async () => {
+    const url = await fifoQueue();
+    const out = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    assert.equal(out.Attributes?.FifoQueue, 'true');
+    assert.equal(out.Attributes?.ContentBasedDeduplication, 'false');
+    assert.equal(out.Attributes?.DeduplicationScope, 'queue');
+    assert.equal(out.Attributes?.FifoThroughputLimit, 'perQueue');
+  });
+
+  test('Given FifoThroughputLimit perMessageGroupId with the default DeduplicationScope, When created, Then InvalidAttributeValue (400)', async () => {
+    await expectSdkError(
+      client.send(
+        new CreateQueueCommand({
+          QueueName: `${uniqueName('ht')}.fifo`,
+          Attributes: { FifoQueue: 'true', FifoThroughputLimit: 'perMessageGroupId' },
+        }),
+      ),
+      { name: 'InvalidAttributeValue', code: 'InvalidAttributeValue', status: 400 },
+    );
+  });
+
+  test('Given a standard queue, When DeduplicationScope is set, Then InvalidAttributeName (400)', async () => {
+    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
+    await expectSdkError(
+      client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { DeduplicationScope: 'queue' } })),
+      { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
+    );
+  });
+});
+
+describe('sending to a FIFO queue', () => {
+  test('Given a FIFO queue, When a message is sent without MessageGroupId, Then MissingParameter (400)', async () => {
+    const url = await fifoQueue();
+    await expectSdkError(
+      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd' })),
+      { name: 'MissingParameter', code: 'MissingParameter', status: 400 },
+    );
+  });
+
+  test('Given no ContentBasedDeduplication, When sent without MessageDeduplicationId, Then InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue();
+    await expectSdkError(
+      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g' })),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given a FIFO queue, When a message is sent with DelaySeconds, Then InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
+    await expectSdkError(
+      client.send(
+        new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g', DelaySeconds: 5 }),
+      ),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given a MessageGroupId with a space, When sent, Then InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
+    await expectSdkError(
+      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'a b' })),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given a sent message, When the same deduplication id is sent again, Then the original MessageId and SequenceNumber come back and one message is stored', async () => {
+    const url = await fifoQueue();
+    const first = await send(url, 'one', 'g', 'same');
+    const again = await send(url, 'two', 'g', 'same');
+    assert.deepEqual(again, first);
+    assert.deepEqual(bodies(await receive(url)), ['one']);
+  });
+
+  test('Given ContentBasedDeduplication, When the same body is sent twice, Then the second is a duplicate', async () => {
+    const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
+    const first = await send(url, 'same body', 'g');
+    const again = await send(url, 'same body', 'g');
+    assert.equal(again.id, first.id);
+  });
+
+  test('Given several sends, When their SequenceNumbers are compared, Then each is larger than the one before', async () => {
+    const url = await fifoQueue();
+    const seqs: bigint[] = [];
+    for (let i = 0; i < 5; i++) seqs.push(BigInt((await send(url, `m${i}`, 'g', `d${i}`)).seq));
+    for (let i = 1; i < seqs.length; i++) assert.ok((seqs[i] as bigint) > (seqs[i - 1] as bigint));
+  });
+
+  test('Given DeduplicationScope messageGroup, When one deduplication id is sent in two groups, Then both are stored', async () => {
+    const url = await fifoQueue({
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+    });
+    const a = await send(url, 'a', 'ga', 'same');
+    const b = await send(url, 'b', 'gb', 'same');
+    assert.notEqual(a.id, b.id);
+  });
+
+  test('Given a standard queue, When a message carries MessageDeduplicationId, Then InvalidParameterValue (400)', async () => {
+    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
+    await expectSdkError(
+      client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageDeduplicationId: 'd' })),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given a standard queue (fair queue), When a message carries MessageGroupId, Then it is received with it as a system attribute', async () => {
+    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('fair') }));
+    assert.ok(QueueUrl);
+    await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageGroupId: 'tenant-1' }));
+    const [m] = await receive(QueueUrl);
+    assert.equal(m?.Attributes?.MessageGroupId, 'tenant-1');
+  });
+});
+
+describe('SendMessageBatch on a FIFO queue', () => {
+  test('Given a batch, When sent, Then each entry gets a SequenceNumber and the order in each group is the entry order', async () => {
+    const url = await fifoQueue();
+    const out = await client.send(
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: ['1', '2', '3'].map((i) => ({
+          Id: `e${i}`,
+          MessageBody: `b${i}`,
+          MessageGroupId: 'g',
+          MessageDeduplicationId: `d${i}`,
+        })),
+      }),
+    );
+    assert.equal(out.Successful?.length, 3);
+    assert.ok(out.Successful?.every((e) => e.SequenceNumber !== undefined));
+    assert.deepEqual(bodies(await receive(url)), ['b1', 'b2', 'b3']);
+  });
+
+  test('Given a batch with an entry without MessageGroupId, When sent, Then the whole request fails with InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue();
+    await expectSdkError(
+      client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: url,
+          Entries: [
+            { Id: 'a', MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd1' },
+            { Id: 'b', MessageBody: 'y', MessageDeduplicationId: 'd2' },
+          ],
+        }),
+      ),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+});
+
+describe('receiving from a FIFO queue', () => {
+  test('Given two groups, When received, Then one group comes whole and in order before the other, with the FIFO system attributes', async () => {
+    const url = await fifoQueue();
+    const a1 = await send(url, 'a1', 'a', 'a1');
+    await send(url, 'b1', 'b', 'b1');
+    await send(url, 'a2', 'a', 'a2');
+    const got = await receive(url);
+    assert.deepEqual(bodies(got), ['a1', 'a2', 'b1']);
+    assert.equal(got[0]?.Attributes?.MessageGroupId, 'a');
+    assert.equal(got[0]?.Attributes?.MessageDeduplicationId, 'a1');
+    assert.equal(got[0]?.Attributes?.SequenceNumber, a1.seq);
+  });
+
+  test('Given a group with a message in flight, When received again, Then that group is locked but another group is served', async () => {
+    const url = await fifoQueue();
+    await send(url, 'a1', 'a', 'a1');
+    await send(url, 'a2', 'a', 'a2');
+    await send(url, 'b1', 'b', 'b1');
+    assert.deepEqual(bodies(await receive(url, 1)), ['a1']);
+    assert.deepEqual(bodies(await receive(url)), ['b1']);
+  });
+
+  test('Given a locked group, When its in-flight message is deleted, Then the next message of the group is received', async () => {
+    const url = await fifoQueue();
+    await send(url, 'a1', 'a', 'a1');
+    await send(url, 'a2', 'a', 'a2');
+    const [a1] = await receive(url, 1);
+    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1?.ReceiptHandle }));
+    assert.deepEqual(bodies(await receive(url)), ['a2']);
+  });
+
+  test('Given a locked group, When its message is made visible (timeout 0), Then it is received again first', async () => {
+    const url = await fifoQueue();
+    await send(url, 'a1', 'a', 'a1');
+    await send(url, 'a2', 'a', 'a2');
+    const [a1] = await receive(url, 1);
+    await client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: a1?.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    const again = await receive(url);
+    assert.deepEqual(bodies(again), ['a1', 'a2']);
+    assert.equal(again[0]?.Attributes?.ApproximateReceiveCount, '2');
+  });
+
+  test('Given a receive with a ReceiveRequestAttemptId, When retried, Then the same messages and receipt handles come back', async () => {
+    const url = await fifoQueue();
+    await send(url, 'a1', 'a', 'a1');
+    await send(url, 'b1', 'b', 'b1');
+    const first = await receive(url, 10, { ReceiveRequestAttemptId: 'attempt-1' });
+    const retry = await receive(url, 10, { ReceiveRequestAttemptId: 'attempt-1' });
+    assert.equal(first.length, 2);
+    assert.deepEqual(
+      retry.map((m) => m.ReceiptHandle),
+      first.map((m) => m.ReceiptHandle),
+    );
+  });
+
+  test('Given an invalid ReceiveRequestAttemptId, When received, Then InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue();
+    await expectSdkError(
+      client.send(new ReceiveMessageCommand({ QueueUrl: url, ReceiveRequestAttemptId: 'x'.repeat(129) })),
+      {
+        name: 'InvalidParameterValue',
+        code: 'InvalidParameterValue',
+        status: 400,
+      },
+    );
+  });
+
+  test('Given a FIFO message whose visibility expired, When deleted with its old handle, Then InvalidParameterValue (400)', async () => {
+    const url = await fifoQueue();
+    await send(url, 'a1', 'a', 'a1');
+    const [a1] = await client
+      .send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0 }))
+      .then((o) => o.Messages ?? []);
+    assert.ok(a1?.ReceiptHandle);
+    await expectSdkError(
+      client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1.ReceiptHandle })),
+      {
+        name: 'InvalidParameterValue',
+        code: 'InvalidParameterValue',
+        status: 400,
+      },
+    );
+  });
+});

@@ -1,0 +1,282 @@
+/**
+ * AddPermission / RemovePermission and the Policy attribute, and the encryption attributes
+ * (KmsMasterKeyId, KmsDataKeyReusePeriodSeconds, SqsManagedSseEnabled), through
+ * @aws-sdk/client-sqs (JSON 1.0) and Debian's aws-cli 2.9 at /usr/bin/aws (Query).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  AddPermissionCommand,
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  RemovePermissionCommand,
+  SetQueueAttributesCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import { expectSdkError } from '../helpers/assertions.js';
+import {
+  awsCli,
+  awsCliOk,
+  requireDebianAws,
+  sqsClient,
+  startServer,
+  uniqueName,
+  type RunningServer,
+} from '../helpers/server.js';
+
+let server: RunningServer;
+let client: SQSClient;
+
+before(async () => {
+  requireDebianAws();
+  server = await startServer();
+  client = sqsClient(server.url);
+});
+
+after(async () => {
+  client?.destroy();
+  await server?.stop();
+});
+
+interface Statement {
+  Sid: string;
+  Effect: string;
+  Principal: { AWS: string | string[] };
+  Action: string | string[];
+  Resource: string;
+}
+
+async function createQueue(attributes: Record<string, string> = {}): Promise<string> {
+  const { QueueUrl } = await client.send(
+    new CreateQueueCommand({ QueueName: uniqueName('perm'), Attributes: attributes }),
+  );
+  assert.ok(QueueUrl);
+  return QueueUrl;
+}
+
+async function attributes(url: string): Promise<Record<string, string>> {
+  const out = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+  return out.Attributes ?? {};
+}
+
+async function statements(url: string): Promise<Statement[]> {
+  const policy = (await attributes(url)).Policy;
+  assert.ok(policy, 'the queue has a Policy');
+  return (JSON.parse(policy) as { Statement: Statement[] }).Statement;
+}
+
+describe('AddPermission and RemovePermission (JSON)', () => {
+  test('Given a queue, When a permission is added, Then GetQueueAttributes returns it as a Policy statement', async () => {
+    const url = await createQueue();
+    await client.send(
+      new AddPermissionCommand({
+        QueueUrl: url,
+        Label: 'senders',
+        AWSAccountIds: ['111122223333'],
+        Actions: ['SendMessage'],
+      }),
+    );
+    const [s] = await statements(url);
+    assert.equal(s?.Sid, 'senders');
+    assert.equal(s?.Effect, 'Allow');
+    assert.deepEqual(s?.Principal, { AWS: 'arn:aws:iam::111122223333:root' });
+    assert.equal(s?.Action, 'SQS:SendMessage');
+    assert.match(s?.Resource ?? '', /^arn:aws:sqs:/);
+  });
+
+  test('Given two permissions, When one is removed, Then the other stays; when the last goes, Then there is no Policy', async () => {
+    const url = await createQueue();
+    for (const label of ['one', 'two']) {
+      await client.send(
+        new AddPermissionCommand({
+          QueueUrl: url,
+          Label: label,
+          AWSAccountIds: ['111122223333'],
+          Actions: ['ReceiveMessage'],
+        }),
+      );
+    }
+    await client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'one' }));
+    assert.deepEqual(
+      (await statements(url)).map((s) => s.Sid),
+      ['two'],
+    );
+    await client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'two' }));
+    assert.equal((await attributes(url)).Policy, undefined);
+  });
+
+  test('Given a label in use, When added again, Then InvalidParameterValue (400)', async () => {
+    const url = await createQueue();
+    const add = (): Promise<unknown> =>
+      client.send(
+        new AddPermissionCommand({
+          QueueUrl: url,
+          Label: 'dup',
+          AWSAccountIds: ['111122223333'],
+          Actions: ['*'],
+        }),
+      );
+    await add();
+    await expectSdkError(add(), {
+      name: 'InvalidParameterValue',
+      code: 'InvalidParameterValue',
+      status: 400,
+    });
+  });
+
+  test('Given an action only the owner may call, When granted, Then InvalidParameterValue (400)', async () => {
+    const url = await createQueue();
+    await expectSdkError(
+      client.send(
+        new AddPermissionCommand({
+          QueueUrl: url,
+          Label: 'x',
+          AWSAccountIds: ['111122223333'],
+          Actions: ['DeleteQueue'],
+        }),
+      ),
+      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+    );
+  });
+
+  test('Given eight actions, When granted, Then OverLimit (403)', async () => {
+    const url = await createQueue();
+    const actions = [
+      'SendMessage',
+      'ReceiveMessage',
+      'DeleteMessage',
+      'ChangeMessageVisibility',
+      'GetQueueAttributes',
+      'GetQueueUrl',
+      'PurgeQueue',
+      'ListDeadLetterSourceQueues',
+    ];
+    await expectSdkError(
+      client.send(
+        new AddPermissionCommand({
+          QueueUrl: url,
+          Label: 'x',
+          AWSAccountIds: ['111122223333'],
+          Actions: actions,
+        }),
+      ),
+      { name: 'OverLimit', code: 'OverLimit', status: 403 },
+    );
+  });
+
+  test('Given a label not in the Policy, When removed, Then InvalidParameterValue (400)', async () => {
+    const url = await createQueue();
+    await expectSdkError(client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'nope' })), {
+      name: 'InvalidParameterValue',
+      code: 'InvalidParameterValue',
+      status: 400,
+    });
+  });
+
+  test('Given a Policy set with SetQueueAttributes, When a permission is added, Then both statements are there', async () => {
+    const url = await createQueue();
+    const own = {
+      Version: '2012-10-17',
+      Statement: [{ Sid: 'own', Effect: 'Allow', Principal: '*', Action: 'sqs:*' }],
+    };
+    await client.send(
+      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: JSON.stringify(own) } }),
+    );
+    await client.send(
+      new AddPermissionCommand({
+        QueueUrl: url,
+        Label: 'added',
+        AWSAccountIds: ['111122223333'],
+        Actions: ['SendMessage'],
+      }),
+    );
+    assert.deepEqual(
+      (await statements(url)).map((s) => s.Sid),
+      ['own', 'added'],
+    );
+  });
+});
+
+describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
+  test('Given a queue, When aws sqs add-permission and remove-permission are called, Then the Policy has the statement and then has none', async () => {
+    const url = await createQueue();
+    await awsCliOk(server.url, [
+      'add-permission',
+      '--queue-url',
+      url,
+      '--label',
+      'cli',
+      '--aws-account-ids',
+      '111122223333',
+      '444455556666',
+      '--actions',
+      'SendMessage',
+      'ReceiveMessage',
+    ]);
+    const out = await awsCliOk(server.url, [
+      'get-queue-attributes',
+      '--queue-url',
+      url,
+      '--attribute-names',
+      'Policy',
+    ]);
+    const policy = JSON.parse((out.Attributes as { Policy: string }).Policy) as { Statement: Statement[] };
+    assert.deepEqual(policy.Statement[0]?.Action, ['SQS:SendMessage', 'SQS:ReceiveMessage']);
+    assert.deepEqual(policy.Statement[0]?.Principal.AWS, [
+      'arn:aws:iam::111122223333:root',
+      'arn:aws:iam::444455556666:root',
+    ]);
+    await awsCliOk(server.url, ['remove-permission', '--queue-url', url, '--label', 'cli']);
+    assert.equal((await attributes(url)).Policy, undefined);
+  });
+
+  test('Given a label not in the Policy, When aws sqs remove-permission is called, Then InvalidParameterValue (400)', async () => {
+    const url = await createQueue();
+    const res = await awsCli(server.url, ['remove-permission', '--queue-url', url, '--label', 'nope'], {
+      debug: true,
+    });
+    assert.notEqual(res.code, 0);
+    assert.equal(res.errorCode, 'InvalidParameterValue');
+    assert.equal(res.status, 400);
+  });
+});
+
+describe('encryption attributes', () => {
+  test('Given KmsMasterKeyId at creation, When read, Then SSE-SQS is off and the data key period is 300', async () => {
+    const url = await createQueue({ KmsMasterKeyId: 'alias/aws/sqs' });
+    const a = await attributes(url);
+    assert.equal(a.KmsMasterKeyId, 'alias/aws/sqs');
+    assert.equal(a.SqsManagedSseEnabled, 'false');
+    assert.equal(a.KmsDataKeyReusePeriodSeconds, '300');
+  });
+
+  test('Given KmsMasterKeyId and SqsManagedSseEnabled true together, When set, Then InvalidAttributeName (400)', async () => {
+    const url = await createQueue();
+    await expectSdkError(
+      client.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: url,
+          Attributes: { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' },
+        }),
+      ),
+      { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
+    );
+  });
+
+  test('Given KmsDataKeyReusePeriodSeconds 59, When aws sqs set-queue-attributes sets it, Then InvalidAttributeValue (400)', async () => {
+    const url = await createQueue();
+    const res = await awsCli(
+      server.url,
+      [
+        'set-queue-attributes',
+        '--queue-url',
+        url,
+        '--attributes',
+        JSON.stringify({ KmsDataKeyReusePeriodSeconds: '59' }),
+      ],
+      { debug: true },
+    );
+    assert.equal(res.errorCode, 'InvalidAttributeValue');
+    assert.equal(res.status, 400);
+  });
+});
