@@ -85,12 +85,13 @@ Options:
                         and then the least CPU used by other processes meanwhile (default 1)
   --wait-idle S         on a shared machine: before each attempt, wait up to S s until the rest of the
                         machine uses < --idle-threshold % of a core (default 0: do not wait; 15 %)
-  --nice N              scheduling priority for the servers and the load generator (e.g. -10; below 0
+  --nice=N              scheduling priority for the servers and the load generator (e.g. --nice=-5; < 0
                         needs root); on a shared machine it keeps other work from blurring the figures
   --quick               smoke run: 2 s per scenario, smaller depths and counts
   --json FILE           also write all results (and machine, options, ratios, checks) as JSON
   --markdown FILE       also write the results as the Markdown tables used in docs/performance.md
-  --from-json FILE      run nothing: re-print (and --markdown) the results of an earlier --json file
+  --from-json F[,F...]  run nothing: re-print (and --markdown, --json) the results of earlier --json
+                        files; with several, a later file's run of the same target/protocol/scenario wins
   -h, --help            this text
 
 Examples:
@@ -99,42 +100,50 @@ Examples:
   npm run bench -- --targets shared-sqs --scenarios send --protocols json --cpu-prof .bench/prof
 `;
 
-const { values: args } = parseArgs({
-  options: {
-    targets: { type: 'string' },
-    protocols: { type: 'string' },
-    scenarios: { type: 'string' },
-    clients: { type: 'string' },
-    duration: { type: 'string' },
-    warmup: { type: 'string' },
-    depth: { type: 'string' },
-    'deep-depth': { type: 'string' },
-    rate: { type: 'string' },
-    consumers: { type: 'string' },
-    polls: { type: 'string' },
-    wakeups: { type: 'string' },
-    queues: { type: 'string' },
-    messages: { type: 'string' },
-    'cold-runs': { type: 'string' },
-    'body-size': { type: 'string' },
-    'server-cpu': { type: 'string' },
-    'load-cpu': { type: 'string' },
-    'shared-sqs-entry': { type: 'string' },
-    'shared-sqs-args': { type: 'string' },
-    'cpu-prof': { type: 'string' },
-    repeat: { type: 'string' },
-    'wait-idle': { type: 'string' },
-    'idle-threshold': { type: 'string' },
-    nice: { type: 'string' },
-    quick: { type: 'boolean', default: false },
-    json: { type: 'string' },
-    markdown: { type: 'string' },
-    'from-json': { type: 'string' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-  strict: true,
-  allowPositionals: false,
-});
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      options: {
+        targets: { type: 'string' },
+        protocols: { type: 'string' },
+        scenarios: { type: 'string' },
+        clients: { type: 'string' },
+        duration: { type: 'string' },
+        warmup: { type: 'string' },
+        depth: { type: 'string' },
+        'deep-depth': { type: 'string' },
+        rate: { type: 'string' },
+        consumers: { type: 'string' },
+        polls: { type: 'string' },
+        wakeups: { type: 'string' },
+        queues: { type: 'string' },
+        messages: { type: 'string' },
+        'cold-runs': { type: 'string' },
+        'body-size': { type: 'string' },
+        'server-cpu': { type: 'string' },
+        'load-cpu': { type: 'string' },
+        'shared-sqs-entry': { type: 'string' },
+        'shared-sqs-args': { type: 'string' },
+        'cpu-prof': { type: 'string' },
+        repeat: { type: 'string' },
+        'wait-idle': { type: 'string' },
+        'idle-threshold': { type: 'string' },
+        nice: { type: 'string' },
+        quick: { type: 'boolean', default: false },
+        json: { type: 'string' },
+        markdown: { type: 'string' },
+        'from-json': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n(see --help)\n`);
+    process.exit(64);
+  }
+}
+const { values: args } = parseCommandLine();
 
 if (args.help) {
   process.stdout.write(HELP);
@@ -201,7 +210,32 @@ function finish(report: Report): void {
 }
 
 if (args['from-json']) {
-  const report = JSON.parse(readFileSync(args['from-json'], 'utf8')) as Report;
+  // Several files merge: a later file's run of the same target, protocol, scenario and variant replaces
+  // an earlier one's (so a noisy run can be redone on its own and folded in).
+  const files = args['from-json'].split(',').filter(Boolean);
+  const reports = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Report);
+  const report = reports[0];
+  if (!report) fail('--from-json needs a file');
+  const byKey = new Map<string, Result>();
+  for (const rep of reports) {
+    for (const r of rep.results) byKey.set(`${r.target}|${r.protocol}|${r.scenario}|${r.variant}`, r);
+  }
+  const order = (r: Result): number =>
+    TARGET_NAMES.indexOf(r.target) * 1000 +
+    PROTOCOLS.indexOf(r.protocol) * 100 +
+    SCENARIO_NAMES.indexOf(r.scenario);
+  report.results = [...byKey.values()].sort((a, b) => order(a) - order(b));
+  if (reports.length > 1) {
+    report.notes = [...new Set(reports.flatMap((rep) => rep.notes))];
+    report.notes.push(
+      `merged from ${files.length} runs: ${reports.map((rep, i) => `${files[i] ?? ''} (${rep.startedAt}, ${rep.gitCommit ?? '?'})`).join(', ')}`,
+    );
+    report.finishedAt =
+      reports
+        .map((rep) => rep.finishedAt)
+        .sort()
+        .pop() ?? report.finishedAt;
+  }
   report.ratios = computeRatios(report.results);
   report.checks = computeChecks(report.results);
   finish(report);

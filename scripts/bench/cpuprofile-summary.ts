@@ -46,18 +46,19 @@ export function areaOf(url: string, functionName: string): string {
     return `dep: ${pkg}`;
   }
   if (url.startsWith('node:')) return 'node internals';
-  const m = /\/(dist|src)\/(.+)$/.exec(url);
+  // This repository's code: dist/ (or a copy of it such as .bench/dist-snap/) or src/.
+  const m = /\/(dist[^/]*|src)\/(.+)$/.exec(url);
   if (m?.[2]) {
     const parts = m[2].split('/');
-    return `app: ${parts.length > 1 ? parts[0] : parts[0]?.replace(/\.js$/, '')}`;
+    return `app: ${parts.length > 1 ? parts[0] : parts[0]?.replace(/\.[jt]s$/, '')}`;
   }
-  return url;
+  return `other: ${url.replace(/^file:\/\//, '')}`;
 }
 
 function label(n: ProfileNode): string {
   const cf = n.callFrame;
   const file = cf.url
-    ? cf.url.replace(/^.*\/(node_modules|dist|src)\//, '$1/').replace(/^file:\/\//, '')
+    ? cf.url.replace(/^file:\/\//, '').replace(/^.*\/(node_modules|dist[^/]*|src)\//, '$1/')
     : '';
   return `${cf.functionName || '(anonymous)'}${file ? ` ${file}:${cf.lineNumber + 1}` : ''}`;
 }

@@ -219,7 +219,10 @@ async function withServer(
     server = await launch(res.target, {
       ...cfg.launch,
       inspect,
-      label: `${res.target}-${res.protocol}-${res.scenario}${res.variant ? '-' + res.variant : ''}`,
+      label: `${res.target}-${res.protocol}-${res.scenario}${res.variant ? '-' + res.variant : ''}`.replace(
+        /[^A-Za-z0-9_.-]+/g,
+        '_',
+      ),
     });
     await server.waitHealthy();
     pool = new RawPool(server.host, server.port, cfg.clients);
