@@ -37,7 +37,7 @@ test('Given nginx/shared-sqs.conf rendered with test addresses, When nginx -t ch
   assert.match(res.stderr, /test is successful/);
 });
 
-test('Given nginx/shared-sqs.conf, Then it keeps the settings failover depends on', async () => {
+test('Given nginx/shared-sqs.conf, Then it keeps the settings failover depends on', () => {
   const text = renderNginxSnippet(18080, [14100, 14200]);
   assert.match(text, /proxy_next_upstream error http_503 non_idempotent;/);
   assert.doesNotMatch(text, /proxy_next_upstream[^;]*timeout/, 'never retry after a timeout');
