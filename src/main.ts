@@ -4,6 +4,10 @@ import { QueueStore } from './core/store.js';
 import { loadConfigOrExit, type Config } from './config.js';
 import { buildControlPlane } from './http/control.js';
 import { registerAdminHa } from './http/admin-ha.js';
+import { registerAdmin } from './http/admin.js';
+import { MessageMetrics } from './http/message-metrics.js';
+import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
+import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
 import { ActivePassive } from './ha/active.js';
 import { Metrics } from './http/metrics.js';
@@ -31,8 +35,21 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const clock = systemClock;
   const newStore = (): QueueStore =>
     new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
+  // --config: what it names is created in every store this process serves (created or loaded).
+  const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
+  let firstStore = true;
   let current = serving(newStore());
   function serving(store: QueueStore): { store: QueueStore; poller: LongPoller; mover: MoveTaskRunner } {
+    if (startup !== undefined) {
+      try {
+        applyStartupConfig(store, startup, config, logger.child({ component: 'config' }));
+      } catch (e) {
+        // At start (an empty store) a bad file stops the process; later it conflicts with state.
+        if (firstStore || !(e instanceof StartupConfigError)) throw e;
+        logger.error({ error: e.message }, '--config could not be applied to the loaded state');
+      }
+    }
+    firstStore = false;
     // The runner picks up move tasks that were RUNNING in a store loaded from Redis.
     return { store, poller: new LongPoller(store, clock), mover: new MoveTaskRunner(store, clock) };
   }
@@ -51,8 +68,10 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const metrics = new Metrics();
   metrics.setQueueStatsProvider(() => {
     const now = clock.now();
-    return [...current.store.all()].map((q) => ({ queue: q.name, ...q.counts(now) }));
+    return queueStats(current.store, now);
   });
+  const messageMetrics = new MessageMetrics(metrics);
+  messageMetrics.setDeadLetterProvider(() => deadLetterStats(current.store));
   metrics.setLongPollWaitersProvider(() => current.poller.waiting);
 
   /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
@@ -117,7 +136,18 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     region: config.region,
     baseUrl: config.baseUrl,
     observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
-    ...(gate === undefined ? {} : { isServing: () => gate.serving, commit: () => gate.commit() }),
+    auth: { mode: config.auth, keyOwner: keyOwnerIn(() => current.store), now: () => clock.now() },
+    onResult: (action, principal, queue, output) =>
+      messageMetrics.countResult(
+        action,
+        principal.tenant ?? tenantLabel(current.store, principal.accountId),
+        principal.region,
+        queue,
+        output,
+      ),
+    ...(gate === undefined
+      ? {}
+      : { isServing: () => gate.serving, commit: timedCommit(() => gate.commit(), messageMetrics) }),
   });
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
@@ -125,6 +155,14 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     isReady: () => gate?.serving ?? true,
   });
   registerAdminHa(control, { adminToken: config.adminToken, ha });
+  registerAdmin(control, {
+    adminToken: config.adminToken,
+    services,
+    isServing: () => gate?.serving ?? true,
+    commit: gate === undefined ? undefined : () => gate.commit(),
+    baseUrl: config.baseUrl,
+    defaultAccountId: config.accountId,
+  });
   if (ha !== undefined) {
     // Counts the requests that passed the gate, so that a drain knows when they are all answered.
     data.addHook('onRequest', (_req, reply, done) => {
@@ -182,6 +220,12 @@ function redisTarget(config: Config): RedisTarget | undefined {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'admin') {
+    // `shared-sqs admin ...` is the admin API's command line (src/cli/admin.ts), not a server.
+    const { runAdminCli } = await import('./cli/admin.js');
+    process.exitCode = await runAdminCli(process.argv.slice(3), process.env);
+    return;
+  }
   const config = loadConfigOrExit(process.argv.slice(2), process.env);
   const server = await start(config);
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -198,6 +242,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  if (e instanceof StartupConfigError) {
+    console.error(`shared-sqs: ${e.message}`);
+    process.exit(2);
+  }
   const code = (e as { code?: string }).code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {
     console.error(`shared-sqs: cannot listen: ${(e as Error).message}`);

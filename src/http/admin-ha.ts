@@ -57,9 +57,11 @@ export function adminAuth(
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
 export function registerAdminHa(app: FastifyInstance, opts: AdminHaOptions): void {
-  const preHandler = adminAuth(opts.adminToken);
+  // onRequest, not preHandler: the token is checked before any body is read, so a caller without
+  // it gets 401 whatever it sends (a malformed body would otherwise get a parser's 400 first).
+  const onRequest = adminAuth(opts.adminToken);
 
-  app.get('/admin/leader', { preHandler }, async (_req, reply) => {
+  app.get('/admin/leader', { onRequest }, async (_req, reply) => {
     const ha = opts.ha;
     if (ha === undefined) {
       return reply.send({ leaderElection: false, state: 'leader', leading: true, serving: true });
@@ -96,7 +98,7 @@ export function registerAdminHa(app: FastifyInstance, opts: AdminHaOptions): voi
     });
   });
 
-  app.post('/admin/leader/step-down', { preHandler }, async (_req, reply) => {
+  app.post('/admin/leader/step-down', { onRequest }, async (_req, reply) => {
     const ha = opts.ha;
     if (ha === undefined) {
       return reply

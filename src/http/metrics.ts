@@ -4,7 +4,7 @@
  *
  * - sqs_requests_total{action,protocol,status}          counter; status is the HTTP status code
  * - sqs_request_duration_seconds{action,protocol}        histogram, 50 µs .. 25 s (long polls last 20 s)
- * - sqs_queue_messages{queue,state}                       gauge, read from a provider at scrape time;
+ * - sqs_queue_messages{tenant,region,queue,state}         gauge, read from a provider at scrape time;
  *                                                         state is visible | inflight | delayed
  * - sqs_long_poll_waiters                                 gauge, read from a provider at scrape time
  * - sqs_leader_state{state}                               gauge, 1 for this instance's elector state
@@ -28,6 +28,10 @@ import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'pr
 
 export interface QueueStats {
   readonly queue: string;
+  /** The owning tenant's name (or account id); a label when given. */
+  readonly tenant?: string;
+  /** The queue's region; a label when given (one name may exist in several regions). */
+  readonly region?: string;
   readonly visible: number;
   readonly inflight: number;
   readonly delayed: number;
@@ -186,10 +190,10 @@ export class Metrics {
       new DurationHistogram(() => this.durationSeries.values()) as unknown as Metric,
     );
 
-    const queueMessages: Gauge<'queue' | 'state'> = new Gauge({
+    const queueMessages: Gauge<'queue' | 'state' | 'tenant' | 'region'> = new Gauge({
       name: 'sqs_queue_messages',
       help: 'Messages per queue and state (visible, inflight, delayed), read at scrape time',
-      labelNames: ['queue', 'state'] as const,
+      labelNames: ['queue', 'state', 'tenant', 'region'] as const,
       registers,
       collect: () => {
         // Reset first so that deleted queues disappear from the scrape.
@@ -197,9 +201,14 @@ export class Metrics {
         const provider = this.queueStatsProvider;
         if (provider === undefined) return;
         for (const stats of provider()) {
-          queueMessages.set({ queue: stats.queue, state: 'visible' }, stats.visible);
-          queueMessages.set({ queue: stats.queue, state: 'inflight' }, stats.inflight);
-          queueMessages.set({ queue: stats.queue, state: 'delayed' }, stats.delayed);
+          const labels = {
+            queue: stats.queue,
+            ...(stats.tenant === undefined ? {} : { tenant: stats.tenant }),
+            ...(stats.region === undefined ? {} : { region: stats.region }),
+          };
+          queueMessages.set({ ...labels, state: 'visible' }, stats.visible);
+          queueMessages.set({ ...labels, state: 'inflight' }, stats.inflight);
+          queueMessages.set({ ...labels, state: 'delayed' }, stats.delayed);
         }
       },
     });

@@ -51,7 +51,7 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
   if (url === undefined || url === '') throw missingParameter('QueueUrl');
   const { accountId, name } = parseQueueUrl(url);
   if (accountId !== undefined && accountId !== ctx.accountId) throw queueDoesNotExist();
-  const q = svc.store.get(ctx.accountId, name);
+  const q = svc.store.get(ctx.accountId, name, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
   return q;
 }

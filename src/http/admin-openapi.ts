@@ -1,0 +1,347 @@
+/**
+ * The admin API's OpenAPI 3.1 description, served at GET /admin/openapi.json (a stable path:
+ * tools may fetch it). test/unit/admin-api.test.ts checks that every route the control plane
+ * registers under /admin is described here, and nothing more.
+ */
+
+const error = { $ref: '#/components/schemas/Error' };
+const json = (schema: object) => ({ 'application/json': { schema } });
+const ok = (description: string, schema: object) => ({ description, content: json(schema) });
+const failures = {
+  '401': ok('Missing, wrong, empty or malformed admin token', error),
+  '403': ok('The admin API is closed (no SHARED_SQS_ADMIN_TOKEN set)', error),
+  '503': ok('This instance is not serving (not the leader, or reloading)', error),
+};
+const notFound = { '404': ok('No such tenant, queue or key', error) };
+const queuePath = [
+  { name: 'accountId', in: 'path', required: true, schema: { type: 'string', pattern: '^\\d{12}$' } },
+  { name: 'region', in: 'path', required: true, schema: { type: 'string' } },
+  { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+];
+const tenantName = [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }];
+
+export const ADMIN_OPENAPI = {
+  openapi: '3.1.0',
+  info: {
+    title: 'shared-sqs admin API',
+    version: '1',
+    description:
+      'Operators: tenants and their keys, queues across tenants, peek, purge, redrive, delete, and the ' +
+      'leader. Every operation needs `Authorization: Bearer <SHARED_SQS_ADMIN_TOKEN>`. Changes are ' +
+      'durable (in Redis, when configured) before the reply. See docs/admin.md.',
+  },
+  servers: [{ url: '/' }],
+  security: [{ bearer: [] }],
+  components: {
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    schemas: {
+      Error: {
+        type: 'object',
+        required: ['error', 'message'],
+        properties: { error: { type: 'string' }, message: { type: 'string' } },
+      },
+      Key: {
+        type: 'object',
+        properties: { accessKeyId: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
+      },
+      NewKey: {
+        type: 'object',
+        description: 'Shown once: the secret is not retrievable later.',
+        properties: {
+          accessKeyId: { type: 'string' },
+          secretAccessKey: { type: 'string' },
+          createdAt: { type: 'string', format: 'date-time' },
+        },
+      },
+      Tenant: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          accountId: { type: 'string' },
+          createdAt: { type: 'string', format: 'date-time' },
+          keys: { type: 'array', items: { $ref: '#/components/schemas/Key' } },
+          queues: { type: 'integer', description: 'How many queues the account has' },
+        },
+      },
+      QueueSummary: {
+        type: 'object',
+        properties: {
+          tenant: { type: 'string', description: "Tenant name; '(default)' or the account id without one" },
+          accountId: { type: 'string' },
+          region: { type: 'string' },
+          name: { type: 'string' },
+          arn: { type: 'string' },
+          url: { type: ['string', 'null'] },
+          fifo: { type: 'boolean' },
+          visible: { type: 'integer' },
+          inflight: { type: 'integer' },
+          delayed: { type: 'integer' },
+          createdAt: { type: 'string', format: 'date-time' },
+          deadLetterTarget: { type: ['string', 'null'] },
+        },
+      },
+      Message: {
+        type: 'object',
+        properties: {
+          messageId: { type: 'string' },
+          state: { enum: ['visible', 'inflight', 'delayed'] },
+          visibleAt: { type: ['string', 'null'], format: 'date-time' },
+          sentAt: { type: 'string', format: 'date-time' },
+          receiveCount: { type: 'integer' },
+          body: { type: 'string' },
+          bodyTruncated: { type: 'boolean' },
+          md5OfBody: { type: 'string' },
+          attributes: { type: 'object' },
+          groupId: { type: ['string', 'null'] },
+          deduplicationId: { type: ['string', 'null'] },
+          sequenceNumber: { type: ['string', 'null'] },
+          deadLetterSourceArn: { type: ['string', 'null'] },
+        },
+      },
+    },
+  },
+  paths: {
+    '/admin/tenants': {
+      get: {
+        operationId: 'listTenants',
+        summary: 'List tenants (no secrets)',
+        responses: {
+          '200': ok('Tenants', {
+            type: 'object',
+            properties: { tenants: { type: 'array', items: { $ref: '#/components/schemas/Tenant' } } },
+          }),
+          ...failures,
+        },
+      },
+      post: {
+        operationId: 'createTenant',
+        summary: 'Create a tenant with a generated key pair',
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            required: ['name'],
+            properties: {
+              name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' },
+              accountId: { type: 'string', pattern: '^\\d{12}$', description: 'Generated when absent' },
+            },
+          }),
+        },
+        responses: {
+          '201': ok('Created; `newKey` holds the only copy of the secret', {
+            allOf: [
+              { $ref: '#/components/schemas/Tenant' },
+              { type: 'object', properties: { newKey: { $ref: '#/components/schemas/NewKey' } } },
+            ],
+          }),
+          '400': ok('Bad name or account id', error),
+          '409': ok('The name or the account id is taken', error),
+          ...failures,
+        },
+      },
+    },
+    '/admin/tenants/{name}': {
+      parameters: tenantName,
+      get: {
+        operationId: 'getTenant',
+        summary: 'One tenant',
+        responses: {
+          '200': ok('The tenant', { $ref: '#/components/schemas/Tenant' }),
+          ...notFound,
+          ...failures,
+        },
+      },
+      delete: {
+        operationId: 'deleteTenant',
+        summary: 'Delete a tenant and its keys (and, with deleteQueues=true, its queues)',
+        parameters: [
+          { name: 'deleteQueues', in: 'query', schema: { type: 'string', enum: ['true', 'false'] } },
+        ],
+        responses: {
+          '200': ok('Deleted', {
+            type: 'object',
+            properties: { deleted: { type: 'string' }, queuesDeleted: { type: 'integer' } },
+          }),
+          '409': ok('The tenant has queues and deleteQueues is not true', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/tenants/{name}/keys': {
+      parameters: tenantName,
+      post: {
+        operationId: 'rotateTenantKeys',
+        summary: 'Add a generated key pair; with replace=true the other keys stop working at once',
+        requestBody: {
+          required: false,
+          content: json({ type: 'object', properties: { replace: { type: 'boolean', default: false } } }),
+        },
+        responses: {
+          '201': ok('The tenant and the new key (secret shown once)', {
+            allOf: [
+              { $ref: '#/components/schemas/Tenant' },
+              { type: 'object', properties: { newKey: { $ref: '#/components/schemas/NewKey' } } },
+            ],
+          }),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/tenants/{name}/keys/{accessKeyId}': {
+      parameters: [
+        ...tenantName,
+        { name: 'accessKeyId', in: 'path', required: true, schema: { type: 'string' } },
+      ],
+      delete: {
+        operationId: 'deleteTenantKey',
+        summary: 'Remove one key (a tenant keeps at least one)',
+        responses: {
+          '200': ok('The tenant', { $ref: '#/components/schemas/Tenant' }),
+          '400': ok('It is the last key', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues': {
+      get: {
+        operationId: 'listQueues',
+        summary: 'Queues of every tenant with their depths',
+        parameters: [
+          { name: 'tenant', in: 'query', schema: { type: 'string' } },
+          { name: 'accountId', in: 'query', schema: { type: 'string' } },
+          { name: 'prefix', in: 'query', schema: { type: 'string' } },
+        ],
+        responses: {
+          '200': ok('Queues', {
+            type: 'object',
+            properties: { queues: { type: 'array', items: { $ref: '#/components/schemas/QueueSummary' } } },
+          }),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues/{accountId}/{region}/{name}': {
+      parameters: queuePath,
+      get: {
+        operationId: 'getQueue',
+        summary: 'A queue with its attributes, tags, depths and dead-letter sources',
+        responses: {
+          '200': ok('The queue', {
+            allOf: [
+              { $ref: '#/components/schemas/QueueSummary' },
+              {
+                type: 'object',
+                properties: {
+                  attributes: { type: 'object' },
+                  tags: { type: 'object' },
+                  deadLetterSources: { type: 'array', items: { type: 'string' } },
+                  redrivePolicy: { type: ['object', 'null'] },
+                },
+              },
+            ],
+          }),
+          ...notFound,
+          ...failures,
+        },
+      },
+      delete: {
+        operationId: 'deleteQueue',
+        summary: 'Delete a queue and its messages',
+        responses: {
+          '200': ok('Deleted', { type: 'object', properties: { deleted: { type: 'string' } } }),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues/{accountId}/{region}/{name}/messages': {
+      parameters: queuePath,
+      get: {
+        operationId: 'peekMessages',
+        summary: 'The oldest messages, in any state, without receiving them or changing their visibility',
+        parameters: [
+          { name: 'max', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 10 } },
+        ],
+        responses: {
+          '200': ok('Messages in send order', {
+            type: 'object',
+            properties: {
+              messages: { type: 'array', items: { $ref: '#/components/schemas/Message' } },
+              total: { type: 'integer' },
+            },
+          }),
+          '400': ok('Bad max', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues/{accountId}/{region}/{name}/purge': {
+      parameters: queuePath,
+      post: {
+        operationId: 'purgeQueue',
+        summary: 'Delete every message (as PurgeQueue: once per 60 s)',
+        responses: {
+          '200': ok('Purged', { type: 'object', properties: { purged: { type: 'integer' } } }),
+          '409': ok('Purged less than 60 s ago', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues/{accountId}/{region}/{name}/redrive': {
+      parameters: queuePath,
+      post: {
+        operationId: 'redriveQueue',
+        summary: "Move a dead-letter queue's messages back to their source queues (a message move task)",
+        requestBody: {
+          required: false,
+          content: json({
+            type: 'object',
+            properties: {
+              destinationArn: { type: 'string', description: 'Instead of each message’s source queue' },
+              maxNumberOfMessagesPerSecond: { type: 'integer', minimum: 1, maximum: 500 },
+            },
+          }),
+        },
+        responses: {
+          '202': ok('Started', {
+            type: 'object',
+            properties: {
+              taskHandle: { type: 'string' },
+              status: { type: 'string' },
+              toMove: { type: 'integer' },
+              sourceArn: { type: 'string' },
+              destinationArn: { type: ['string', 'null'] },
+            },
+          }),
+          '400': ok('Not a dead-letter queue, a task already runs, or a bad destination', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/leader': {
+      get: {
+        operationId: 'getLeader',
+        summary: "This instance's leader-election state and the lock as Redis has it",
+        responses: { '200': ok('Leader status', { type: 'object' }), ...failures },
+      },
+    },
+    '/admin/leader/step-down': {
+      post: {
+        operationId: 'stepDown',
+        summary: 'Planned switchover: this leader drains, releases the lock and sits out one TTL',
+        responses: {
+          '200': ok('Stepped down', { type: 'object' }),
+          '409': ok('Not the leader, or no leader election', error),
+          ...failures,
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,412 @@
+/**
+ * The admin API on the control plane (docs/admin.md; OpenAPI at /admin/openapi.json): tenants
+ * and their keys, queues across tenants, peek, purge, redrive, delete. The leader routes are
+ * admin-ha.ts'; the page is admin-page/.
+ *
+ * Every /admin route but the page and the OpenAPI description needs `Authorization: Bearer
+ * <SHARED_SQS_ADMIN_TOKEN>`, checked in `onRequest` (before a body is read, so no body of an
+ * unauthenticated caller is ever parsed) by admin-ha.ts' `adminAuth`: 401 JSON for a missing,
+ * wrong, empty or overlong token, in constant time, never logged.
+ *
+ * Changes go through the same store and write-through path as the SQS API's: a reply comes only
+ * after `commit()` resolved (the change is in Redis). An instance that is not serving (a follower,
+ * or a store being reloaded) answers 503 for tenants and queues: its store is not the live one.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
+import type { Clock } from '../core/clock.js';
+import { CoreError } from '../core/errors.js';
+import type { Message } from '../core/message.js';
+import type { MoveTask } from '../core/movetasks.js';
+import type { Queue } from '../core/queue.js';
+import type { QueueStore } from '../core/store.js';
+import { TenantError, type Tenant } from '../core/tenants.js';
+import { adminAuth } from './admin-ha.js';
+import { ADMIN_OPENAPI } from './admin-openapi.js';
+import { ADMIN_APP_JS, ADMIN_INDEX_HTML, ADMIN_STYLE_CSS } from './admin-page/assets.js';
+
+export interface AdminOptions {
+  /** Undefined: the admin API is closed (403 from adminAuth). */
+  readonly adminToken: string | undefined;
+  /** The live store and its move-task runner (getters: they change on reload). */
+  readonly services: {
+    readonly store: QueueStore;
+    readonly mover: { start(task: MoveTask): void };
+    readonly clock: Clock;
+  };
+  /** False while this instance must not change or show state (not the leader, reloading). */
+  readonly isServing: () => boolean;
+  /** Resolves once the changes made so far are durable (Redis); absent: memory only. */
+  readonly commit?: (() => Promise<void>) | undefined;
+  /** scheme://host[:port] of the data plane for queue URLs; undefined: URLs are left out. */
+  readonly baseUrl?: string | undefined;
+  readonly defaultAccountId: string;
+}
+
+/** Peek returns at most this many messages, and bodies cut to this many characters. */
+export const PEEK_MAX = 100;
+export const PEEK_BODY_CHARS = 64 * 1024;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type QueueParams = { accountId: string; region: string; name: string };
+
+/**
+ * Adds the admin routes in a scope of their own (fastify plugin), whose error handler turns
+ * their errors into `{error, message}` JSON and passes everything else to the control plane's.
+ */
+export function registerAdmin(root: FastifyInstance, opts: AdminOptions): void {
+  void root.register((app, _pluginOpts, done) => {
+    routes(app, opts);
+    done();
+  });
+}
+
+function routes(app: FastifyInstance, opts: AdminOptions): void {
+  const onRequest = adminAuth(opts.adminToken);
+  const store = (): QueueStore => {
+    if (!opts.isServing()) {
+      throw new HttpError(
+        503,
+        'NotServing',
+        'this instance is not serving (not the leader, or reloading); ask the active one',
+      );
+    }
+    return opts.services.store;
+  };
+  const durable = async (): Promise<void> => {
+    if (opts.commit !== undefined) await opts.commit();
+  };
+  const now = (): number => opts.services.clock.now();
+
+  // ---- public: the page and the description --------------------------------------------------
+  app.get('/admin', (_req, reply) => reply.type('text/html; charset=utf-8').send(ADMIN_INDEX_HTML));
+  app.get('/admin/', (_req, reply) => reply.type('text/html; charset=utf-8').send(ADMIN_INDEX_HTML));
+  app.get('/admin/app.js', (_req, reply) => reply.type('text/javascript; charset=utf-8').send(ADMIN_APP_JS));
+  app.get('/admin/style.css', (_req, reply) => reply.type('text/css; charset=utf-8').send(ADMIN_STYLE_CSS));
+  app.get('/admin/openapi.json', (_req, reply) => reply.send(ADMIN_OPENAPI));
+
+  // ---- tenants ------------------------------------------------------------------------------
+  app.get('/admin/tenants', { onRequest }, (_req, reply) => {
+    const s = store();
+    return reply.send({ tenants: s.tenants.list().map((t) => tenantView(s, t)) });
+  });
+
+  app.post('/admin/tenants', { onRequest }, async (req, reply) => {
+    const s = store();
+    const body = bodyObject(req);
+    const name = stringField(body, 'name', true);
+    const accountId =
+      stringField(body, 'accountId', false) ?? newAccountId((id) => s.tenants.byAccountId(id) !== undefined);
+    const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
+    const tenant = tenantCall(() => s.tenants.create(name, accountId, [key], now()));
+    await durable();
+    return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+  });
+
+  app.get<{ Params: { name: string } }>('/admin/tenants/:name', { onRequest }, (req, reply) => {
+    const s = store();
+    return reply.send(tenantView(s, requireTenant(s, req.params.name)));
+  });
+
+  app.post<{ Params: { name: string } }>('/admin/tenants/:name/keys', { onRequest }, async (req, reply) => {
+    const s = store();
+    const tenant = requireTenant(s, req.params.name);
+    const replace = booleanField(bodyObject(req), 'replace') ?? false;
+    const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
+    tenantCall(() => s.tenants.addKey(tenant, key, replace));
+    await durable();
+    return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+  });
+
+  app.delete<{ Params: { name: string; accessKeyId: string } }>(
+    '/admin/tenants/:name/keys/:accessKeyId',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const tenant = requireTenant(s, req.params.name);
+      tenantCall(() => s.tenants.removeKey(tenant, req.params.accessKeyId));
+      await durable();
+      return reply.send(tenantView(s, tenant));
+    },
+  );
+
+  app.delete<{ Params: { name: string }; Querystring: { deleteQueues?: string } }>(
+    '/admin/tenants/:name',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const tenant = requireTenant(s, req.params.name);
+      const queues = queuesOf(s, tenant.accountId);
+      if (queues.length > 0 && req.query.deleteQueues !== 'true') {
+        throw new HttpError(
+          409,
+          'TenantHasQueues',
+          `tenant ${tenant.name} has ${queues.length} queue(s): delete them first, or pass ?deleteQueues=true`,
+        );
+      }
+      for (const q of queues) s.delete(q);
+      s.tenants.delete(tenant);
+      await durable();
+      return reply.send({ deleted: tenant.name, queuesDeleted: queues.length });
+    },
+  );
+
+  // ---- queues -------------------------------------------------------------------------------
+  app.get<{ Querystring: { tenant?: string; accountId?: string; prefix?: string } }>(
+    '/admin/queues',
+    { onRequest },
+    (req, reply) => {
+      const s = store();
+      const t = now();
+      let accountId = req.query.accountId;
+      if (req.query.tenant !== undefined) accountId = requireTenant(s, req.query.tenant).accountId;
+      const prefix = req.query.prefix ?? '';
+      const out = [];
+      for (const q of s.all()) {
+        if (accountId !== undefined && q.accountId !== accountId) continue;
+        if (!q.name.startsWith(prefix)) continue;
+        out.push(queueSummary(s, q, t));
+      }
+      out.sort(
+        (a, b) => compare(a.tenant, b.tenant) || compare(a.region, b.region) || compare(a.name, b.name),
+      );
+      return reply.send({ queues: out });
+    },
+  );
+
+  app.get<{ Params: QueueParams }>('/admin/queues/:accountId/:region/:name', { onRequest }, (req, reply) => {
+    const s = store();
+    const q = requireQueue(s, req.params);
+    const t = now();
+    return reply.send({
+      ...queueSummary(s, q, t),
+      attributes: q.attributes,
+      tags: q.tags,
+      deadLetterSources: s.deadLetterSources(q).map((src) => src.arn),
+      redrivePolicy: q.redrive,
+    });
+  });
+
+  app.get<{ Params: QueueParams; Querystring: { max?: string } }>(
+    '/admin/queues/:accountId/:region/:name/messages',
+    { onRequest },
+    (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      const max = req.query.max === undefined ? 10 : Number(req.query.max);
+      if (!Number.isInteger(max) || max < 1 || max > PEEK_MAX) {
+        throw new HttpError(400, 'BadRequest', `max must be a whole number from 1 to ${PEEK_MAX}`);
+      }
+      const t = now();
+      return reply.send({ messages: q.peek(max).map((m) => messageView(m, t)), total: q.size });
+    },
+  );
+
+  app.post<{ Params: QueueParams }>(
+    '/admin/queues/:accountId/:region/:name/purge',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      const before = q.size;
+      coreCall(() => q.purge(now()));
+      await durable();
+      return reply.send({ purged: before });
+    },
+  );
+
+  app.post<{ Params: QueueParams }>(
+    '/admin/queues/:accountId/:region/:name/redrive',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      const body = bodyObject(req);
+      const destinationArn = stringField(body, 'destinationArn', false);
+      const rateText = body['maxNumberOfMessagesPerSecond'];
+      const rate = rateText === undefined ? undefined : Number(rateText);
+      // The same move task as StartMessageMoveTask: back to each message's source queue, or to the
+      // destination given.
+      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate));
+      opts.services.mover.start(task);
+      await durable();
+      return reply.code(202).send({
+        taskHandle: task.handle,
+        status: task.status,
+        toMove: task.toMove,
+        sourceArn: task.sourceArn,
+        destinationArn: task.destinationArn ?? null,
+      });
+    },
+  );
+
+  app.delete<{ Params: QueueParams }>(
+    '/admin/queues/:accountId/:region/:name',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      s.delete(q);
+      await durable();
+      return reply.send({ deleted: q.arn });
+    },
+  );
+
+  // ---- errors of these routes ----------------------------------------------------------------
+  const parent = app.errorHandler;
+  app.setErrorHandler((err, req, reply) => {
+    if (err instanceof HttpError)
+      return reply.code(err.status).send({ error: err.error, message: err.message });
+    return parent.call(app, err, req, reply);
+  });
+
+  function queueSummary(s: QueueStore, q: Queue, t: number) {
+    const counts = q.counts(t);
+    return {
+      tenant:
+        s.tenants.byAccountId(q.accountId)?.name ??
+        (q.accountId === opts.defaultAccountId ? '(default)' : q.accountId),
+      accountId: q.accountId,
+      region: q.region,
+      name: q.name,
+      arn: q.arn,
+      url: opts.baseUrl === undefined ? null : `${opts.baseUrl}/${q.accountId}/${q.name}`,
+      fifo: q.fifo,
+      visible: counts.visible,
+      inflight: counts.inflight,
+      delayed: counts.delayed,
+      createdAt: new Date(q.createdAt).toISOString(),
+      deadLetterTarget: q.redrive?.deadLetterTargetArn ?? null,
+    };
+  }
+}
+
+function tenantView(s: QueueStore, t: Tenant) {
+  return {
+    name: t.name,
+    accountId: t.accountId,
+    createdAt: new Date(t.createdAt).toISOString(),
+    keys: t.keys.map((k) => ({ accessKeyId: k.accessKeyId, createdAt: new Date(k.createdAt).toISOString() })),
+    queues: queuesOf(s, t.accountId).length,
+  };
+}
+
+function secretView(k: { accessKeyId: string; secretAccessKey: string; createdAt: number }) {
+  return {
+    accessKeyId: k.accessKeyId,
+    secretAccessKey: k.secretAccessKey,
+    createdAt: new Date(k.createdAt).toISOString(),
+  };
+}
+
+function messageView(m: Message, now: number) {
+  // A deadline that passed is shown as what the next operation will make of it.
+  const state = (m.state === 'delayed' || m.state === 'inflight') && m.heapKey <= now ? 'visible' : m.state;
+  return {
+    messageId: m.id,
+    state,
+    visibleAt: state === 'visible' ? null : new Date(m.heapKey).toISOString(),
+    sentAt: new Date(m.sentAt).toISOString(),
+    receiveCount: m.receiveCount,
+    body: m.body.length > PEEK_BODY_CHARS ? m.body.slice(0, PEEK_BODY_CHARS) : m.body,
+    bodyTruncated: m.body.length > PEEK_BODY_CHARS,
+    md5OfBody: m.md5OfBody,
+    attributes: m.attributes ?? {},
+    groupId: m.groupId ?? null,
+    deduplicationId: m.deduplicationId ?? null,
+    sequenceNumber: m.sequenceNumber ?? null,
+    deadLetterSourceArn: m.deadLetterSourceArn ?? null,
+  };
+}
+
+function queuesOf(s: QueueStore, accountId: string): Queue[] {
+  const out: Queue[] = [];
+  for (const q of s.all()) if (q.accountId === accountId) out.push(q);
+  return out;
+}
+
+function requireTenant(s: QueueStore, name: string): Tenant {
+  const t = s.tenants.get(name);
+  if (t === undefined) throw new HttpError(404, 'NotFound', `no tenant named ${name}`);
+  return t;
+}
+
+function requireQueue(s: QueueStore, p: QueueParams): Queue {
+  const q = s.get(p.accountId, p.name, p.region);
+  if (q === undefined)
+    throw new HttpError(404, 'NotFound', `no queue ${p.name} in account ${p.accountId}, ${p.region}`);
+  return q;
+}
+
+function tenantCall<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof TenantError) {
+      const status = e.code === 'exists' ? 409 : e.code === 'not-found' ? 404 : 400;
+      throw new HttpError(
+        status,
+        e.code === 'exists' ? 'Conflict' : e.code === 'not-found' ? 'NotFound' : 'BadRequest',
+        e.message,
+      );
+    }
+    throw e;
+  }
+}
+
+function coreCall<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof CoreError) {
+      const status =
+        e.code === 'PurgeQueueInProgress'
+          ? 409
+          : e.code === 'ResourceNotFoundException' || e.code === 'QueueDoesNotExist'
+            ? 404
+            : 400;
+      throw new HttpError(status, e.code, e.message);
+    }
+    throw e;
+  }
+}
+
+function bodyObject(req: FastifyRequest): Record<string, unknown> {
+  const b = req.body;
+  if (b === undefined || b === null || b === '') return {};
+  if (typeof b !== 'object' || Array.isArray(b))
+    throw new HttpError(400, 'BadRequest', 'the body must be a JSON object');
+  return b as Record<string, unknown>;
+}
+
+function stringField(o: Record<string, unknown>, name: string, required: true): string;
+function stringField(o: Record<string, unknown>, name: string, required: false): string | undefined;
+function stringField(o: Record<string, unknown>, name: string, required: boolean): string | undefined {
+  const v = o[name];
+  if (v === undefined || v === null) {
+    if (required) throw new HttpError(400, 'BadRequest', `${name} is required`);
+    return undefined;
+  }
+  if (typeof v !== 'string') throw new HttpError(400, 'BadRequest', `${name} must be a string`);
+  return v;
+}
+
+function booleanField(o: Record<string, unknown>, name: string): boolean | undefined {
+  const v = o[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw new HttpError(400, 'BadRequest', `${name} must be true or false`);
+  return v;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
