@@ -8,7 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { hasTaskset, machineInfo, niceSelf, pinSelf, waitForIdle } from './bench/proc.js';
+import {
+  hasTaskset,
+  LOCK_FILE,
+  MachineLock,
+  machineInfo,
+  niceSelf,
+  pinSelf,
+  waitForIdle,
+} from './bench/proc.js';
 import {
   computeChecks,
   computeRatios,
@@ -87,6 +95,9 @@ Options:
                         machine uses < --idle-threshold % of a core (default 0: do not wait; 15 %)
   --nice=N              scheduling priority for the servers and the load generator (e.g. --nice=-5; < 0
                         needs root); on a shared machine it keeps other work from blurring the figures
+  --lock-wait S         bench runs on one machine take turns, a scenario at a time, through the lock
+                        file ${LOCK_FILE}; wait at most S s for it (default 1800), then run anyway
+  --no-lock             do not take turns
   --quick               smoke run: 2 s per scenario, smaller depths and counts
   --json FILE           also write all results (and machine, options, ratios, checks) as JSON
   --markdown FILE       also write the results as the Markdown tables used in docs/performance.md
@@ -129,6 +140,8 @@ function parseCommandLine() {
         'wait-idle': { type: 'string' },
         'idle-threshold': { type: 'string' },
         nice: { type: 'string' },
+        'lock-wait': { type: 'string' },
+        'no-lock': { type: 'boolean', default: false },
         quick: { type: 'boolean', default: false },
         json: { type: 'string' },
         markdown: { type: 'string' },
@@ -249,6 +262,8 @@ const serverCpu = cpuList(args['server-cpu'], '0');
 const loadCpu = cpuList(args['load-cpu'], '1');
 const sharedSqsEntry = args['shared-sqs-entry'] ?? 'dist/main.js';
 const repeat = number('repeat', 1, 1, 1);
+const lockWaitS = number('lock-wait', 1800, 1800, 0);
+const lock = args['no-lock'] ? undefined : new MachineLock();
 const waitIdleS = number('wait-idle', 0, 0, 0);
 const idleThreshold = number('idle-threshold', 15, 15, 0);
 
@@ -313,12 +328,16 @@ const gitCommit = gitDescribe();
 
 function onSignal(sig: NodeJS.Signals): void {
   killStartedServers();
+  lock?.release();
   process.stderr.write(`\nbench: interrupted by ${sig}; started servers killed\n`);
   process.exit(130);
 }
 process.once('SIGINT', onSignal);
 process.once('SIGTERM', onSignal);
-process.once('exit', () => killStartedServers());
+process.once('exit', () => {
+  killStartedServers();
+  lock?.release();
+});
 
 const startedAt = new Date();
 console.log(
@@ -341,6 +360,17 @@ for (const target of targets) {
       const kept = new Map<string, Result>();
       const others = new Map<string, number[]>();
       for (let attempt = 1; attempt <= repeat; attempt++) {
+        if (lock) {
+          const had = await lock.acquire(lockWaitS, (holder) =>
+            console.log(
+              `  (waiting for the bench run of pid ${holder} to finish its scenario: ${LOCK_FILE})`,
+            ),
+          );
+          if (!had)
+            notes.push(
+              `ran ${target} ${protocol} ${scenario} without the machine lock (waited ${lockWaitS} s)`,
+            );
+        }
         if (waitIdleS > 0) {
           const w = await waitForIdle(waitIdleS, idleThreshold);
           if (!w.idle)
@@ -350,7 +380,7 @@ for (const target of targets) {
         console.log(
           `… ${target} ${protocol} ${scenario}${repeat > 1 ? ` (attempt ${attempt} of ${repeat})` : ''}`,
         );
-        const rs = await runScenario(cfg, target, protocol, scenario);
+        const rs = await runScenario(cfg, target, protocol, scenario).finally(() => lock?.release());
         for (const r of rs) {
           console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
           const prev = kept.get(r.variant);

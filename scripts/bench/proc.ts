@@ -1,6 +1,6 @@
 /** Reading a process's memory and CPU use from /proc, CPU pinning, free ports, machine facts. */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 
@@ -198,4 +198,75 @@ export async function waitForIdle(
     if (otherPct < thresholdPct) return { idle: true, otherPct };
   } while (Date.now() < deadline);
   return { idle: false, otherPct };
+}
+
+/** Where bench runs on this machine take turns (see MachineLock). */
+export const LOCK_FILE = '/tmp/shared-sqs-bench.lock';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * A lock file that makes bench runs on one machine take turns, one scenario at a time: two load
+ * generators driving two servers on the same two cores would make both sets of figures meaningless.
+ * A lock left by a process that no longer exists is taken over.
+ */
+export class MachineLock {
+  private held = false;
+
+  constructor(private readonly file = LOCK_FILE) {}
+
+  /** Wait (at most maxWaitS) for the lock; returns false if it was not had in time. */
+  async acquire(maxWaitS: number, onWait: (holder: string) => void): Promise<boolean> {
+    const deadline = Date.now() + maxWaitS * 1000;
+    let told = false;
+    for (;;) {
+      try {
+        const fd = openSync(this.file, 'wx');
+        writeSync(fd, `${process.pid}\n`);
+        closeSync(fd);
+        this.held = true;
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      let holder: string;
+      try {
+        holder = readFileSync(this.file, 'utf8').trim();
+      } catch {
+        continue; // released between our open and read
+      }
+      const pid = Number(holder);
+      if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) {
+        try {
+          unlinkSync(this.file);
+        } catch {
+          // someone else took it over first
+        }
+        continue;
+      }
+      if (Date.now() > deadline) return false;
+      if (!told) {
+        onWait(holder);
+        told = true;
+      }
+      await sleep(250 + Math.random() * 250);
+    }
+  }
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    try {
+      if (readFileSync(this.file, 'utf8').trim() === String(process.pid)) unlinkSync(this.file);
+    } catch {
+      // already gone
+    }
+  }
 }

@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -267,7 +268,8 @@ export async function launch(target: TargetName, opts: LaunchOptions): Promise<S
   // the same priority and CPU mask, and child.pid is the server's own pid (what /proc is read for).
   let argv = [process.execPath, ...args];
   if (opts.cpu !== undefined) argv = ['taskset', '-c', opts.cpu, ...argv];
-  if (opts.nice !== undefined) argv = ['nice', '-n', String(opts.nice), ...argv];
+  // `nice -n` adds to the current niceness (the bench's own, which --nice may have set already).
+  if (opts.nice !== undefined) argv = ['nice', '-n', String(opts.nice - os.getPriority()), ...argv];
   const [command, ...rest] = argv as [string, ...string[]];
   const startedAtNs = process.hrtime.bigint();
   const child = spawn(command, rest, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
