@@ -88,8 +88,17 @@ const MISMATCH =
 /** AWS region names: `us-east-1`, `eu-central-2`, `us-gov-west-1`, `cn-north-1`, `us-iso-east-1`... */
 const REGION = /^[a-z]{2}(?:-[a-z]+)*-[a-z]+-\d{1,2}$/;
 
+/** Region names seen, so the data plane's hot path tests each one against REGION once. */
+const regionNames = new Map<string, boolean>();
+
 export function isRegionName(region: string): boolean {
-  return region.length <= 32 && REGION.test(region);
+  let ok = regionNames.get(region);
+  if (ok === undefined) {
+    ok = region.length <= 32 && REGION.test(region);
+    // Bounded: a client sending random regions must not grow it without end.
+    if (regionNames.size < 1000) regionNames.set(region, ok);
+  }
+  return ok;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -104,25 +113,28 @@ export function claimedCredential(
   headers: SignedRequest['headers'],
   url: string,
 ): { accessKeyId: string; region: string } | undefined {
-  let credential: string | undefined;
   const auth = headers['authorization'];
   if (typeof auth === 'string') {
+    // `Credential=<key>/<date>/<region>/...`: three indexOf calls, no split of the whole header.
     const at = auth.indexOf('Credential=');
     if (at < 0) return undefined;
-    const end = auth.indexOf(',', at);
-    credential = auth.slice(at + 11, end < 0 ? undefined : end).trim();
-  } else {
-    const at = url.indexOf('X-Amz-Credential=');
-    if (at < 0) return undefined;
-    const end = url.indexOf('&', at);
-    try {
-      credential = decodeURIComponent(url.slice(at + 17, end < 0 ? undefined : end));
-    } catch {
-      return undefined;
-    }
+    const keyEnd = auth.indexOf('/', at + 11);
+    const dateEnd = keyEnd < 0 ? -1 : auth.indexOf('/', keyEnd + 1);
+    const regionEnd = dateEnd < 0 ? -1 : auth.indexOf('/', dateEnd + 1);
+    if (regionEnd < 0)
+      return keyEnd > at + 11 ? { accessKeyId: auth.slice(at + 11, keyEnd), region: '' } : undefined;
+    return { accessKeyId: auth.slice(at + 11, keyEnd), region: auth.slice(dateEnd + 1, regionEnd) };
   }
-  const parts = credential.split('/');
-  const [accessKeyId, , region] = parts;
+  const at = url.indexOf('X-Amz-Credential=');
+  if (at < 0) return undefined;
+  const end = url.indexOf('&', at);
+  let credential: string;
+  try {
+    credential = decodeURIComponent(url.slice(at + 17, end < 0 ? undefined : end));
+  } catch {
+    return undefined;
+  }
+  const [accessKeyId, , region] = credential.split('/');
   if (accessKeyId === undefined || accessKeyId === '') return undefined;
   return { accessKeyId, region: region ?? '' };
 }

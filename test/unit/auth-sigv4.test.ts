@@ -293,6 +293,29 @@ void describe('The auth step: modes', () => {
     assert.equal(authenticate(options('off'), received(r)).accountId, '111111111111');
   });
 
+  void test('Given auth off and a credential without a region part, when authenticating, then its account and the default region', () => {
+    const r = received(jsonRequest());
+    const headers = { ...r.headers, authorization: 'AWS4-HMAC-SHA256 Credential=123456789012/20260601' };
+    assert.deepEqual(authenticate(options('off'), { ...r, headers }), {
+      accountId: '123456789012',
+      region: 'us-east-1',
+      tenant: undefined,
+    });
+  });
+
+  void test('Given auth off and a presigned URL naming a 12-digit key, when authenticating, then that account and its region', () => {
+    const r = received({
+      method: 'GET',
+      url: 'http://h/?Action=ListQueues&X-Amz-Credential=210987654321%2F20260601%2Feu-north-1%2Fsqs%2Faws4_request',
+      headers: {},
+    });
+    assert.deepEqual(authenticate(options('off'), r), {
+      accountId: '210987654321',
+      region: 'eu-north-1',
+      tenant: undefined,
+    });
+  });
+
   void test('Given auth off and a key nobody has, when authenticating, then the default account', async () => {
     const r = await signRequest(jsonRequest(), {
       accessKeyId: 'test',
