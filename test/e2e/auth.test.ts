@@ -25,7 +25,7 @@ import {
   startServer,
   type RunningServer,
 } from '../helpers/server.js';
-import { signRequest } from '../helpers/sigv4.js';
+import { presignRequest, signRequest } from '../helpers/sigv4.js';
 
 const A = {
   name: 'team-a',
@@ -143,6 +143,32 @@ void describe('auth on: signed by the real clients', () => {
       `${server.url}/${B.accountId}/cli-signed`,
       `${server.url}/${B.accountId}/team-b-jobs`,
     ]);
+  });
+
+  void test("Given a presigned Query GET with A's key (body hash or UNSIGNED-PAYLOAD), when fetched, then the message is sent", async () => {
+    for (const headers of [{}, { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }]) {
+      const r = await presignRequest(
+        {
+          method: 'GET',
+          url: `${server.url}/${A.accountId}/team-a-jobs?Action=SendMessage&MessageBody=presigned&Version=2012-11-05`,
+          headers,
+        },
+        A,
+      );
+      const res = await fetch(r.url);
+      assert.equal(res.status, 200, await res.text());
+    }
+    const tampered = await presignRequest(
+      {
+        method: 'GET',
+        url: `${server.url}/${A.accountId}/team-a-jobs?Action=SendMessage&MessageBody=x`,
+        headers: {},
+      },
+      A,
+    );
+    const res = await fetch(tampered.url.replace('MessageBody=x', 'MessageBody=y'));
+    assert.equal(res.status, 403);
+    assert.match(await res.text(), /<Code>SignatureDoesNotMatch<\/Code>/);
   });
 
   void test('Given a wrong secret, when aws-cli calls, then SignatureDoesNotMatch', async () => {
