@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+// tsc copies no .lua files; the built server reads its Redis scripts from beside its modules.
+import { cpSync, readdirSync } from 'node:fs';
+
+for (const dir of ['persistence/scripts', 'ha/scripts']) {
+  const from = new URL(`../src/${dir}/`, import.meta.url);
+  const to = new URL(`../dist/${dir}/`, import.meta.url);
+  for (const name of readdirSync(from)) {
+    if (name.endsWith('.lua')) cpSync(new URL(name, from), new URL(name, to));
+  }
+}
