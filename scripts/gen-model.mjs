@@ -37,7 +37,8 @@ function queryName(structName, memberName) {
   if (om) {
     if (om.locationName) return om.locationName;
     const target = old.shapes[om.shape];
-    if (target?.type === 'list' && target.flattened && target.member?.locationName) return target.member.locationName;
+    if (target?.type === 'list' && target.flattened && target.member?.locationName)
+      return target.member.locationName;
     if (target?.type === 'map' && target.flattened && target.locationName) return target.locationName;
     return memberName;
   }
