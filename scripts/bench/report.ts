@@ -638,6 +638,7 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           'e2e max ms',
           'send p50 ms',
           'server CPU %',
+          'other CPU %',
           'errors',
         ],
         rs.map((r) => [
@@ -648,6 +649,7 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           fmtMs(r.latency?.max),
           fmtMs(num(r.extra['sendP50Ms'])),
           fmtNum(r.serverCpuPct),
+          fmtNum(r.otherCpuPct),
           err(r),
         ]),
       ];
@@ -662,6 +664,7 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           'idle CPU %',
           'wake p50 ms',
           'wake p99 ms',
+          'other CPU %',
           'errors',
         ],
         rs.map((r) => [
@@ -672,6 +675,7 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           fmtNum(r.serverCpuPct, 2),
           fmtMs(r.latency?.p50),
           fmtMs(r.latency?.p99),
+          fmtNum(r.otherCpuPct),
           err(r),
         ]),
       ];
