@@ -79,6 +79,8 @@ const QUEUE_STRUCTURE = new Set([
   'attempts',
   // Stored queues are never deleted ones.
   'deleted',
+  // A metrics counter since this process loaded the queue, not state.
+  'deadLettered',
 ]);
 const QUEUE_PERSISTED = [
   'accountId',
