@@ -56,6 +56,11 @@ Scenarios (--scenarios, comma-separated; default all):
                    (MaxNumberOfMessages=10, WaitTimeSeconds=0) + DeleteMessageBatch until the queue is
                    drained or --duration is up; msgs/s = deleted per second. Run again at --deep-depth
                    to compare the rate deep vs shallow.
+  fifo             a FIFO queue filled to --depth by SendMessageBatch (each group by one client, so a
+                   group's order is its send order), then clients loop ReceiveMessage (10, long poll
+                   1 s) + DeleteMessageBatch until drained or --duration is up; twice: over 1,000
+                   groups, and with 90 % of the messages in one hot group (10 % over 100 groups).
+                   A message out of its group's order, or received twice, is an error
   roundtrip        a producer sends --rate msgs/s whose bodies carry the send time (hrtime); --consumers
                    long-poll (WaitTimeSeconds=20, max 10) and delete; latency = receive - send time
   idle-long-polls  --polls concurrent ReceiveMessage long polls (WaitTimeSeconds=20, each on its own
@@ -74,7 +79,7 @@ Options:
   --clients N           concurrent clients / connections (default 32)
   --duration S          measured seconds per scenario (default 10; --quick: 2)
   --warmup S            unmeasured warm-up seconds before send, send-batch, roundtrip (default 1; --quick: 0.5)
-  --depth N             receive-delete queue depth (default 20000; --quick: 2000)
+  --depth N             receive-delete and fifo queue depth (default 20000; --quick: 2000)
   --deep-depth N        second receive-delete depth, 0 to skip (default 200000; --quick: 20000)
   --rate N              roundtrip send rate, msgs/s (default 1000)
   --consumers N         roundtrip long-polling consumers (default 8)

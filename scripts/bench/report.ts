@@ -74,6 +74,14 @@ export function notes(r: Result): string {
       if (num(e['fillMsgsPerSec']) !== null)
         parts.push(`filled at ${fmtNum(num(e['fillMsgsPerSec']))} msgs/s`);
       break;
+    case 'fifo':
+      parts.push(
+        `${fmtNum(num(e['groups']))} groups${num(e['hotShare']) ? `, ${fmtNum((num(e['hotShare']) ?? 0) * 100)} % in one` : ''}`,
+      );
+      if (e['drained'] === true) parts.push('drained');
+      if (num(e['fillMsgsPerSec']) !== null)
+        parts.push(`filled at ${fmtNum(num(e['fillMsgsPerSec']))} msgs/s`);
+      break;
     case 'roundtrip':
       parts.push(`rate ${fmtNum(num(e['rate']))}/s, ${fmtNum(num(e['consumers']))} consumers`);
       if (num(e['sendP50Ms']) !== null) parts.push(`send p50 ${fmtMs(num(e['sendP50Ms']))} ms`);
@@ -556,6 +564,7 @@ const SCENARIO_TITLES: Record<ScenarioName, string> = {
   send: 'send — SendMessage, 256 B',
   'send-batch': 'send-batch — SendMessageBatch, 10 × 256 B',
   'receive-delete': 'receive-delete — ReceiveMessage (10) + DeleteMessageBatch on a pre-filled queue',
+  fifo: 'fifo — a FIFO queue filled by group, then ReceiveMessage (10, long poll 1 s) + DeleteMessageBatch',
   roundtrip: 'roundtrip — end-to-end latency at a fixed send rate, long-polling consumers',
   'idle-long-polls': 'idle-long-polls — parked ReceiveMessage long polls on an empty queue',
   memory: 'memory — empty queues and queued messages',
@@ -594,6 +603,38 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           fmtNum(r.loadCpuPct),
           fmtNum(r.otherCpuPct),
           fmtMiB(r.serverRssAfter),
+          err(r),
+        ]),
+      ];
+    case 'fifo':
+      return [
+        [
+          'target',
+          'protocol',
+          'variant',
+          'depth',
+          'deleted msgs/s',
+          'per server core',
+          'p50 ms',
+          'p99 ms',
+          'empty receives',
+          'server CPU %',
+          'other CPU %',
+          'fill msgs/s',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          r.variant,
+          fmtNum(num(r.extra['depth'])),
+          fmtNum(r.msgsPerSec),
+          fmtNum(perCore(r)),
+          fmtMs(r.latency?.p50),
+          fmtMs(r.latency?.p99),
+          fmtNum(num(r.extra['emptyReceives'])),
+          fmtNum(r.serverCpuPct),
+          fmtNum(r.otherCpuPct),
+          fmtNum(num(r.extra['fillMsgsPerSec'])),
           err(r),
         ]),
       ];

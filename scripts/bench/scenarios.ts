@@ -397,6 +397,160 @@ async function receiveDelete(
   });
 }
 
+// ---------------------------------------------------------------- fifo
+
+/** The FIFO variants: messages spread over many groups, or most of them in one hot group. */
+const FIFO_VARIANTS = {
+  'many groups': { groups: 1000, hotShare: 0 },
+  'one hot group': { groups: 100, hotShare: 0.9 },
+} as const;
+type FifoVariant = keyof typeof FIFO_VARIANTS;
+
+/**
+ * A FIFO queue `depth` deep, filled by SendMessageBatch (each group by one client, so a group's
+ * order is its send order), then drained by `clients` consumers: ReceiveMessage (10, long poll
+ * 1 s: an empty receive is normal while the groups left are locked) + DeleteMessageBatch. Every
+ * message received out of its group's order, or twice, is an error. msgs/s = deleted per second.
+ */
+async function fifo(
+  cfg: BenchConfig,
+  target: TargetName,
+  protocol: Protocol,
+  variant: FifoVariant,
+): Promise<Result> {
+  const { groups, hotShare } = FIFO_VARIANTS[variant];
+  const res = newResult(target, protocol, 'fifo', variant);
+  res.extra['depth'] = cfg.depth;
+  res.extra['groups'] = groups;
+  res.extra['hotShare'] = hotShare;
+  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+    const r = await pool.post(codec.createFifoQueue('bench-fifo.fifo'), true);
+    if (r.status !== 200) throw new Error(`CreateQueue (FIFO): HTTP ${r.status} ${r.body.slice(0, 300)}`);
+    const url = codec.parseQueueUrl(r.body);
+    if (url === undefined) throw new Error(`CreateQueue (FIFO): no QueueUrl in ${r.body.slice(0, 300)}`);
+    const errors = new Errors();
+
+    // Message i: the hot group for hotShare of them (i % 10 below hotShare x 10), else one of `groups`.
+    const groupOf = (i: number): string => (i % 10 < hotShare * 10 ? 'hot' : `g${i % groups}`);
+    const perClient: Array<Array<{ body: string; group: string; dedup: string }>> = Array.from(
+      { length: cfg.clients },
+      () => [],
+    );
+    const nextIndex = new Map<string, number>();
+    for (let i = 0; i < cfg.depth; i++) {
+      const group = groupOf(i);
+      const index = nextIndex.get(group) ?? 0;
+      nextIndex.set(group, index + 1);
+      // A group belongs to one client: hash of its name.
+      let h = 0;
+      for (let c = 0; c < group.length; c++) h = (h * 31 + group.charCodeAt(c)) >>> 0;
+      perClient[h % cfg.clients]?.push({
+        body: payload(cfg.bodySize, `${group}:${index}:`),
+        group,
+        dedup: `d${i}`,
+      });
+    }
+    const fillStart = nowNs();
+    let filled = 0;
+    const fillDeadline = Date.now() + 300_000;
+    await Promise.all(
+      perClient.map(async (msgs) => {
+        for (let i = 0; i < msgs.length && Date.now() < fillDeadline; i += 10) {
+          const batch = msgs.slice(i, i + 10);
+          const s = await post(pool, codec.sendFifoBatch(url, batch), true, errors, 'SendMessageBatch');
+          if (!s) continue;
+          const failed = codec.countBatchFailures(s.body);
+          if (failed > 0) errors.add(`SendMessageBatch: ${failed} failed entries`);
+          filled += batch.length - failed;
+        }
+      }),
+    );
+    res.extra['fillSeconds'] = Math.round(secondsSince(fillStart) * 100) / 100;
+    res.extra['fillMsgsPerSec'] = Math.round(filled / secondsSince(fillStart));
+    res.extra['depthAtStart'] = await queueDepth(pool, codec, url);
+
+    const receiveReq = codec.receiveMessage(url, 10, 1);
+    const hist = new Histogram();
+    const last = new Map<string, number>();
+    let receives = 0;
+    let deletes = 0;
+    let deleted = 0;
+    let emptyReceives = 0;
+    let outOfOrder = 0;
+    let twice = 0;
+    // CPU is read when the last message is deleted: the consumers still parked in their 1 s long
+    // polls after that would count idle time into the window.
+    let atDrain: MeterReading | undefined;
+    res.serverRssBefore = readRss(server.pid);
+    const meter = new Meter(server.pid);
+    const t0 = nowNs();
+    let lastDeleteNs = t0;
+    const end = t0 + BigInt(Math.round(cfg.durationS * 1e9));
+    await loops(cfg.clients, async () => {
+      if (deleted >= filled) return false;
+      const t1 = nowNs();
+      if (t1 >= end) return false;
+      const got = await post(pool, receiveReq, true, errors, 'ReceiveMessage');
+      hist.recordSince(t1);
+      if (!got) return true;
+      receives++;
+      const msgs = codec.parseMessages(got.body);
+      if (msgs.length === 0) {
+        if (deleted < filled) emptyReceives++;
+        return true;
+      }
+      for (const m of msgs) {
+        const [group = '', index = ''] = m.body.split(':');
+        const want = (last.get(group) ?? -1) + 1;
+        const n = Number(index);
+        if (n < want) twice++;
+        else if (n > want) outOfOrder++;
+        last.set(group, Math.max(n, last.get(group) ?? -1));
+      }
+      const t2 = nowNs();
+      const d = await post(
+        pool,
+        codec.deleteMessageBatch(
+          url,
+          msgs.map((m) => m.receiptHandle),
+        ),
+        true,
+        errors,
+        'DeleteMessageBatch',
+      );
+      hist.recordSince(t2);
+      if (d) {
+        deletes++;
+        const failed = codec.countBatchFailures(d.body);
+        if (failed > 0) errors.add(`DeleteMessageBatch: ${failed} failed entries`);
+        deleted += msgs.length - failed;
+        lastDeleteNs = nowNs();
+        if (deleted >= filled) atDrain ??= meter.read();
+      }
+      return true;
+    });
+    const stopNs = nowNs();
+    applyMeter(res, atDrain ?? meter.read());
+    res.serverRssAfter = readRss(server.pid);
+    if (outOfOrder > 0) errors.add(`${outOfOrder} messages received out of their group's order`);
+    if (twice > 0) errors.add(`${twice} messages received twice`);
+    errors.into(res);
+    const drained = deleted >= filled;
+    const elapsed = Number((drained ? lastDeleteNs : stopNs) - t0) / 1e9;
+    res.durationS = elapsed;
+    res.requests = receives + deletes;
+    res.messages = deleted;
+    res.reqPerSec = (receives + deletes) / elapsed;
+    res.msgsPerSec = deleted / elapsed;
+    res.latencyOf = 'request (receive and delete)';
+    res.latency = hist.summaryMs();
+    res.extra['drained'] = drained;
+    res.extra['emptyReceives'] = emptyReceives;
+    res.extra['outOfOrder'] = outOfOrder;
+    res.extra['receivedTwice'] = twice;
+  });
+}
+
 // ---------------------------------------------------------------- roundtrip
 
 async function roundtrip(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
@@ -808,6 +962,11 @@ export async function runScenario(
       }
       return out;
     }
+    case 'fifo':
+      return [
+        await fifo(cfg, target, protocol, 'many groups'),
+        await fifo(cfg, target, protocol, 'one hot group'),
+      ];
     case 'roundtrip':
       return [await roundtrip(cfg, target, protocol)];
     case 'idle-long-polls':

@@ -71,6 +71,42 @@ export class SqsCodec {
       : this.query('CreateQueue', [['QueueName', name]]);
   }
 
+  /** A FIFO queue (name ending in .fifo); deduplication ids are given with every message. */
+  createFifoQueue(name: string): Buffer {
+    return this.protocol === 'json'
+      ? this.json('CreateQueue', { QueueName: name, Attributes: { FifoQueue: 'true' } })
+      : this.query('CreateQueue', [
+          ['QueueName', name],
+          ['Attribute.1.Name', 'FifoQueue'],
+          ['Attribute.1.Value', 'true'],
+        ]);
+  }
+
+  /** SendMessageBatch to a FIFO queue: each entry with its group and deduplication id. */
+  sendFifoBatch(
+    queueUrl: string,
+    entries: readonly { body: string; group: string; dedup: string }[],
+  ): Buffer {
+    if (this.protocol === 'json') {
+      return this.json('SendMessageBatch', {
+        QueueUrl: queueUrl,
+        Entries: entries.map((e, i) => ({
+          Id: `m${i}`,
+          MessageBody: e.body,
+          MessageGroupId: e.group,
+          MessageDeduplicationId: e.dedup,
+        })),
+      });
+    }
+    const params: [string, string][] = [['QueueUrl', queueUrl]];
+    entries.forEach((e, i) => {
+      const p = `SendMessageBatchRequestEntry.${i + 1}`;
+      params.push([`${p}.Id`, `m${i}`], [`${p}.MessageBody`, e.body]);
+      params.push([`${p}.MessageGroupId`, e.group], [`${p}.MessageDeduplicationId`, e.dedup]);
+    });
+    return this.query('SendMessageBatch', params);
+  }
+
   sendMessage(queueUrl: string, body: string): Buffer {
     return this.protocol === 'json'
       ? this.json('SendMessage', { QueueUrl: queueUrl, MessageBody: body })

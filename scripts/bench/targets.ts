@@ -21,11 +21,19 @@ export type TargetName = 'shared-sqs' | 'fastify' | 'fauxqs';
 export const TARGET_NAMES: readonly TargetName[] = ['shared-sqs', 'fastify', 'fauxqs'];
 
 export type ScenarioName =
-  'send' | 'send-batch' | 'receive-delete' | 'roundtrip' | 'idle-long-polls' | 'memory' | 'cold-start';
+  | 'send'
+  | 'send-batch'
+  | 'receive-delete'
+  | 'fifo'
+  | 'roundtrip'
+  | 'idle-long-polls'
+  | 'memory'
+  | 'cold-start';
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'send',
   'send-batch',
   'receive-delete',
+  'fifo',
   'roundtrip',
   'idle-long-polls',
   'memory',
