@@ -21,6 +21,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,7 +32,15 @@ import { loadStore } from '../src/persistence/loader.js';
 import { connectRedis } from '../src/persistence/redis.js';
 import { Writer } from '../src/persistence/writer.js';
 import { Histogram } from './bench/histogram.js';
-import { freePort, hasTaskset, machineInfo, niceSelf, pinSelf, readRss } from './bench/proc.js';
+import {
+  freePort,
+  hasTaskset,
+  machineInfo,
+  niceSelf,
+  pinSelf,
+  readCpuSeconds,
+  readRss,
+} from './bench/proc.js';
 import { RawPool } from './bench/rawhttp.js';
 import { SqsCodec } from './bench/sqs.js';
 import type { Redis } from 'ioredis';
@@ -117,10 +126,13 @@ async function startRedis(fsync: string): Promise<RedisProc> {
 
 interface BenchRow {
   msgsPerSec: number;
+  /** msgs/s per core of server CPU: the rate the server would reach with a whole core to itself. */
+  perCore: number;
   p50: number;
   p99: number;
   serverCpuPct: number;
   errors: number;
+  errorSamples: string[];
 }
 
 /** One scenario of scripts/bench.ts, through its --json output. */
@@ -157,6 +169,7 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
     results: {
       msgsPerSec: number | null;
       errors: number;
+      errorSamples: string[];
       serverCpuPct: number | null;
       latency: { p50: number | null; p99: number | null } | null;
     }[];
@@ -164,12 +177,15 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
   rmSync(out, { force: true });
   const r = report.results[0];
   if (r === undefined) throw new Error(`bench.ts gave no result for ${scenario}`);
+  const cpu = r.serverCpuPct ?? NaN;
   return {
     msgsPerSec: r.msgsPerSec ?? NaN,
+    perCore: cpu > 0 ? (r.msgsPerSec ?? NaN) / (cpu / 100) : NaN,
     p50: r.latency?.p50 ?? NaN,
     p99: r.latency?.p99 ?? NaN,
     serverCpuPct: r.serverCpuPct ?? NaN,
     errors: r.errors,
+    errorSamples: r.errorSamples.slice(0, 3),
   };
 }
 
@@ -189,7 +205,12 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function startServer(extra: string[], readyTimeoutMs = 600_000): Promise<Server & { readyMs: number }> {
+/** Log level warn unless asked (info logs a line per request, which would weigh on the figures). */
+async function startServer(
+  extra: string[],
+  logLevel = 'warn',
+  readyTimeoutMs = 600_000,
+): Promise<Server & { readyMs: number }> {
   const port = await freePort();
   const controlPort = await freePort();
   const args = [
@@ -201,7 +222,7 @@ async function startServer(extra: string[], readyTimeoutMs = 600_000): Promise<S
     '--host',
     '127.0.0.1',
     '--log-level',
-    'info',
+    logLevel,
     ...extra,
   ];
   const t0 = performance.now();
@@ -321,15 +342,32 @@ async function loadChild(port: number): Promise<void> {
   const client = await connectRedis({ url: `127.0.0.1:${port}`, commandTimeoutMs: 60_000 });
   gc();
   const before = process.memoryUsage();
+  // GC pauses, to tell them apart from the loader's own work in the longest block.
+  let gcMs = 0;
+  let gcMaxMs = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcMs += e.duration;
+      gcMaxMs = Math.max(gcMaxMs, e.duration);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  const cpu0 = process.cpuUsage();
   const store = new QueueStore(new ManualClock(Date.now()));
   const stats = await loadStore(client, keysFor(), store);
+  const cpu = process.cpuUsage(cpu0);
   const peakRss = process.memoryUsage().rss;
+  await new Promise((r) => setImmediate(r));
+  observer.disconnect();
   gc();
   const after = process.memoryUsage();
   client.disconnect();
   process.stdout.write(
     JSON.stringify({
       ...stats,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      gcMs,
+      gcMaxMs,
       rssBefore: before.rss,
       rssAfter: after.rss,
       rssPeak: peakRss,
@@ -371,9 +409,17 @@ try {
         await redis.client.flushall();
         entry.memory.push(mem);
         entry.redis.push(red);
+        for (const [mode, row] of [
+          ['memory', mem],
+          ['redis', red],
+        ] as const) {
+          if (row.errors > 0)
+            log(`  ${scenario} ${mode}: ${row.errors} errors, e.g. ${row.errorSamples.join(' | ')}`);
+        }
         log(
-          `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (p99 ${mem.p99} ms), ` +
-            `redis ${fmt(red.msgsPerSec)} msgs/s (p99 ${red.p99} ms) = ${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
+          `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (${fmt(mem.perCore)}/core, p99 ${mem.p99} ms), ` +
+            `redis ${fmt(red.msgsPerSec)} msgs/s (${fmt(red.perCore)}/core, p99 ${red.p99} ms) = ` +
+            `${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
         );
       }
     }
@@ -385,7 +431,17 @@ try {
       const m = median(memory.map((x) => x.msgsPerSec));
       const d = median(red.map((x) => x.msgsPerSec));
       const ratios = memory.map((x, i) => (red[i]?.msgsPerSec ?? NaN) / x.msgsPerSec);
-      summary[scenario] = { memory, redis: red, medianMemory: m, medianRedis: d, ratios };
+      const coreRatios = memory.map((x, i) => (red[i]?.perCore ?? NaN) / x.perCore);
+      summary[scenario] = {
+        memory,
+        redis: red,
+        medianMemory: m,
+        medianRedis: d,
+        ratios,
+        medianRatio: median(ratios),
+        coreRatios,
+        medianCoreRatio: median(coreRatios),
+      };
       log(
         `${scenario.padEnd(15)} ${fmt(m).padStart(13)} ${fmt(d).padStart(14)} ${fmt((d / m) * 100).padStart(6)} %` +
           `   ${fmt(median(memory.map((x) => x.p50)), 1)}/${fmt(median(memory.map((x) => x.p99)), 1)}`.padEnd(
@@ -393,7 +449,8 @@ try {
           ) +
           `${fmt(median(red.map((x) => x.p50)), 1)}/${fmt(median(red.map((x) => x.p99)), 1)}`.padEnd(19) +
           `${[...memory, ...red].reduce((n, x) => n + x.errors, 0)}` +
-          `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')})`,
+          `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')}; median ` +
+          `${fmt(median(ratios) * 100)} %; per server core ${fmt(median(coreRatios) * 100)} %)`,
       );
       if (scenario === 'send' && !Number.isFinite(redisSendRate)) redisSendRate = d;
     }
@@ -448,6 +505,9 @@ try {
     );
     const child = JSON.parse(childOut.trim().split('\n').pop() ?? '{}') as {
       ms: number;
+      cpuMs: number;
+      gcMs: number;
+      gcMaxMs: number;
       maxBlockMs: number;
       messages: number;
       rssBefore: number;
@@ -459,23 +519,27 @@ try {
     const rssPer = (child.rssAfter - child.rssBefore) / child.messages;
     const heapPer = (child.heapAfter - child.heapBefore) / child.messages;
     log(
-      `  loader alone: ${fmt(child.messages)} messages in ${fmt(child.ms / 1000, 2)} s, longest block ` +
-        `${fmt(child.maxBlockMs)} ms; after GC: RSS +${fmt((child.rssAfter - child.rssBefore) / 2 ** 20)} MiB ` +
+      `  loader alone: ${fmt(child.messages)} messages in ${fmt(child.ms / 1000, 2)} s ` +
+        `(CPU ${fmt(child.cpuMs / 1000, 2)} s, of which GC ${fmt(child.gcMs / 1000, 2)} s), longest block ` +
+        `${fmt(child.maxBlockMs)} ms (longest GC pause ${fmt(child.gcMaxMs)} ms); after GC: RSS +${fmt((child.rssAfter - child.rssBefore) / 2 ** 20)} MiB ` +
         `= ${fmt(rssPer)} B per message (${fmt(rssPer - bodySize)} B over the body), heap ${fmt(heapPer)} B per message; ` +
         `peak RSS while loading +${fmt((child.rssPeak - child.rssBefore) / 2 ** 20)} MiB`,
     );
     const empty = await startServer([]);
     const emptyRss = readRss(empty.proc.pid ?? -1);
     await empty.stop();
-    const server = await startServer(['--redis-addr', `127.0.0.1:${redis.port}`]);
+    // info: the loader's 'state loaded from Redis' line (time, longest block) is read from the log.
+    const server = await startServer(['--redis-addr', `127.0.0.1:${redis.port}`], 'info');
     const loadedRss = readRss(server.proc.pid ?? -1);
+    const serverCpuS = readCpuSeconds(server.proc.pid ?? -1);
     const line = server
       .output()
       .split('\n')
       .find((l) => l.includes('state loaded from Redis'));
     await server.stop();
     log(
-      `  server: spawn to /ready ${fmt(server.readyMs / 1000, 2)} s (${line ?? 'no load log line'}); ` +
+      `  server: spawn to /ready ${fmt(server.readyMs / 1000, 2)} s, CPU ${fmt(serverCpuS, 2)} s ` +
+        `(${line ?? 'no load log line'}); ` +
         `RSS ${fmt(loadedRss / 2 ** 20)} MiB vs ${fmt(emptyRss / 2 ** 20)} MiB memory-only and empty ` +
         `(${fmt((loadedRss - emptyRss) / messages)} B per message, before any GC)`,
     );
@@ -484,6 +548,7 @@ try {
       redisBytesPerMessage: perMessage,
       child,
       serverReadyMs: server.readyMs,
+      serverCpuS,
       loadedRss,
       emptyRss,
     };
