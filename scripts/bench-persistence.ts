@@ -131,6 +131,8 @@ interface BenchRow {
   p50: number;
   p99: number;
   serverCpuPct: number;
+  /** What the rest of the machine used meanwhile, in % of one core: the disturbance gauge. */
+  otherCpuPct: number;
   errors: number;
   errorSamples: string[];
 }
@@ -171,6 +173,7 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
       errors: number;
       errorSamples: string[];
       serverCpuPct: number | null;
+      otherCpuPct: number | null;
       latency: { p50: number | null; p99: number | null } | null;
     }[];
   };
@@ -184,6 +187,7 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
     p50: r.latency?.p50 ?? NaN,
     p99: r.latency?.p99 ?? NaN,
     serverCpuPct: r.serverCpuPct ?? NaN,
+    otherCpuPct: r.otherCpuPct ?? NaN,
     errors: r.errors,
     errorSamples: r.errorSamples.slice(0, 3),
   };
@@ -417,8 +421,9 @@ try {
             log(`  ${scenario} ${mode}: ${row.errors} errors, e.g. ${row.errorSamples.join(' | ')}`);
         }
         log(
-          `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (${fmt(mem.perCore)}/core, p99 ${mem.p99} ms), ` +
-            `redis ${fmt(red.msgsPerSec)} msgs/s (${fmt(red.perCore)}/core, p99 ${red.p99} ms) = ` +
+          `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (${fmt(mem.perCore)}/core, ` +
+            `p99 ${mem.p99} ms, other CPU ${fmt(mem.otherCpuPct)} %), redis ${fmt(red.msgsPerSec)} msgs/s ` +
+            `(${fmt(red.perCore)}/core, p99 ${red.p99} ms, other CPU ${fmt(red.otherCpuPct)} %) = ` +
             `${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
         );
       }
