@@ -9,12 +9,12 @@ import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
-import { ActivePassive } from './ha/active.js';
+import type { ActivePassive } from './ha/active.js';
 import { Metrics } from './http/metrics.js';
 import { createLogger, flushLogger } from './log.js';
 import { keysFor } from './persistence/keys.js';
-import { Persistence } from './persistence/persistence.js';
-import { createRedis, type RedisTarget } from './persistence/redis.js';
+import type { Persistence } from './persistence/persistence.js';
+import type { RedisTarget } from './persistence/redis.js';
 import { SqsError } from './sqs/errors.js';
 import { LongPoller } from './sqs/longpoll.js';
 import { MoveTaskRunner } from './sqs/movetasks.js';
@@ -82,49 +82,58 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   }
 
   const target = redisTarget(config);
-  const persistence =
-    target === undefined || config.leaderElection
-      ? undefined
-      : new Persistence({
-          redis: createRedis(target),
-          keys: keysFor(config.redisPrefix),
-          createStore: newStore,
-          unavailable: () =>
-            new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
-          onStore: replaceStore,
-          onDiverged: () => replaceStore(newStore()),
-          log: logger.child({ component: 'persistence' }),
-        });
-  if (persistence !== undefined) await persistence.start();
-
-  // Active/passive (src/ha/active.ts): each leader term loads the state with a Persistence of its
-  // own, fenced by the term's token; the elector starts once both planes listen.
   const instanceId = `${hostname()}-${process.pid}`;
-  const connection = (role: string): ReturnType<typeof createRedis> =>
-    createRedis({ ...target, connectionName: `shared-sqs:${role}:${instanceId}` });
-  const ha =
-    target === undefined || !config.leaderElection
-      ? undefined
-      : new ActivePassive({
-          redis: connection('data'),
-          lockRedis: connection('lock'),
-          subscriber: connection('events'),
-          keys: keysFor(config.redisPrefix),
-          instanceId,
-          ttlMs: config.leaderTtlMs,
-          intervalMs: config.leaderIntervalMs,
-          createStore: newStore,
-          unavailable: () =>
-            new SqsError('ServiceUnavailable', 'This instance is not serving; retry against the active one.'),
-          onStore: replaceStore,
-          onDrop: () => replaceStore(newStore()),
-          onDrain: () => current.poller.closeAll(),
-          onFatal: (e) => {
-            logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
-            void stop().finally(() => process.exit(1));
-          },
-          log: logger.child({ component: 'ha' }),
-        });
+  // Loading ioredis, the Lua scripts and the persistence and HA code took about a fifth of a
+  // memory-only start (spawn to first reply): they are imported only when Redis is configured.
+  let persistence: Persistence | undefined;
+  let ha: ActivePassive | undefined;
+  if (target !== undefined && !config.leaderElection) {
+    const [{ Persistence }, { createRedis }] = await Promise.all([
+      import('./persistence/persistence.js'),
+      import('./persistence/redis.js'),
+    ]);
+    persistence = new Persistence({
+      redis: createRedis(target),
+      keys: keysFor(config.redisPrefix),
+      createStore: newStore,
+      unavailable: () =>
+        new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
+      onStore: replaceStore,
+      onDiverged: () => replaceStore(newStore()),
+      log: logger.child({ component: 'persistence' }),
+    });
+    await persistence.start();
+  }
+  if (target !== undefined && config.leaderElection) {
+    // Active/passive (src/ha/active.ts): each leader term loads the state with a Persistence of its
+    // own, fenced by the term's token; the elector starts once both planes listen.
+    const [{ ActivePassive }, { createRedis }] = await Promise.all([
+      import('./ha/active.js'),
+      import('./persistence/redis.js'),
+    ]);
+    const connection = (role: string): ReturnType<typeof createRedis> =>
+      createRedis({ ...target, connectionName: `shared-sqs:${role}:${instanceId}` });
+    ha = new ActivePassive({
+      redis: connection('data'),
+      lockRedis: connection('lock'),
+      subscriber: connection('events'),
+      keys: keysFor(config.redisPrefix),
+      instanceId,
+      ttlMs: config.leaderTtlMs,
+      intervalMs: config.leaderIntervalMs,
+      createStore: newStore,
+      unavailable: () =>
+        new SqsError('ServiceUnavailable', 'This instance is not serving; retry against the active one.'),
+      onStore: replaceStore,
+      onDrop: () => replaceStore(newStore()),
+      onDrain: () => current.poller.closeAll(),
+      onFatal: (e) => {
+        logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
+        void stop().finally(() => process.exit(1));
+      },
+      log: logger.child({ component: 'ha' }),
+    });
+  }
   if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
   /** What gates the data plane and /ready: the leader term, or the plain persistence. */
   const gate = ha ?? persistence;
