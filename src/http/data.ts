@@ -73,7 +73,6 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     },
   });
   const { services, logger } = opts;
-  const isServing = opts.isServing ?? (() => true);
   const observe = opts.observe ?? (() => undefined);
   const authOptions: AuthOptions = {
     mode: opts.auth?.mode ?? 'off',
@@ -86,17 +85,23 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
-  app.addHook('onRequest', async (req, reply) => {
-    if (isServing()) return;
-    const protocol = detectProtocol(req.headers);
-    const err = new SqsError(
-      'ServiceUnavailable',
-      'This instance is not serving; retry against the active one.',
-    );
-    sendError(reply, protocol, err, randomUUID());
-    observe('Unknown', protocol, 503, 0);
-    return reply;
-  });
+  // Only an instance that can be passive needs the gate; a callback hook costs no promise.
+  const isServing = opts.isServing;
+  if (isServing !== undefined) {
+    app.addHook('onRequest', (req, reply, done) => {
+      if (isServing()) {
+        done();
+        return;
+      }
+      const protocol = detectProtocol(req.headers);
+      const err = new SqsError(
+        'ServiceUnavailable',
+        'This instance is not serving; retry against the active one.',
+      );
+      sendError(reply, protocol, err, randomUUID());
+      observe('Unknown', protocol, 503, 0);
+    });
+  }
 
   const handler = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const started = performance.now();
@@ -157,18 +162,21 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     } finally {
       const ms = performance.now() - started;
       observe(action, protocol, status, ms / 1000);
-      logger.info(
-        {
-          reqId: requestId,
-          action,
-          queue,
-          protocol,
-          status,
-          ms: Math.round(ms * 100) / 100,
-          ...(principal?.tenant === undefined ? {} : { tenant: principal.tenant }),
-        },
-        'request',
-      );
+      // Built only when it will be written: at the usual warn level the line costs nothing.
+      if (logger.isLevelEnabled('info')) {
+        logger.info(
+          {
+            reqId: requestId,
+            action,
+            queue,
+            protocol,
+            status,
+            ms: Math.round(ms * 100) / 100,
+            ...(principal?.tenant === undefined ? {} : { tenant: principal.tenant }),
+          },
+          'request',
+        );
+      }
     }
   };
 
