@@ -57,20 +57,30 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
 }
 
 export function parseQueueUrl(url: string): { accountId: string | undefined; name: string } {
-  let path = url;
+  // Index arithmetic instead of split/filter: this runs on every request that names a queue.
+  let start = 0;
   const scheme = url.indexOf('://');
   if (scheme >= 0) {
-    const slash = url.indexOf('/', scheme + 3);
-    path = slash < 0 ? '' : url.slice(slash);
+    start = url.indexOf('/', scheme + 3);
+    if (start < 0) throw queueDoesNotExist();
   }
-  const q = path.indexOf('?');
-  if (q >= 0) path = path.slice(0, q);
-  const parts = path.split('/').filter((p) => p !== '');
-  const name = parts[parts.length - 1];
-  if (name === undefined) throw queueDoesNotExist();
-  const account = parts.length >= 2 ? parts[parts.length - 2] : undefined;
-  return { accountId: account !== undefined && /^\d{12}$/.test(account) ? account : undefined, name };
+  let end = url.indexOf('?', start);
+  if (end < 0) end = url.length;
+  // Empty segments (doubled or trailing slashes) are skipped, as if absent.
+  while (end > start && url.charCodeAt(end - 1) === SLASH) end--;
+  const nameStart = url.lastIndexOf('/', end - 1) + 1;
+  if (end <= start || nameStart >= end) throw queueDoesNotExist();
+  const name = url.slice(Math.max(nameStart, start), end);
+  let accountEnd = nameStart - 1;
+  while (accountEnd > start && url.charCodeAt(accountEnd - 1) === SLASH) accountEnd--;
+  if (accountEnd - start < 12) return { accountId: undefined, name };
+  const accountStart = url.lastIndexOf('/', accountEnd - 1) + 1;
+  const account = url.slice(Math.max(accountStart, start), accountEnd);
+  return { accountId: ACCOUNT_ID.test(account) ? account : undefined, name };
 }
+
+const SLASH = 0x2f;
+const ACCOUNT_ID = /^\d{12}$/;
 
 /** Re-throws a core error as its SQS wire error; other errors pass through unchanged. */
 export function toSqsError(e: unknown): unknown {
