@@ -1,0 +1,135 @@
+/**
+ * `npx tsx scripts/bench/micro.ts`: shared-sqs's own work per message outside HTTP, in process:
+ * decode a request body, run the action, encode the reply, on a queue that keeps growing (as in
+ * the send and send-batch scenarios). Prints ns per message and per request, best of --runs.
+ * Issue 2 budgets SendMessageBatch at ≤ 2 µs of our own work per message.
+ */
+import { parseArgs } from 'node:util';
+import { systemClock } from '../../src/core/clock.js';
+import { QueueStore } from '../../src/core/store.js';
+import { decodeJson, encodeJson } from '../../src/protocol/json.js';
+import { decodeQuery, encodeQueryResult } from '../../src/protocol/query.js';
+import { actions } from '../../src/sqs/actions/index.js';
+import { LongPoller } from '../../src/sqs/longpoll.js';
+import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import type { Action, RequestContext, SqsServices } from '../../src/sqs/service.js';
+import type { ActionName } from '../../src/sqs/model.generated.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    messages: { type: 'string', default: '400000' },
+    runs: { type: 'string', default: '3' },
+    'body-size': { type: 'string', default: '256' },
+  },
+});
+const total = Number(opt.messages);
+const runs = Number(opt.runs);
+const body = 'x'.repeat(Number(opt['body-size']));
+const BASE = 'http://127.0.0.1:4100';
+const URL_ = `${BASE}/000000000000/bench`;
+
+function services(): SqsServices {
+  const store = new QueueStore(systemClock);
+  const svc = {
+    store,
+    clock: systemClock,
+    poller: new LongPoller(store, systemClock),
+    mover: new MoveTaskRunner(store, systemClock),
+  };
+  store.create({ accountId: '000000000000', region: 'us-east-1', name: 'bench' }, {}, {});
+  return svc;
+}
+
+const ctx: RequestContext = {
+  requestId: '27daac76-34dd-47df-bd01-1f6e873584a0',
+  accountId: '000000000000',
+  region: 'us-east-1',
+  baseUrl: BASE,
+  senderId: '000000000000',
+  onAbort: () => undefined,
+};
+
+const jsonSend = Buffer.from(JSON.stringify({ QueueUrl: URL_, MessageBody: body }));
+const jsonBatch = Buffer.from(
+  JSON.stringify({
+    QueueUrl: URL_,
+    Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `m${i}`, MessageBody: body })),
+  }),
+);
+const form = (params: [string, string][]): URLSearchParams => new URLSearchParams(params);
+const querySend: [string, string][] = [
+  ['Action', 'SendMessage'],
+  ['Version', '2012-11-05'],
+  ['QueueUrl', URL_],
+  ['MessageBody', body],
+];
+const queryBatch: [string, string][] = [
+  ['Action', 'SendMessageBatch'],
+  ['Version', '2012-11-05'],
+  ['QueueUrl', URL_],
+];
+for (let i = 0; i < 10; i++) {
+  queryBatch.push([`SendMessageBatchRequestEntry.${i + 1}.Id`, `m${i}`]);
+  queryBatch.push([`SendMessageBatchRequestEntry.${i + 1}.MessageBody`, body]);
+}
+const queryBatchText = form(queryBatch).toString();
+const querySendText = form(querySend).toString();
+
+type Case = { name: string; perRequest: number; run: (svc: SqsServices) => unknown };
+const cases: Case[] = [
+  {
+    name: 'json SendMessage',
+    perRequest: 1,
+    run: async (svc) => {
+      const d = decodeJson('AmazonSQS.SendMessage', jsonSend);
+      return encodeJson(await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never));
+    },
+  },
+  {
+    name: 'json SendMessageBatch',
+    perRequest: 10,
+    run: async (svc) => {
+      const d = decodeJson('AmazonSQS.SendMessageBatch', jsonBatch);
+      return encodeJson(await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never));
+    },
+  },
+  {
+    name: 'query SendMessage',
+    perRequest: 1,
+    run: async (svc) => {
+      const d = decodeQuery(new URLSearchParams(querySendText));
+      return encodeQueryResult(
+        d.action,
+        await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never),
+        ctx.requestId,
+      );
+    },
+  },
+  {
+    name: 'query SendMessageBatch',
+    perRequest: 10,
+    run: async (svc) => {
+      const d = decodeQuery(new URLSearchParams(queryBatchText));
+      return encodeQueryResult(
+        d.action,
+        await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never),
+        ctx.requestId,
+      );
+    },
+  },
+];
+
+for (const c of cases) {
+  let best = Infinity;
+  for (let r = 0; r < runs; r++) {
+    const svc = services();
+    const requests = Math.ceil(total / c.perRequest);
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < requests; i++) await c.run(svc);
+    const ns = Number(process.hrtime.bigint() - t0) / (requests * c.perRequest);
+    best = Math.min(best, ns);
+  }
+  console.log(
+    `${c.name.padEnd(24)} ${best.toFixed(0).padStart(6)} ns/message  (${((best * c.perRequest) / 1000).toFixed(2)} µs/request; ${total} messages queued per run, best of ${runs})`,
+  );
+}
