@@ -2,9 +2,6 @@ import { hostname } from 'node:os';
 import { systemClock } from './core/clock.js';
 import { QueueStore } from './core/store.js';
 import { loadConfigOrExit, type Config } from './config.js';
-import { buildControlPlane } from './http/control.js';
-import { registerAdminHa } from './http/admin-ha.js';
-import { registerAdmin } from './http/admin.js';
 import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
@@ -158,6 +155,22 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       ? {}
       : { isServing: () => gate.serving, commit: timedCommit(() => gate.commit(), messageMetrics) }),
   });
+  if (ha !== undefined) {
+    // Counts the requests that passed the gate, so that a drain knows when they are all answered.
+    data.addHook('onRequest', (_req, reply, done) => {
+      reply.raw.once('close', ha.enter());
+      done();
+    });
+  }
+
+  await data.listen({ port: config.port, host: config.host });
+  // The control plane and the admin API (with its page and OpenAPI document) are loaded and built
+  // once the data plane listens: a first SQS request is not kept waiting for them.
+  const [{ buildControlPlane }, { registerAdminHa }, { registerAdmin }] = await Promise.all([
+    import('./http/control.js'),
+    import('./http/admin-ha.js'),
+    import('./http/admin.js'),
+  ]);
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
     metrics,
@@ -172,15 +185,6 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     baseUrl: config.baseUrl,
     defaultAccountId: config.accountId,
   });
-  if (ha !== undefined) {
-    // Counts the requests that passed the gate, so that a drain knows when they are all answered.
-    data.addHook('onRequest', (_req, reply, done) => {
-      reply.raw.once('close', ha.enter());
-      done();
-    });
-  }
-
-  await data.listen({ port: config.port, host: config.host });
   await control.listen({ port: config.controlPort, host: config.host });
   logger.info(
     {

@@ -10,6 +10,7 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Metrics } from './metrics.js';
+import { lazySchemaController } from './schema-compilers.js';
 
 export interface ControlPlaneOptions {
   /** Used as given (bind `plane: 'control'` before passing it). */
@@ -27,6 +28,7 @@ export function buildControlPlane(opts: ControlPlaneOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
+    schemaController: lazySchemaController,
   });
 
   app.addHook('onSend', (_request, reply, payload, done) => {
