@@ -186,6 +186,8 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     defaultAccountId: config.accountId,
   });
   await control.listen({ port: config.controlPort, host: config.host });
+  // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).
+  metrics.build();
   logger.info(
     {
       port: config.port,

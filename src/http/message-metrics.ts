@@ -19,8 +19,8 @@
  * The three per-request counters are on the hot path: like observeRequest, a request bumps a plain
  * number found by one Map lookup, and the registry reads the totals at scrape time.
  */
-import { Counter, Histogram } from 'prom-client';
-import type { Metrics } from './metrics.js';
+import type { Counter, Histogram, Registry } from 'prom-client';
+import type { Metrics, Prom } from './metrics.js';
 
 export type MessageEvent = 'sent' | 'received' | 'deleted';
 
@@ -52,14 +52,18 @@ export class MessageMetrics {
   private deadLetterProvider: (() => Iterable<DeadLetterStats>) | undefined;
   /** Per queue uid: how much of its dead-letter total was already added to the counter. */
   private readonly deadLetterExported = new Map<string, number>();
-  private readonly writeDuration: Histogram;
-  private readonly writeFailures: Counter;
+  /** Registered with the rest when the registry is built (see {@link Metrics.registry}). */
+  private commit: { readonly writeDuration: Histogram; readonly writeFailures: Counter } | undefined;
 
-  constructor(metrics: Metrics) {
-    const registers = [metrics.registry];
+  constructor(private readonly metrics: Metrics) {
+    metrics.extend((registry, prom) => this.register(registry, prom));
+  }
+
+  private register(registry: Registry, prom: Prom): void {
+    const registers = [registry];
     const labelNames = ['tenant', 'region', 'queue'] as const;
     for (const event of ['sent', 'received', 'deleted'] as const) {
-      const counter: Counter<'tenant' | 'region' | 'queue'> = new Counter({
+      const counter: Counter<'tenant' | 'region' | 'queue'> = new prom.Counter({
         name: `sqs_messages_${event}_total`,
         help: `Messages ${event} through the SQS API, by tenant, region and queue`,
         labelNames,
@@ -74,7 +78,7 @@ export class MessageMetrics {
         },
       });
     }
-    const dlq: Counter<'tenant' | 'region' | 'queue'> = new Counter({
+    const dlq: Counter<'tenant' | 'region' | 'queue'> = new prom.Counter({
       name: 'sqs_messages_moved_to_dlq_total',
       help: 'Messages moved from a queue to its dead-letter queue after maxReceiveCount receives',
       labelNames,
@@ -94,17 +98,19 @@ export class MessageMetrics {
           if (!seen.has(uid)) this.deadLetterExported.delete(uid);
       },
     });
-    this.writeDuration = new Histogram({
-      name: 'sqs_redis_commit_wait_seconds',
-      help: 'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',
-      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
-    });
-    this.writeFailures = new Counter({
-      name: 'sqs_redis_commit_failures_total',
-      help: 'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
-      registers,
-    });
+    this.commit = {
+      writeDuration: new prom.Histogram({
+        name: 'sqs_redis_commit_wait_seconds',
+        help: 'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',
+        buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        registers,
+      }),
+      writeFailures: new prom.Counter({
+        name: 'sqs_redis_commit_failures_total',
+        help: 'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
+        registers,
+      }),
+    };
   }
 
   /** Counts `n` messages of one event for a queue; n = 0 is ignored. */
@@ -162,7 +168,9 @@ export class MessageMetrics {
 
   /** One reply's wait for Redis ended: stored (ok) or not. */
   observeCommit(seconds: number, ok: boolean): void {
-    this.writeDuration.observe(seconds);
-    if (!ok) this.writeFailures.inc();
+    // Building the registry, if nothing has yet, registers these.
+    this.metrics.build();
+    this.commit?.writeDuration.observe(seconds);
+    if (!ok) this.commit?.writeFailures.inc();
   }
 }

@@ -23,8 +23,19 @@
  * numbers in a series found by one Map lookup on a string key; the registry reads the totals at
  * scrape time (the counter through prom-client's public `inc`, the histogram as a collector of its
  * own in prom-client's metric shape).
+ *
+ * prom-client itself is loaded when the registry is first needed: main builds it once both planes
+ * listen, since loading it (with the default metrics) took about 60 ms of a half-second start.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as PromClient from 'prom-client';
+import type { Counter, Gauge, Metric, Registry } from 'prom-client';
+
+export type Prom = typeof PromClient;
+
+// prom-client is CommonJS, so it can be required synchronously where the registry is first used.
+const requireCommonJs = createRequire(import.meta.url);
+const loadPromClient = (): Prom => requireCommonJs('prom-client') as Prom;
 
 export interface QueueStats {
   readonly queue: string;
@@ -157,7 +168,9 @@ export interface MetricsOptions {
 }
 
 export class Metrics {
-  readonly registry: Registry;
+  private builtRegistry: Registry | undefined;
+  /** Registrations of other metrics (MessageMetrics'), run when the registry is built. */
+  private readonly extensions: ((registry: Registry, prom: Prom) => void)[] = [];
   /** Keyed by `action \0 protocol \0 status`. */
   private readonly requestSeries = new Map<string, RequestSeries>();
   /** Keyed by `action \0 protocol`. */
@@ -166,11 +179,31 @@ export class Metrics {
   private longPollWaitersProvider: (() => number) | undefined;
   private leaderStatsProvider: (() => LeaderStats) | undefined;
 
-  constructor(options: MetricsOptions = {}) {
-    this.registry = new Registry();
-    const registers = [this.registry];
+  constructor(private readonly options: MetricsOptions = {}) {}
 
-    const requests: Counter<'action' | 'protocol' | 'status'> = new Counter({
+  /** This instance's registry, with every metric; built (and prom-client loaded) on first use. */
+  get registry(): Registry {
+    this.builtRegistry ??= this.buildRegistry();
+    return this.builtRegistry;
+  }
+
+  /** Builds the registry now, if nothing has yet: the default metrics start counting from here. */
+  build(): void {
+    void this.registry;
+  }
+
+  /** Registers more metrics on the registry: when it is built, or at once if it is. */
+  extend(register: (registry: Registry, prom: Prom) => void): void {
+    if (this.builtRegistry === undefined) this.extensions.push(register);
+    else register(this.builtRegistry, loadPromClient());
+  }
+
+  private buildRegistry(): Registry {
+    const prom = loadPromClient();
+    const registry = new prom.Registry();
+    const registers = [registry];
+
+    const requests: Counter<'action' | 'protocol' | 'status'> = new prom.Counter({
       name: 'sqs_requests_total',
       help: 'SQS API requests answered, by action, wire protocol (json|query) and HTTP status',
       labelNames: ['action', 'protocol', 'status'] as const,
@@ -186,11 +219,9 @@ export class Metrics {
     });
 
     // Not a prom-client class: see DurationHistogram. The Registry only reads what its type says.
-    this.registry.registerMetric(
-      new DurationHistogram(() => this.durationSeries.values()) as unknown as Metric,
-    );
+    registry.registerMetric(new DurationHistogram(() => this.durationSeries.values()) as unknown as Metric);
 
-    const queueMessages: Gauge<'queue' | 'state' | 'tenant' | 'region'> = new Gauge({
+    const queueMessages: Gauge<'queue' | 'state' | 'tenant' | 'region'> = new prom.Gauge({
       name: 'sqs_queue_messages',
       help: 'Messages per queue and state (visible, inflight, delayed), read at scrape time',
       labelNames: ['queue', 'state', 'tenant', 'region'] as const,
@@ -213,7 +244,7 @@ export class Metrics {
       },
     });
 
-    const longPollWaiters: Gauge = new Gauge({
+    const longPollWaiters: Gauge = new prom.Gauge({
       name: 'sqs_long_poll_waiters',
       help: 'ReceiveMessage calls currently waiting for messages (long polls)',
       registers,
@@ -222,9 +253,11 @@ export class Metrics {
       },
     });
 
-    this.registerLeaderMetrics(registers);
+    this.registerLeaderMetrics(prom, registers);
 
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    if (this.options.defaultMetrics ?? true) prom.collectDefaultMetrics({ register: registry });
+    for (const register of this.extensions.splice(0)) register(registry, prom);
+    return registry;
   }
 
   /** The Content-Type of {@link metrics}' text (Prometheus exposition format 0.0.4). */
@@ -283,9 +316,9 @@ export class Metrics {
     this.leaderStatsProvider = provider;
   }
 
-  private registerLeaderMetrics(registers: Registry[]): void {
+  private registerLeaderMetrics(prom: Prom, registers: Registry[]): void {
     const stats = (): LeaderStats | undefined => this.leaderStatsProvider?.();
-    const state: Gauge<'state'> = new Gauge({
+    const state: Gauge<'state'> = new prom.Gauge({
       name: 'sqs_leader_state',
       help: "1 for this instance's leader-election state (follower, loading, leader), 0 for the others",
       labelNames: ['state'] as const,
@@ -297,7 +330,7 @@ export class Metrics {
         for (const name of LEADER_STATES) state.set({ state: name }, s.state === name ? 1 : 0);
       },
     });
-    const epoch: Gauge = new Gauge({
+    const epoch: Gauge = new prom.Gauge({
       name: 'sqs_leader_epoch',
       help: 'Epoch of the leader term this instance holds (loading or leader); 0 when it holds none',
       registers,
@@ -310,7 +343,7 @@ export class Metrics {
     // Counters from totals kept by the elector: add what is new since the last scrape.
     const counter = (name: string, help: string, read: (s: LeaderStats) => number): void => {
       let exported = 0;
-      const c: Counter = new Counter({
+      const c: Counter = new prom.Counter({
         name,
         help,
         registers,
