@@ -13,10 +13,15 @@
  * | `<p>tasks`           | hash   | message move task id → task record                           |
  * | `<p>tenants`         | hash   | tenant name → tenant record with its keys (codec.ts)         |
  * | `<p>leader`          | string | the leader lock (the HA issue's); write scripts fence on it  |
+ * | `<p>commit`          | string | id of the last apply call; the writer's next call checks it  |
  *
  * A queue's messages are keyed by the queue's uid, not its name: a purge or a DeleteQueue drops
  * one whole key (UNLINK, freed in the background), and a queue created again under the same name
  * starts from a fresh key while the old one is being removed.
+ *
+ * `commit` is the writer's own bookkeeping (writer.ts: the chain of pipelined calls): the loader
+ * never reads it, and an older shared-sqs of this layout ignores it, which is why it came without
+ * a new layout version.
  */
 export const LAYOUT_VERSION = 1;
 
@@ -30,6 +35,8 @@ export interface Keys {
   readonly lock: string;
   readonly tasks: string;
   readonly tenants: string;
+  /** The chain of the writer's script calls: the id of the last one applied. */
+  readonly commit: string;
   /** The hash of one queue's messages; the Lua scripts build the same name from the prefix. */
   messages(uid: string): string;
   /** FIFO: the hashes of one queue's deduplication and receive-attempt records (same rule). */
@@ -46,6 +53,7 @@ export function keysFor(prefix: string = DEFAULT_PREFIX, lock?: string): Keys {
     lock: lock ?? `${prefix}leader`,
     tasks: `${prefix}tasks`,
     tenants: `${prefix}tenants`,
+    commit: `${prefix}commit`,
     messages: (uid) => `${prefix}m:${uid}`,
     dedup: (uid) => `${prefix}d:${uid}`,
     attempts: (uid) => `${prefix}a:${uid}`,

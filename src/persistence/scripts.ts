@@ -17,6 +17,8 @@ export const ScriptCode = {
   UNVERSIONED: -2,
   /** apply: an unknown opcode (a bug in the writer). */
   MALFORMED: -3,
+  /** apply: the writer's previous call was not applied, so this one wrote nothing. */
+  OUT_OF_CHAIN: -4,
 } as const;
 
 /** A write refused because the leader lock holds another token: this instance must stop leading. */
@@ -70,7 +72,7 @@ export class LuaScript {
  */
 function scriptDir(): URL {
   const here = new URL('./scripts/', import.meta.url);
-  if (existsSync(new URL('apply-3.lua', here))) return here;
+  if (existsSync(new URL('apply-4.lua', here))) return here;
   return new URL('../../src/persistence/scripts/', import.meta.url);
 }
 
@@ -79,6 +81,6 @@ function load(name: string): LuaScript {
 }
 
 export const scripts = {
-  apply: load('apply-3'),
+  apply: load('apply-4'),
   init: load('init-3'),
 };

@@ -6,19 +6,39 @@
  * flushed on `setImmediate`, i.e. once the requests that arrived in this turn of the event loop
  * have all run, as ONE call of the `apply` script carrying every change, written from the objects'
  * state at flush time. So ten events about one message in one tick are one record, and a tick of
- * 200 SendMessage calls is one round trip. At most one batch is in flight: events that arrive
- * meanwhile go to the next batch, which is flushed as soon as the one in flight is done (under
- * load, batches grow by themselves instead of queueing round trips).
+ * 200 SendMessage calls is one round trip.
+ *
+ * Pipelining. Up to MAX_CALLS script calls are in flight at once, all on the one connection, sent
+ * in order, so Redis applies them in that order: while Redis runs (and fsyncs) one batch, the
+ * next tick's requests run here and their batch is sent at the end of that tick, instead of
+ * waiting for the round trip. Only when MAX_CALLS are unanswered does the open batch wait (and
+ * grow) until one is answered. Calls in flight together stay within the size of one call (see
+ * MAX_CALLS), so a large batch's calls go one after the other, as they must to finish within the
+ * command timeout. A writer's first call goes alone: it may have to load the script into Redis
+ * (NOSCRIPT, then EVAL), and calls pipelined behind it would find it missing or out of order.
  *
  * `commit()` is what a request awaits before its reply: the promise of the newest batch, which
- * holds every change emitted so far (the open batch, else the one in flight, else nothing to
- * wait for). Batches complete in order and the promises of one batch resolve together, in the
- * order the requests awaited them.
+ * holds every change emitted so far (the open batch, else the last one in flight, else nothing to
+ * wait for). A batch resolves once all of its calls were applied AND every earlier batch resolved,
+ * so batches resolve in order whatever order their answers are seen in, and the promises of one
+ * batch resolve together, in the order the requests awaited them.
  *
- * Failure. When a batch fails (a Redis error, a timeout whose outcome is unknown, or a fenced
- * write), it and the open batch are rejected with `unavailable(cause)`, `commit()` rejects from
- * then on, later events are ignored, and `onFailure` is told once. The store this writer served is
- * no longer known to match Redis: whoever owns it must drop it and load a new one (persistence.ts).
+ * The chain. Each call carries its own id (a nonce of this writer and a counter) and the id of the
+ * call before it; the script writes nothing unless the `commit` key holds that previous id, and
+ * sets it to its own id last. So when call k fails in any way (an error reply, fenced, malformed),
+ * every later call already in flight is refused and writes nothing: no batch answered 503 is in
+ * Redis, even though it was sent before the failure was known. The first call of a writer checks
+ * nothing: the store it writes for was loaded after everything this server's earlier writers sent
+ * (and another instance's writes are fenced by the leader lock).
+ *
+ * Failure. When a call fails (a Redis error, a timeout whose outcome is unknown, a refusal),
+ * `commit()` rejects from then on, later events are ignored, batches not yet sent are dropped,
+ * and `onFailure` is told once, at once. Batches before the failing one still resolve as their
+ * answers come in (they were applied); the failing batch and every later one, sent or not, are
+ * rejected with `unavailable(cause)`. The store this writer served is no longer known to match
+ * Redis: whoever owns it must drop it and load a new one (persistence.ts), and that load's reads
+ * go on the same connection behind the refused calls, so it sees Redis after them. A timeout
+ * stays "outcome unknown": the call may still be applied, with the calls behind it.
  *
  * Order inside one batch: queue operations first (deletes, purges, records), then each queue's
  * message writes. That is correct because a message is written as it is at flush time: a message
@@ -31,6 +51,7 @@
  * then, or deletes it when it holds nothing (expired, purged, forgotten). They go after the
  * queue operations, so a purge's UNLINK of a queue's attempts comes first.
  */
+import { randomBytes } from 'node:crypto';
 import type { ChangeEvent } from '../core/events.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
@@ -52,6 +73,14 @@ import type { Redis } from 'ioredis';
 /** Limits of one script call, so that it runs well within the command timeout (measured: docs/performance.md). */
 const CALL_BYTES = 4 * 1024 * 1024;
 const CALL_OBJECTS = 10_000;
+/**
+ * Script calls unanswered at once. A call's command timeout runs from when it is sent, i.e. it
+ * covers the calls ahead of it too: so calls are pipelined only while together they stay within
+ * the limits of one call, and a call that alone comes near them waits until it can go alone. (Here
+ * a call of 10,000 messages took 150-330 ms, and the last of four such calls pipelined was
+ * answered 800 ms after it was sent: too near the 1 s timeout.)
+ */
+const MAX_CALLS = 4;
 
 const PUT = 1;
 const PURGE = 2;
@@ -69,6 +98,10 @@ interface Batch {
   readonly tasks: Set<MoveTask>;
   /** Tenants created, changed (keys) or deleted. */
   readonly tenants: Set<Tenant>;
+  /** Its script calls not yet applied. */
+  unapplied: number;
+  /** One of its calls failed. */
+  failed: boolean;
   readonly done: Promise<void>;
   resolve(): void;
   reject(e: Error): void;
@@ -93,9 +126,28 @@ export interface WriterStats {
 
 const RESOLVED = Promise.resolve();
 
+interface Call {
+  readonly batch: Batch;
+  readonly args: ScriptArg[];
+  readonly bytes: number;
+  readonly objects: number;
+}
+
 export class Writer {
   private open: Batch | undefined;
-  private inflight: Batch | undefined;
+  /** Flushed batches not yet resolved or rejected, oldest first. */
+  private readonly flushed: Batch[] = [];
+  /** Calls built, in order, waiting to be sent. */
+  private readonly unsent: Call[] = [];
+  /** Calls sent and not answered, and their size. */
+  private sent = 0;
+  private sentBytes = 0;
+  private sentObjects = 0;
+  /** The first call was applied: from then on calls are pipelined. */
+  private chained = false;
+  private readonly nonce = randomBytes(6).toString('hex');
+  private calls = 0;
+  private lastCall = '';
   private failure: Error | undefined;
   private scheduled = false;
   private closed = false;
@@ -150,7 +202,7 @@ export class Writer {
   /** Resolves when every change recorded so far is in Redis; rejects once a write has failed. */
   commit(): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.opts.unavailable(this.failure));
-    return (this.open ?? this.inflight)?.done ?? RESOLVED;
+    return (this.open ?? this.flushed.at(-1))?.done ?? RESOLVED;
   }
 
   /** The cause of the failure that stopped this writer, if one did. */
@@ -182,13 +234,20 @@ export class Writer {
       attempts: new Map(),
       tasks: new Set(),
       tenants: new Set(),
+      unapplied: 0,
+      failed: false,
       done,
       resolve,
       reject,
     };
     this.open = b;
-    if (this.inflight === undefined) this.schedule();
+    if (this.room()) this.schedule();
     return b;
+  }
+
+  /** A batch flushed now could be sent at once, unless it is large. */
+  private room(): boolean {
+    return this.unsent.length === 0 && (this.sent === 0 || (this.chained && this.sent < MAX_CALLS));
   }
 
   private schedule(): void {
@@ -202,47 +261,94 @@ export class Writer {
 
   private flush(): void {
     const b = this.open;
-    if (b === undefined || this.inflight !== undefined || this.failure !== undefined) return;
+    if (b === undefined || this.failure !== undefined || !this.room()) return;
     this.open = undefined;
-    this.inflight = b;
-    this.write(b).then(
-      () => {
-        this.stats.batches++;
-        this.stats.objects += b.queues.size + b.messages.size + b.tasks.size;
-        this.inflight = undefined;
-        b.resolve();
-        if (this.open !== undefined) this.schedule();
-      },
-      (e: unknown) => this.fail(e instanceof Error ? e : new Error(String(e))),
-    );
+    const calls = this.build(b);
+    b.unapplied = calls.length;
+    this.flushed.push(b);
+    this.unsent.push(...calls);
+    this.pump();
   }
 
   /**
-   * One script call per batch; a batch too large for one call within the command timeout (a
-   * loop that sent 100,000 messages in one tick, or many large bodies) is cut into calls of at
-   * most CALL_BYTES / CALL_OBJECTS, run one after the other. They are not one atomic unit, and
-   * need not be: if one fails, the whole batch is answered 503 and the store is reloaded from
-   * what Redis holds.
+   * Sends waiting calls while there are free slots. A batch too large for one call within the
+   * command timeout (a loop that sent 100,000 messages in one tick, or many large bodies) is cut
+   * into calls of at most CALL_BYTES / CALL_OBJECTS; they are not one atomic unit, and need not
+   * be: if one fails, the chain refuses the rest, the whole batch is answered 503 and the store
+   * is reloaded from what Redis holds.
    */
-  private async write(b: Batch): Promise<void> {
+  private pump(): void {
     const { keys, redis } = this.opts;
-    for (const args of this.build(b)) {
-      const code = await scripts.apply.run(redis, [keys.lock, keys.queues, keys.seq], args);
-      if (code === ScriptCode.FENCED) throw new FencedError();
-      if (code !== ScriptCode.OK) throw new Error(`apply script returned ${String(code)}`);
+    for (;;) {
+      const call = this.unsent[0];
+      if (call === undefined) return;
+      const fits =
+        this.sent === 0 ||
+        (this.chained &&
+          this.sent < MAX_CALLS &&
+          this.sentBytes + call.bytes <= CALL_BYTES &&
+          this.sentObjects + call.objects <= CALL_OBJECTS);
+      if (!fits) return;
+      this.unsent.shift();
+      this.sent++;
+      this.sentBytes += call.bytes;
+      this.sentObjects += call.objects;
+      scripts.apply.run(redis, [keys.lock, keys.queues, keys.seq, keys.commit], call.args).then(
+        (code) => this.answered(call, code === ScriptCode.OK ? undefined : refusal(code)),
+        (e: unknown) => this.answered(call, e instanceof Error ? e : new Error(String(e))),
+      );
     }
   }
 
-  /** The apply script's ARGV lists (see scripts/apply-3.lua for the operations). */
-  private build(b: Batch): ScriptArg[][] {
-    const head = (): ScriptArg[] => [this.opts.token?.() ?? '', this.opts.keys.prefix];
-    const calls: ScriptArg[][] = [];
+  private answered(call: Call, error: Error | undefined): void {
+    this.sent--;
+    this.sentBytes -= call.bytes;
+    this.sentObjects -= call.objects;
+    const b = call.batch;
+    if (error === undefined) {
+      b.unapplied--;
+      this.chained = true;
+    } else {
+      b.failed = true;
+      this.fail(error);
+    }
+    this.settle();
+    if (this.failure !== undefined) return;
+    this.pump();
+    if (this.open !== undefined && this.room()) this.schedule();
+  }
+
+  /** Resolves applied batches from the oldest on; from the first failed one on, rejects them all. */
+  private settle(): void {
+    while (this.flushed.length > 0) {
+      const b = this.flushed[0] as Batch;
+      if (b.failed) {
+        const err = this.opts.unavailable(this.failure as Error);
+        for (const rest of this.flushed.splice(0)) rest.reject(err);
+        return;
+      }
+      if (b.unapplied > 0) return;
+      this.flushed.shift();
+      this.stats.batches++;
+      this.stats.objects += b.queues.size + b.messages.size + b.tasks.size;
+      b.resolve();
+    }
+  }
+
+  /** The apply script's ARGV lists (see scripts/apply-4.lua for the operations), chained. */
+  private build(b: Batch): Call[] {
+    const head = (): ScriptArg[] => {
+      const previous = this.lastCall;
+      this.lastCall = `${this.nonce}:${++this.calls}`;
+      return [this.opts.token?.() ?? '', this.opts.keys.prefix, previous, this.lastCall];
+    };
+    const calls: Call[] = [];
     let args = head();
     let bytes = 0;
     let objects = 0;
     const full = (): boolean => bytes >= CALL_BYTES || objects >= CALL_OBJECTS;
     const cut = (): void => {
-      calls.push(args);
+      calls.push({ batch: b, args, bytes, objects });
       args = head();
       bytes = objects = 0;
     };
@@ -379,19 +485,27 @@ export class Writer {
         args[at + 2] = n;
       }
     }
-    calls.push(args);
+    calls.push({ batch: b, args, bytes, objects });
     return calls;
   }
 
+  /** Stops the writer; the batches are rejected in order by settle(). */
   private fail(cause: Error): void {
     if (this.failure !== undefined) return;
     this.failure = cause;
-    const err = this.opts.unavailable(cause);
-    this.inflight?.reject(err);
-    this.open?.reject(err);
-    this.inflight = this.open = undefined;
+    this.unsent.length = 0;
+    if (this.open !== undefined) this.flushed.push(this.open);
+    this.open = undefined;
     this.opts.onFailure?.(cause);
   }
+}
+
+function refusal(code: unknown): Error {
+  if (code === ScriptCode.FENCED) return new FencedError();
+  if (code === ScriptCode.OUT_OF_CHAIN) {
+    return new Error('apply script refused a call: the call before it was not applied');
+  }
+  return new Error(`apply script returned ${String(code)}`);
 }
 
 function keysOf(m: Map<Queue, Set<string>>, q: Queue): Set<string> {

@@ -421,12 +421,12 @@ test('Given deleted, expired and purged messages and a deleted queue, when commi
   assert.deepEqual(q.counts(clock.now()), { visible: 0, inflight: 0, delayed: 0 });
   other.purge(clock.now());
   await writer.commit();
-  assert.deepEqual(await keysUnder(c, prefix), [keys.layout, keys.queues, keys.seq].sort());
+  assert.deepEqual(await keysUnder(c, prefix), [keys.layout, keys.queues, keys.seq, keys.commit].sort());
 
   store.delete(q);
   store.delete(other);
   await writer.commit();
-  assert.deepEqual(await keysUnder(c, prefix), [keys.layout]);
+  assert.deepEqual(await keysUnder(c, prefix), [keys.commit, keys.layout].sort());
 });
 
 test('Given the lock holds another token, when a write is fenced, then nothing is written and commit rejects', async () => {

@@ -4,14 +4,22 @@
   The writer (src/persistence/writer.ts) sends queue operations first, then message operations
   grouped by queue; a message of a queue deleted in the same commit is not sent.
 
+  Several calls of one writer may be in flight at once (pipelined on one connection, so Redis
+  runs them in the order they were sent). Each names the call before it: a call runs only if the
+  one before it was applied, so once a call fails, every later call of its writer writes nothing.
+
   Input:
     KEYS[1] leader lock      (fencing: must hold ARGV[1] unless ARGV[1] is empty)
     KEYS[2] 'queues'         hash: queue uid -> queue record
     KEYS[3] 'seq'            hash: queue uid -> next message sequence number
+    KEYS[4] 'commit'         string: the id of the last call applied (the chain)
 
     ARGV[1] fencing token; '' when no leader election is configured (check skipped)
     ARGV[2] key prefix, e.g. '{ssq}:' (a queue's messages are in <prefix>m:<uid>)
-    ARGV[3...] operations, each an opcode and its arguments:
+    ARGV[3] id of the writer's previous call, which KEYS[4] must hold; '' for a writer's first
+            call (check skipped)
+    ARGV[4] id of this call, stored in KEYS[4] once every operation is written
+    ARGV[5...] operations, each an opcode and its arguments:
       'Q' uid record                                queue created or changed
       'D' uid                                       queue deleted, with its messages and FIFO records
       'P' uid                                       queue purged: all its messages (and receive
@@ -25,7 +33,9 @@
   Output:
      0  applied
     -1  fenced: the lock does not hold ARGV[1]; nothing was written
-    -3  malformed operation list; nothing after the bad opcode was written
+    -3  malformed operation list; nothing after the bad opcode was written, KEYS[4] unchanged
+    -4  out of chain: KEYS[4] does not hold ARGV[3] (the previous call was not applied); nothing
+        was written
 
   A script is atomic: Redis runs nothing else while it runs, and the `#!lua` line makes Redis
   refuse it before it starts (nothing written) when the server is over maxmemory or read-only.
@@ -35,6 +45,10 @@ local token = ARGV[1]
 if token ~= '' and redis.call('GET', KEYS[1]) ~= token then
   return -1
 end
+local previous = ARGV[3]
+if previous ~= '' and redis.call('GET', KEYS[4]) ~= previous then
+  return -4
+end
 
 local prefix = ARGV[2]
 local queues = KEYS[2]
@@ -42,7 +56,7 @@ local seqs = KEYS[3]
 -- Lua's unpack() has a stack limit (~8000): write hashes in slices of at most this many values.
 local SLICE = 1000
 
-local i = 3
+local i = 5
 local n = #ARGV
 while i <= n do
   local op = ARGV[i]
@@ -107,4 +121,5 @@ while i <= n do
     return -3
   end
 end
+redis.call('SET', KEYS[4], ARGV[4])
 return 0
