@@ -1,4 +1,5 @@
 import type { HeapItem } from './heap.js';
+import { ownString } from './strings.js';
 
 /** A message attribute as the API carries it; binary values stay base64 as on both wires. */
 export interface MessageAttributeValue {
@@ -33,21 +34,39 @@ export interface NewMessage {
   readonly deduplicationId?: string | undefined;
 }
 
-export class Message implements HeapItem {
-  // Heap membership: for `delayed` and `inflight`, heapKey is when the message becomes visible.
-  heapKey = 0;
-  heapIndex = -1;
-  state: MessageState = 'visible';
+/** `attributes` with every string an ownString (see strings.ts); rare enough to rebuild. */
+function ownAttributes(attributes: MessageAttributes | undefined): MessageAttributes | undefined {
+  if (attributes === undefined) return undefined;
+  const out: MessageAttributes = {};
+  for (const [name, v] of Object.entries(attributes)) {
+    const copy: MessageAttributeValue = { DataType: ownString(v.DataType) };
+    if (v.StringValue !== undefined) copy.StringValue = ownString(v.StringValue);
+    if (v.BinaryValue !== undefined) copy.BinaryValue = ownString(v.BinaryValue);
+    if (v.StringListValues !== undefined) copy.StringListValues = v.StringListValues.map(ownString);
+    if (v.BinaryListValues !== undefined) copy.BinaryListValues = v.BinaryListValues.map(ownString);
+    out[ownString(name)] = copy;
+  }
+  return out;
+}
+
+function ownOptional(s: string | undefined): string | undefined {
+  return s === undefined ? undefined : ownString(s);
+}
+
+/** What only a received message needs; a queued message that was never received has none. */
+class Delivery {
   receiveCount = 0;
   firstReceiveAt = 0;
   lastReceiveAt = 0;
   /** Changes on every receive, so only the newest receipt handle may change visibility. */
   receiptNonce = '';
-  // Intrusive links: send order (for retention), and delivery order among visible messages.
-  prev: Message | null = null;
-  next: Message | null = null;
-  vprev: Message | null = null;
-  vnext: Message | null = null;
+}
+
+/**
+ * What most messages of a standard queue never have: FIFO group links and ids, attributes, the
+ * dead-letter source. One object, made only for a message that has one of them.
+ */
+class Extras {
   // FIFO queues: the message's place in its group, in send order (see fifo.ts).
   gprev: Message | null = null;
   gnext: Message | null = null;
@@ -55,32 +74,169 @@ export class Message implements HeapItem {
   sequenceNumber: string | undefined = undefined;
   /** Set when the message was moved to this queue as its dead-letter queue: the source's ARN. */
   deadLetterSourceArn: string | undefined = undefined;
+  attributes: MessageAttributes | undefined = undefined;
+  md5OfAttributes: string | undefined = undefined;
+  systemAttributes: MessageAttributes | undefined = undefined;
+  md5OfSystemAttributes: string | undefined = undefined;
+  groupId: string | undefined = undefined;
+  deduplicationId: string | undefined = undefined;
+}
+
+/**
+ * One stored message. Its own fields are the ones every message uses, so a queued 256-byte message
+ * costs about 550 bytes of heap; receive bookkeeping (Delivery) and the rarer fields (Extras) hang
+ * off it only when set, behind accessors of the same names.
+ */
+export class Message implements HeapItem {
+  // Heap membership: for `delayed` and `inflight`, heapKey is when the message becomes visible.
+  heapKey = 0;
+  heapIndex = -1;
+  state: MessageState = 'visible';
+  // Intrusive links: send order (for retention), and delivery order among visible messages.
+  prev: Message | null = null;
+  next: Message | null = null;
+  vprev: Message | null = null;
+  vnext: Message | null = null;
+  private delivery: Delivery | null = null;
+  private extras: Extras | null = null;
 
   readonly id: string;
   readonly body: string;
   readonly md5OfBody: string;
-  readonly attributes: MessageAttributes | undefined;
-  readonly md5OfAttributes: string | undefined;
-  readonly systemAttributes: MessageAttributes | undefined;
-  readonly md5OfSystemAttributes: string | undefined;
   readonly senderId: string;
-  readonly groupId: string | undefined;
-  readonly deduplicationId: string | undefined;
 
   constructor(
     m: NewMessage,
     readonly seq: number,
     readonly sentAt: number,
   ) {
-    this.id = m.id;
-    this.body = m.body;
-    this.md5OfBody = m.md5OfBody;
-    this.attributes = m.attributes;
-    this.md5OfAttributes = m.md5OfAttributes;
-    this.systemAttributes = m.systemAttributes;
-    this.md5OfSystemAttributes = m.md5OfSystemAttributes;
+    this.id = ownString(m.id);
+    this.body = ownString(m.body);
+    this.md5OfBody = ownString(m.md5OfBody);
+    // Usually one string shared by every message of its sender: not copied.
     this.senderId = m.senderId;
-    this.groupId = m.groupId;
-    this.deduplicationId = m.deduplicationId;
+    if (
+      m.attributes !== undefined ||
+      m.md5OfAttributes !== undefined ||
+      m.systemAttributes !== undefined ||
+      m.md5OfSystemAttributes !== undefined ||
+      m.groupId !== undefined ||
+      m.deduplicationId !== undefined
+    ) {
+      const x = new Extras();
+      x.attributes = ownAttributes(m.attributes);
+      x.md5OfAttributes = ownOptional(m.md5OfAttributes);
+      x.systemAttributes = ownAttributes(m.systemAttributes);
+      x.md5OfSystemAttributes = ownOptional(m.md5OfSystemAttributes);
+      x.groupId = ownOptional(m.groupId);
+      x.deduplicationId = ownOptional(m.deduplicationId);
+      this.extras = x;
+    }
+  }
+
+  /** One more receive at `now`, with the new receipt handle's nonce. */
+  received(now: number, nonce: string): void {
+    const d = (this.delivery ??= new Delivery());
+    d.receiveCount++;
+    if (d.firstReceiveAt === 0) d.firstReceiveAt = now;
+    d.lastReceiveAt = now;
+    d.receiptNonce = nonce;
+  }
+
+  get receiveCount(): number {
+    return this.delivery?.receiveCount ?? 0;
+  }
+
+  set receiveCount(n: number) {
+    if (n !== 0 || this.delivery !== null) this.deliveryRecord().receiveCount = n;
+  }
+
+  get firstReceiveAt(): number {
+    return this.delivery?.firstReceiveAt ?? 0;
+  }
+
+  set firstReceiveAt(t: number) {
+    if (t !== 0 || this.delivery !== null) this.deliveryRecord().firstReceiveAt = t;
+  }
+
+  get lastReceiveAt(): number {
+    return this.delivery?.lastReceiveAt ?? 0;
+  }
+
+  set lastReceiveAt(t: number) {
+    if (t !== 0 || this.delivery !== null) this.deliveryRecord().lastReceiveAt = t;
+  }
+
+  get receiptNonce(): string {
+    return this.delivery?.receiptNonce ?? '';
+  }
+
+  set receiptNonce(nonce: string) {
+    if (nonce !== '' || this.delivery !== null) this.deliveryRecord().receiptNonce = nonce;
+  }
+
+  get gprev(): Message | null {
+    return this.extras?.gprev ?? null;
+  }
+
+  set gprev(m: Message | null) {
+    if (m !== null || this.extras !== null) this.extrasRecord().gprev = m;
+  }
+
+  get gnext(): Message | null {
+    return this.extras?.gnext ?? null;
+  }
+
+  set gnext(m: Message | null) {
+    if (m !== null || this.extras !== null) this.extrasRecord().gnext = m;
+  }
+
+  get sequenceNumber(): string | undefined {
+    return this.extras?.sequenceNumber;
+  }
+
+  set sequenceNumber(n: string | undefined) {
+    if (n !== undefined || this.extras !== null) this.extrasRecord().sequenceNumber = ownOptional(n);
+  }
+
+  get deadLetterSourceArn(): string | undefined {
+    return this.extras?.deadLetterSourceArn;
+  }
+
+  set deadLetterSourceArn(arn: string | undefined) {
+    // Not copied: the source queue's ARN, one string for all its dead letters.
+    if (arn !== undefined || this.extras !== null) this.extrasRecord().deadLetterSourceArn = arn;
+  }
+
+  get attributes(): MessageAttributes | undefined {
+    return this.extras?.attributes;
+  }
+
+  get md5OfAttributes(): string | undefined {
+    return this.extras?.md5OfAttributes;
+  }
+
+  get systemAttributes(): MessageAttributes | undefined {
+    return this.extras?.systemAttributes;
+  }
+
+  get md5OfSystemAttributes(): string | undefined {
+    return this.extras?.md5OfSystemAttributes;
+  }
+
+  get groupId(): string | undefined {
+    return this.extras?.groupId;
+  }
+
+  get deduplicationId(): string | undefined {
+    return this.extras?.deduplicationId;
+  }
+
+  private deliveryRecord(): Delivery {
+    return (this.delivery ??= new Delivery());
+  }
+
+  private extrasRecord(): Extras {
+    return (this.extras ??= new Extras());
   }
 }

@@ -19,6 +19,7 @@ import {
 import { IndexedHeap, type HeapItem } from './heap.js';
 import { Message, type NewMessage } from './message.js';
 import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
+import { ownString } from './strings.js';
 
 /** AWS caps a standard queue's in-flight messages at 120,000 (FIFO: 120,000 too since 2024). */
 export const MAX_INFLIGHT = 120_000;
@@ -224,8 +225,10 @@ export class Queue {
       sequenceNumber: msg.sequenceNumber,
       expiresAt: now + DEDUP_WINDOW_MS,
     };
-    dedup.set(key, record);
-    this.listener.change?.({ type: 'dedup-put', queue: this, key, record });
+    // Kept for 5 minutes: not as a view into the request the ids came with.
+    const ownKey = ownString(key);
+    dedup.set(ownKey, record);
+    this.listener.change?.({ type: 'dedup-put', queue: this, key: ownKey, record });
     this.enqueue(msg, this.delayMs, now);
     return { messageId: msg.id, sequenceNumber: msg.sequenceNumber, message: msg };
   }
@@ -314,10 +317,7 @@ export class Queue {
         continue;
       }
       this.unlinkVisible(msg);
-      msg.receiveCount++;
-      if (msg.firstReceiveAt === 0) msg.firstReceiveAt = now;
-      msg.lastReceiveAt = now;
-      msg.receiptNonce = nonce();
+      msg.received(now, nonce());
       if (vt > 0) {
         msg.state = 'inflight';
         msg.heapKey = now + vt;
@@ -365,10 +365,7 @@ export class Queue {
           this.moveToDeadLetter(m, dlq, now);
         } else {
           this.unlinkVisible(m);
-          m.receiveCount++;
-          if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
-          m.lastReceiveAt = now;
-          m.receiptNonce = nonce();
+          m.received(now, nonce());
           // In flight even with a zero timeout until the loop is done, so the group stays locked
           // and this call cannot hand the same message out twice.
           m.state = 'inflight';
@@ -394,8 +391,10 @@ export class Queue {
           visibleAt: m.heapKey,
         })),
       };
-      (this.attempts as ExpiringRecords<AttemptRecord>).set(attemptId, record);
-      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
+      // Kept for 5 minutes: not as a view into the request it came with.
+      const ownId = ownString(attemptId);
+      (this.attempts as ExpiringRecords<AttemptRecord>).set(ownId, record);
+      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId: ownId, record });
     }
     return out;
   }

@@ -25,6 +25,7 @@ import { Message, type MessageAttributes, type MessageState } from '../core/mess
 import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
+import { ownString } from '../core/strings.js';
 import { Tenant, type AccessKey } from '../core/tenants.js';
 
 export class CodecError extends Error {
@@ -137,9 +138,11 @@ export function deserializeMessage(id: string, record: string): Message {
   m.receiveCount = receiveCount;
   m.firstReceiveAt = firstReceiveAt;
   m.lastReceiveAt = lastReceiveAt;
-  m.receiptNonce = receiptNonce;
-  m.sequenceNumber = sequenceNumber;
-  m.deadLetterSourceArn = deadLetterSourceArn;
+  // The Message copies what it is constructed with; these are set after, and a slice of the record
+  // would keep the whole record alive with it.
+  m.receiptNonce = ownString(receiptNonce);
+  m.sequenceNumber = sequenceNumber === undefined ? undefined : ownString(sequenceNumber);
+  m.deadLetterSourceArn = deadLetterSourceArn === undefined ? undefined : ownString(deadLetterSourceArn);
   return m;
 }
 
