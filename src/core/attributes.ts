@@ -156,6 +156,34 @@ export function defaultAttributes(fifo: boolean): Record<string, string> {
   return out;
 }
 
+const DEFAULTS = {
+  standard: Object.freeze(defaultAttributes(false)),
+  fifo: Object.freeze(defaultAttributes(true)),
+};
+
+/**
+ * `attributes` itself, or, when it holds exactly the defaults, one frozen object shared by every
+ * such queue: most queues never change an attribute, and their own copy cost each of them ~100 B.
+ */
+export function sharedDefaults(
+  fifo: boolean,
+  attributes: Readonly<Record<string, string>>,
+): Readonly<Record<string, string>> {
+  const defaults = fifo ? DEFAULTS.fifo : DEFAULTS.standard;
+  const names = Object.keys(attributes);
+  if (names.length !== Object.keys(defaults).length) return attributes;
+  for (const name of names) if (defaults[name] !== attributes[name]) return attributes;
+  return defaults;
+}
+
+/** The defaults with `attributes` over them (sharedDefaults when that changes nothing). */
+export function withDefaults(
+  fifo: boolean,
+  attributes: Readonly<Record<string, string>>,
+): Readonly<Record<string, string>> {
+  return sharedDefaults(fifo, { ...(fifo ? DEFAULTS.fifo : DEFAULTS.standard), ...attributes });
+}
+
 /** Attributes that an empty value removes instead of setting. */
 const REMOVABLE = new Set(['Policy', 'RedrivePolicy', 'RedriveAllowPolicy']);
 const DEFAULT_KMS_DATA_KEY_REUSE_SECONDS = '300';

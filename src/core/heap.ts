@@ -4,9 +4,15 @@ export interface HeapItem {
   heapIndex: number;
 }
 
-/** A binary min-heap on `heapKey` whose items know their own index. */
+// Frozen, so a slip that pushed onto the shared empty array would throw instead of leaking items.
+const NO_ITEMS = Object.freeze([]) as unknown as never[];
+
+/**
+ * A binary min-heap on `heapKey` whose items know their own index. Every queue has a few and most
+ * stay empty, so the array is made at the first push.
+ */
 export class IndexedHeap<T extends HeapItem> {
-  private readonly items: T[] = [];
+  private items: T[] = NO_ITEMS;
 
   get size(): number {
     return this.items.length;
@@ -17,6 +23,7 @@ export class IndexedHeap<T extends HeapItem> {
   }
 
   push(item: T): void {
+    if (this.items === NO_ITEMS) this.items = [];
     item.heapIndex = this.items.length;
     this.items.push(item);
     this.up(item.heapIndex);
@@ -35,7 +42,7 @@ export class IndexedHeap<T extends HeapItem> {
 
   clear(): void {
     for (const item of this.items) item.heapIndex = -1;
-    this.items.length = 0;
+    this.items = NO_ITEMS;
   }
 
   *[Symbol.iterator](): IterableIterator<T> {

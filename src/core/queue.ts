@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { defaultAttributes, resolveAttributes } from './attributes.js';
+import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
 import {
@@ -68,8 +68,10 @@ export class Queue {
   readonly fifo: boolean;
   /** Differs between a queue and a later queue of the same name, so old handles stay invalid. */
   readonly uid: string;
-  attributes: Record<string, string>;
-  tags: Record<string, string>;
+  /** Shared by every queue that sets none of its own (withDefaults); replaced, never changed in place. */
+  attributes: Readonly<Record<string, string>>;
+  /** Replaced, never changed in place, so queues without tags can share one empty object. */
+  tags: Readonly<Record<string, string>>;
   readonly createdAt: number;
   lastModifiedAt: number;
   lastPurgeAt = Number.NEGATIVE_INFINITY;
@@ -88,7 +90,8 @@ export class Queue {
   contentBasedDeduplication = false;
   deduplicationScope: DeduplicationScope = 'queue';
 
-  private readonly messages = new Map<string, Message>();
+  /** By id; made with the first message (most queues of a large installation are empty). */
+  private messages: Map<string, Message> | null = null;
   private head: Message | null = null;
   private tail: Message | null = null;
   private vhead: Message | null = null;
@@ -97,8 +100,11 @@ export class Queue {
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
-  /** Messages older than the newest when they arrived (moved here as dead letters): by sentAt. */
-  private readonly late = new LateRetention();
+  /**
+   * Messages older than the newest when they arrived (moved here as dead letters): by sentAt.
+   * Only while there are any.
+   */
+  private late: LateRetention | null = null;
   /** FIFO only (null otherwise): message groups, dedup window, receive attempts; see fifo.ts. */
   private readonly groups: Groups | null;
   private readonly dedup: ExpiringRecords<DedupRecord> | null;
@@ -117,14 +123,14 @@ export class Queue {
     this.accountId = id.accountId;
     this.region = id.region;
     this.name = id.name;
-    this.arn = `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`;
+    this.arn = ownString(`arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`);
     this.fifo = id.name.endsWith('.fifo');
     this.groups = this.fifo ? new Groups() : null;
     this.dedup = this.fifo ? new ExpiringRecords<DedupRecord>() : null;
     this.attempts = this.fifo ? new ExpiringRecords<AttemptRecord>() : null;
     this.uid = uid ?? randomBytes(6).toString('hex');
-    this.attributes = { ...defaultAttributes(this.fifo), ...attributes };
-    this.tags = { ...tags };
+    this.attributes = withDefaults(this.fifo, attributes);
+    this.tags = Object.keys(tags).length === 0 ? NO_TAGS : { ...tags };
     this.createdAt = now;
     this.lastModifiedAt = now;
     this.cacheAttributes();
@@ -140,19 +146,21 @@ export class Queue {
    * queues (a RedrivePolicy's target) are the store's: QueueStore.setAttributes.
    */
   setAttributes(attributes: Readonly<Record<string, string>>, now: number): void {
-    this.attributes = resolveAttributes(this.attributes, attributes);
+    this.attributes = sharedDefaults(this.fifo, resolveAttributes(this.attributes, attributes));
     this.lastModifiedAt = now;
     this.cacheAttributes();
     this.listener.change?.({ type: 'queue-put', queue: this });
   }
 
   setTags(tags: Readonly<Record<string, string>>): void {
-    Object.assign(this.tags, tags);
+    this.tags = { ...this.tags, ...tags };
     this.listener.change?.({ type: 'queue-put', queue: this });
   }
 
   removeTags(keys: readonly string[]): void {
-    for (const k of keys) delete this.tags[k];
+    const rest = { ...this.tags };
+    for (const k of keys) delete rest[k];
+    this.tags = Object.keys(rest).length === 0 ? NO_TAGS : rest;
     this.listener.change?.({ type: 'queue-put', queue: this });
   }
 
@@ -240,7 +248,7 @@ export class Queue {
 
   /** Links a new message into the queue's structures, visible or delayed, and tells the listener. */
   private enqueue(msg: Message, delayMs: number, now: number): void {
-    this.messages.set(msg.id, msg);
+    (this.messages ??= new Map()).set(msg.id, msg);
     this.linkSent(msg);
     const g = this.groups?.append(msg);
     if (delayMs > 0) {
@@ -264,7 +272,7 @@ export class Queue {
    */
   acceptDeadLetter(src: Message, sourceArn: string, now: number): Message {
     this.tick(now);
-    const id = this.messages.has(src.id) ? randomUUID() : src.id;
+    const id = this.messages?.has(src.id) === true ? randomUUID() : src.id;
     const msg = new Message(
       {
         id,
@@ -406,7 +414,7 @@ export class Queue {
     if (rec === undefined) return undefined;
     const msgs: Message[] = [];
     for (const e of rec.entries) {
-      const m = this.messages.get(e.id);
+      const m = this.messages?.get(e.id);
       if (
         m === undefined ||
         m.state !== 'inflight' ||
@@ -472,7 +480,7 @@ export class Queue {
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
   takeOut(msg: Message, now: number): void {
     this.tick(now);
-    if (this.messages.get(msg.id) === msg) this.remove(msg);
+    if (this.messages?.get(msg.id) === msg) this.remove(msg);
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
@@ -488,7 +496,7 @@ export class Queue {
   deleteMessage(receiptHandle: string, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
-    const msg = this.messages.get(ref.messageId);
+    const msg = this.messages?.get(ref.messageId);
     if (msg === undefined) return;
     if (this.fifo) {
       // FIFO is strict (AWS): only the handle of the current receive, while it is in flight, so a
@@ -510,7 +518,7 @@ export class Queue {
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
-    const msg = this.messages.get(ref.messageId);
+    const msg = this.messages?.get(ref.messageId);
     if (msg === undefined || msg.receiveCount !== ref.receiveCount || msg.receiptNonce !== ref.nonce) {
       throw expiredHandle(receiptHandle);
     }
@@ -544,13 +552,13 @@ export class Queue {
       );
     }
     this.lastPurgeAt = now;
-    for (const msg of this.messages.values()) msg.state = 'deleted';
-    this.messages.clear();
+    if (this.messages !== null) for (const msg of this.messages.values()) msg.state = 'deleted';
+    this.messages = null;
     this.head = this.tail = this.vhead = this.vtail = null;
     this.visibleCount = 0;
     this.inflight.clear();
     this.delayed.clear();
-    this.late.clear();
+    this.late = null;
     this.groups?.clear();
     // Attempt records name purged messages; deduplication records stay (5 minutes, as after a delete).
     this.attempts?.clear();
@@ -574,7 +582,7 @@ export class Queue {
   }
 
   get size(): number {
-    return this.messages.size;
+    return this.messages?.size ?? 0;
   }
 
   /** The earliest moment a delayed or in-flight message becomes visible; Infinity if none. */
@@ -598,7 +606,11 @@ export class Queue {
     }
     const oldest = now - this.retentionMs;
     while (this.head !== null && this.head.sentAt <= oldest) this.remove(this.head);
-    for (let m = this.late.peekOldest(); m !== undefined && m.sentAt <= oldest; m = this.late.peekOldest()) {
+    for (
+      let m = this.late?.peekOldest();
+      m !== undefined && m.sentAt <= oldest;
+      m = this.late?.peekOldest()
+    ) {
       this.remove(m);
     }
     if (this.groups !== null) this.expireFifoRecords(now);
@@ -643,8 +655,8 @@ export class Queue {
    * nothing) for a `deleted` message or an id the queue already holds.
    */
   restoreMessage(msg: Message): boolean {
-    if (msg.state === 'deleted' || this.messages.has(msg.id)) return false;
-    this.messages.set(msg.id, msg);
+    if (msg.state === 'deleted' || this.messages?.has(msg.id) === true) return false;
+    (this.messages ??= new Map()).set(msg.id, msg);
     this.linkSent(msg);
     const g = this.groups?.append(msg);
     switch (msg.state) {
@@ -778,9 +790,12 @@ export class Queue {
         return;
     }
     msg.state = 'deleted';
-    this.messages.delete(msg.id);
+    this.messages?.delete(msg.id);
     this.unlinkSent(msg);
-    if (this.late.size > 0) this.late.delete(msg);
+    if (this.late !== null) {
+      this.late.delete(msg);
+      if (this.late.size === 0) this.late = null;
+    }
     let unlocked = false;
     if (this.groups !== null) {
       // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
@@ -795,7 +810,7 @@ export class Queue {
     // Retention drops messages from the head while they are past it, so the list must be in
     // sentAt order; a message older than the newest (a dead letter keeps its SentTimestamp) is
     // also kept by age on the side.
-    if (this.tail !== null && msg.sentAt < this.tail.sentAt) this.late.add(msg);
+    if (this.tail !== null && msg.sentAt < this.tail.sentAt) (this.late ??= new LateRetention()).add(msg);
     msg.prev = this.tail;
     if (this.tail === null) this.head = msg;
     else this.tail.next = msg;
@@ -880,12 +895,9 @@ class LateRetention {
   peekOldest(): Message | undefined {
     return this.heap.peek()?.msg;
   }
-
-  clear(): void {
-    this.heap.clear();
-    this.byMessage.clear();
-  }
 }
+
+const NO_TAGS: Readonly<Record<string, string>> = Object.freeze({});
 
 /** The region of lookups that name none (callers that predate regions, tests). */
 export const DEFAULT_REGION = 'us-east-1';

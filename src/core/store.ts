@@ -5,6 +5,7 @@ import type { ChangeEvent, CoreListener } from './events.js';
 import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
 import { Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
+import { ownString } from './strings.js';
 import { Tenants } from './tenants.js';
 
 export interface StoreOptions {
@@ -135,14 +136,14 @@ export class QueueStore {
     }
     this.checkRedrive({ arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName }, valid);
     const queue = new Queue(id, resolved, tags, now, this.listener);
-    this.queues.set(key, queue);
+    this.queues.set(ownString(key), queue);
     this.listener.change?.({ type: 'queue-put', queue });
     return { queue, created: true };
   }
 
   /** Puts back a queue read from storage, as it was; emits nothing. */
   restore(queue: Queue): void {
-    this.queues.set(queue.key, queue);
+    this.queues.set(ownString(queue.key), queue);
   }
 
   /** Builds a Queue bound to this store's listeners, for the loader. */
