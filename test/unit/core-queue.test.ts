@@ -149,6 +149,20 @@ void test('Given a message received several times, when received again, then the
   assert.equal(m.lastReceiveAt, T0 + 21 * S);
 });
 
+void test('Given message attributes named "__proto__" and "a", when sent, then the message keeps both as own entries and the prototype is untouched', () => {
+  const q = newQueue();
+  const attributes = JSON.parse(
+    '{"__proto__":{"DataType":"String","StringValue":"p"},"a":{"DataType":"String.x","StringListValues":["v"]}}',
+  ) as NewMessage['attributes'];
+  const sent = q.send(msg('a', { attributes, md5OfAttributes: 'm' }), T0);
+  assert.deepEqual(Object.entries(sent.attributes ?? {}), [
+    ['__proto__', { DataType: 'String', StringValue: 'p' }],
+    ['a', { DataType: 'String.x', StringListValues: ['v'] }],
+  ]);
+  assert.equal(Object.getPrototypeOf(sent.attributes), Object.prototype);
+  assert.equal(sent.md5OfAttributes, 'm');
+});
+
 // ---- delays -------------------------------------------------------------------------------
 
 void test('Given a queue with DelaySeconds 10, when a message is sent, then it is delayed and not receivable before 10 s', () => {
