@@ -10,11 +10,12 @@
  *
  * The environment is read from the `env` argument only, so tests can pass their own.
  *
- * The command line is read as yargs read it (yargs-parser's rules, then yargs' checks, and --help laid
- * out the same), without loading either: yargs took about 150 ms of a 0.8 s start, and yargs-parser
- * alone about 20 ms (`shared-sqs admin` still uses yargs).
+ * The command line is read by yargs-parser, the parser inside yargs, with the options yargs gave it;
+ * yargs' own checks and --help layout are done here. Loading yargs took about 150 ms of a 0.8 s
+ * start (`shared-sqs admin` still uses it).
  */
 import { readFileSync } from 'node:fs';
+import yargsParser from 'yargs-parser';
 import { AUTH_MODES, type AuthMode } from './auth/authenticate.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
 import { checkPrefix } from './persistence/keys.js';
@@ -386,163 +387,45 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<string>([
   'version',
 ]);
 
-const isStringFlag = (key: string): boolean => (STRING_FLAGS as readonly string[]).includes(key);
-const isBooleanFlag = (key: string): boolean =>
-  (BOOLEAN_FLAGS as readonly string[]).includes(key) || ['help', 'h', 'version'].includes(key);
-const NEGATIVE_NUMBER = /^-([0-9]+(\.[0-9]+)?|\.[0-9]+)$/;
-
-interface Tokens {
-  /** Every key set, in the order first set (an object, so integer-like keys come first, as in yargs). */
-  readonly argv: Record<string, string | boolean>;
-  readonly positional: string[];
-  readonly afterDashes: string[];
-  /** The last flag that wanted a value and had none. */
-  readonly missingValue: string | undefined;
-}
-
-/**
- * yargs-parser's reading of `args`, with the options yargs gave it (strings with one value each,
- * booleans, `-h` for `--help`, no camel-case or dot expansion, no number parsing, last value wins):
- * its rules, regular expressions included, for just these options.
- */
-function tokenize(args: readonly string[]): Tokens {
-  const argv: Record<string, string | boolean> = Object.create(null) as Record<string, string | boolean>;
-  const positional: string[] = [];
-  let afterDashes: string[] = [];
-  let missingValue: string | undefined;
-  const set = (rawKey: string, value: string | boolean): void => {
-    const key = rawKey === '__proto__' ? '___proto___' : rawKey;
-    const v = isBooleanFlag(key) && typeof value === 'string' ? value === 'true' : value;
-    argv[key] = v;
-    if (key === 'h') argv['help'] = v;
-    if (key === 'help') argv['h'] = v;
-  };
-  // A string flag takes the next argument unless it looks like a flag (a negative number does not).
-  const takeValue = (i: number, key: string): number => {
-    const next = args[i + 1];
-    if (next === undefined || (/^-[^0-9]/.test(next) && !NEGATIVE_NUMBER.test(next))) {
-      missingValue = key;
-      return i;
-    }
-    set(key, next);
-    return i + 1;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] ?? '';
-    let m: RegExpExecArray | null;
-    if (/^---+(=|$)/.test(arg.replace(/^-{3,}/, '---'))) {
-      positional.push(arg);
-    } else if (/^--.+=/.test(arg)) {
-      m = /^--?([^=]+)=([\s\S]*)$/.exec(arg);
-      if (m !== null) set(m[1] ?? '', m[2] ?? '');
-    } else if ((m = /^--no-(.+)/.exec(arg)) !== null) {
-      set(m[1] ?? '', false);
-    } else if (/^--.+/.test(arg)) {
-      const key = /^--?(.+)/.exec(arg)?.[1] ?? '';
-      const next = args[i + 1];
-      if (isStringFlag(key)) {
-        i = takeValue(i, key);
-      } else if (
-        next !== undefined &&
-        (!next.startsWith('-') || NEGATIVE_NUMBER.test(next)) &&
-        !isBooleanFlag(key)
-      ) {
-        set(key, next);
-        i++;
-      } else if (next === 'true' || next === 'false') {
-        set(key, next);
-        i++;
-      } else {
-        set(key, true);
-      }
-    } else if (/^-.\..+=/.test(arg)) {
-      m = /^-([^=]+)=([\s\S]*)$/.exec(arg);
-      if (m !== null) set(m[1] ?? '', m[2] ?? '');
-    } else if (/^-.\..+/.test(arg) && !NEGATIVE_NUMBER.test(arg)) {
-      const key = /^-(.\..+)/.exec(arg)?.[1] ?? '';
-      const next = args[i + 1];
-      if (next !== undefined && !next.startsWith('-') && !isBooleanFlag(key)) {
-        set(key, next);
-        i++;
-      } else {
-        set(key, true);
-      }
-    } else if (/^-[^-]+/.test(arg) && !NEGATIVE_NUMBER.test(arg)) {
-      // A group of one-letter flags (-abc), each possibly followed by =value or a number.
-      const letters = arg.slice(1, -1).split('');
-      let broken = false;
-      for (let j = 0; j < letters.length; j++) {
-        const letter = letters[j] ?? '';
-        const following = letters[j + 1];
-        const rest = arg.slice(j + 2);
-        if (following === '=') {
-          set(letter, arg.slice(j + 3));
-          broken = true;
-          break;
-        }
-        if (rest === '-') {
-          set(letter, rest);
-          continue;
-        }
-        if (/[A-Za-z]/.test(letter) && /^-?\d+(\.\d*)?(e-?\d+)?$/.test(rest) && !isBooleanFlag(rest)) {
-          set(letter, rest);
-          broken = true;
-          break;
-        }
-        if (following !== undefined && /\W/.test(following)) {
-          set(letter, rest);
-          broken = true;
-          break;
-        }
-        set(letter, true);
-      }
-      const key = arg.slice(-1);
-      if (!broken && key !== '-') {
-        const next = args[i + 1];
-        if (
-          next !== undefined &&
-          (!/^(-|--)[^-]/.test(next) || NEGATIVE_NUMBER.test(next)) &&
-          !isBooleanFlag(key)
-        ) {
-          set(key, next);
-          i++;
-        } else if (next === 'true' || next === 'false') {
-          set(key, next);
-          i++;
-        } else {
-          set(key, true);
-        }
-      }
-    } else if (arg === '--') {
-      afterDashes = args.slice(i + 1);
-      break;
-    } else {
-      positional.push(arg);
-    }
-  }
-  return { argv, positional, afterDashes, missingValue };
-}
-
 /**
  * Reads the command line as yargs (strict, `--help`, `--version`) did, in its order: help, then
- * version, then a flag without its value, then unknown flags and positional arguments; arguments
- * after `--` are refused last.
+ * version, then the parser's own error (a flag without its value), then unknown flags and
+ * positional arguments; arguments after `--` are refused last.
  */
 function parseArgs(args: readonly string[]): ParsedArgs {
-  const { argv, positional, afterDashes, missingValue } = tokenize(args);
+  const { argv, error } = yargsParser.detailed([...args], {
+    string: [...STRING_FLAGS],
+    boolean: [...BOOLEAN_FLAGS, 'help', 'version'],
+    alias: { help: ['h'] },
+    narg: Object.fromEntries(STRING_FLAGS.map((flag) => [flag, 1])),
+    configuration: {
+      'camel-case-expansion': false,
+      'dot-notation': false,
+      'duplicate-arguments-array': false,
+      'parse-numbers': false,
+      'parse-positional-numbers': false,
+      'populate--': true,
+    },
+  });
+  const positional = argv._.map(String);
   if (argv['help'] === true) throw new HelpRequested('help', helpText());
-  // yargs took a trailing `help` word for --help: it skipped its checks and made the help text,
-  // which was printed only for --version. Kept so.
+  if (argv['version'] === true) throw new HelpRequested('version', VERSION);
+  // yargs dropped a trailing `help` word and skipped its checks, without showing help: kept so.
   const checked = positional.at(-1) !== 'help';
   if (!checked) positional.pop();
-  if (argv['version'] === true) throw new HelpRequested('version', checked ? VERSION : helpText());
-  if (checked && missingValue !== undefined) throw new ConfigError(`--${missingValue} needs a value`);
-  const unknown = checked ? Object.keys(argv).filter((key) => !KNOWN_KEYS.has(key)) : [];
+  if (checked && error) {
+    const missing = /^Not enough arguments following: (.*)$/.exec(error.message);
+    throw new ConfigError(
+      oneLine(missing?.[1] === undefined ? error.message : `--${missing[1]} needs a value`),
+    );
+  }
+  const unknown = checked
+    ? Object.keys(argv).filter((key) => key !== '_' && key !== '--' && !KNOWN_KEYS.has(key))
+    : [];
   if (checked) for (const arg of positional) if (!unknown.includes(arg)) unknown.push(arg);
   if (unknown.length > 0) {
-    // yargs named flags without their dashes (and quoted blank names): give them back as typed.
-    const names = unknown.map((key) => {
-      const name = key.trim() === '' ? `"${key}"` : key;
+    // The parser names flags without their dashes: give them back as they were typed.
+    const names = unknown.map((name) => {
       for (const dashes of ['--', '-']) {
         const typed = `${dashes}${name}`;
         if (args.some((arg) => arg === typed || arg.startsWith(`${typed}=`))) return typed;
@@ -553,7 +436,8 @@ function parseArgs(args: readonly string[]): ParsedArgs {
       oneLine(`unknown ${names.length === 1 ? 'argument' : 'arguments'}: ${names.join(', ')}`),
     );
   }
-  const rest = [...positional, ...afterDashes];
+  const afterDashes: unknown = argv['--'];
+  const rest = Array.isArray(afterDashes) ? [...positional, ...afterDashes.map(String)] : positional;
   if (rest[0] !== undefined) {
     throw new ConfigError(`unexpected argument ${quote(rest[0])}: shared-sqs takes only options`);
   }
