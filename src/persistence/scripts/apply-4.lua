@@ -56,56 +56,30 @@ local seqs = KEYS[3]
 -- Lua's unpack() has a stack limit (~8000): write hashes in slices of at most this many values.
 local SLICE = 1000
 
+-- Runs `cmd key ARGV[from..last]` in slices; SLICE is even, so HSET's field/value pairs stay whole.
+local function sliced(cmd, key, from, last)
+  while from <= last do
+    local to = math.min(from + SLICE - 1, last)
+    redis.call(cmd, key, unpack(ARGV, from, to))
+    from = to + 1
+  end
+  return last + 1
+end
+
 local i = 5
 local n = #ARGV
 while i <= n do
   local op = ARGV[i]
   local uid = ARGV[i + 1]
   if op == 'M' then
-    local key = prefix .. 'm:' .. uid
     redis.call('HSET', seqs, uid, ARGV[i + 2])
-    local count = tonumber(ARGV[i + 3])
-    local from = i + 4
-    local last = from + 2 * count - 1
-    while from <= last do
-      local to = math.min(from + SLICE - 1, last)
-      redis.call('HSET', key, unpack(ARGV, from, to))
-      from = to + 1
-    end
-    i = last + 1
+    i = sliced('HSET', prefix .. 'm:' .. uid, i + 4, i + 3 + 2 * tonumber(ARGV[i + 3]))
   elseif op == 'X' then
-    local key = prefix .. 'm:' .. uid
-    local count = tonumber(ARGV[i + 2])
-    local from = i + 3
-    local last = from + count - 1
-    while from <= last do
-      local to = math.min(from + SLICE - 1, last)
-      redis.call('HDEL', key, unpack(ARGV, from, to))
-      from = to + 1
-    end
-    i = last + 1
+    i = sliced('HDEL', prefix .. 'm:' .. uid, i + 3, i + 2 + tonumber(ARGV[i + 2]))
   elseif op == 'S' then
-    local key = prefix .. uid
-    local count = tonumber(ARGV[i + 2])
-    local from = i + 3
-    local last = from + 2 * count - 1
-    while from <= last do
-      local to = math.min(from + SLICE - 1, last)
-      redis.call('HSET', key, unpack(ARGV, from, to))
-      from = to + 1
-    end
-    i = last + 1
+    i = sliced('HSET', prefix .. uid, i + 3, i + 2 + 2 * tonumber(ARGV[i + 2]))
   elseif op == 'R' then
-    local key = prefix .. uid
-    local count = tonumber(ARGV[i + 2])
-    local from = i + 3
-    local last = from + count - 1
-    while from <= last do
-      local to = math.min(from + SLICE - 1, last)
-      redis.call('HDEL', key, unpack(ARGV, from, to))
-      from = to + 1
-    end
-    i = last + 1
+    i = sliced('HDEL', prefix .. uid, i + 3, i + 2 + tonumber(ARGV[i + 2]))
   elseif op == 'Q' then
     redis.call('HSET', queues, uid, ARGV[i + 2])
     i = i + 3
