@@ -11,6 +11,7 @@ import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
+import { lazySchemaController } from './schema-compilers.js';
 
 /**
  * The largest body worth reading: a 1 MiB batch, form-encoded (up to 3 bytes per byte) plus
@@ -59,6 +60,8 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   const app = Fastify({
     logger: false,
     bodyLimit: MAX_BODY_BYTES,
+    // No route here has a schema: fastify's compilers load only if one ever does.
+    schemaController: lazySchemaController,
     // Long polls last up to 20 s; keep idle keep-alive connections longer than a poll cycle.
     keepAliveTimeout: 65_000,
     connectionTimeout: 0,
