@@ -3,7 +3,13 @@ import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 
 import { buildControlPlane } from '../../src/http/control.js';
-import { MAX_LABEL_SETS, Metrics, OVERFLOW_ACTION, type QueueStats } from '../../src/http/metrics.js';
+import {
+  escapeLabel,
+  MAX_LABEL_SETS,
+  Metrics,
+  OVERFLOW_ACTION,
+  type QueueStats,
+} from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
 
 /** A logger whose lines go to an array instead of stdout. */
@@ -210,6 +216,21 @@ void describe('control plane: /metrics', () => {
     queues = [];
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.equal(sample(text, 'sqs_queue_messages', { queue: 'old', state: 'visible' }), undefined);
+  });
+
+  void test('Given queue and tenant names with quotes, backslashes and newlines, when scraping, then the label values are escaped', async () => {
+    const metrics = new Metrics({ defaultMetrics: false });
+    metrics.setQueueStatsProvider(() => [
+      { queue: 'q', tenant: 'a"b\\c\nd', region: 'us-east-1', visible: 4, inflight: 0, delayed: 0 },
+    ]);
+    const text = await metrics.metrics();
+    assert.ok(
+      text.includes(
+        'sqs_queue_messages{queue="q",tenant="a\\"b\\\\c\\nd",region="us-east-1",state="visible"} 4\n',
+      ),
+      text,
+    );
+    assert.equal(escapeLabel('plain'), 'plain');
   });
 
   void test('Given a long-poll waiters provider, when scraping, then sqs_long_poll_waiters is its value', async (t) => {
