@@ -297,9 +297,10 @@ function bodyOf(req: FastifyRequest): Buffer {
 function queryParams(req: FastifyRequest, baseUrl: string): URLSearchParams {
   const url = req.url;
   const qm = url.indexOf('?');
-  const params = new URLSearchParams(qm >= 0 ? url.slice(qm + 1) : '');
   const body = bodyOf(req);
-  if (body.length > 0) {
+  // The usual form POST has no query string: its body is parsed once, not parsed and then copied.
+  const params = new URLSearchParams(qm >= 0 ? url.slice(qm + 1) : body.toString('utf8'));
+  if (qm >= 0 && body.length > 0) {
     for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params.append(k, v);
   }
   const path = qm >= 0 ? url.slice(0, qm) : url;
