@@ -14,6 +14,9 @@
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
  *
+ * `--node-flags "..."` passes Node/V8 flags to the servers (e.g. `--single-threaded`, which keeps
+ * V8's compiler and GC threads from competing with the event loop on the server's one core).
+ *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
  * load generator on CPU 1; Redis is not pinned. On a shared machine, --nice (default -10) runs
  * Redis, the servers and bench.ts at a higher priority than the rest, and --wait-idle S is passed
@@ -58,6 +61,7 @@ const { values: opt } = parseArgs({
     'body-size': { type: 'string', default: '256' },
     skip: { type: 'string', default: '' },
     nice: { type: 'string', default: '-10' },
+    'node-flags': { type: 'string', default: '' },
     'wait-idle': { type: 'string', default: '0' },
     json: { type: 'string' },
     // Internal: the loader measurement, run in a child process.
@@ -78,6 +82,8 @@ function niced(cmd: string, args: string[]): [string, string[]] {
   return nice === '0' ? [cmd, args] : ['nice', ['-n', nice, cmd, ...args]];
 }
 const MAIN = path.join(ROOT, 'dist', 'main.js');
+/** Node/V8 flags for the servers, e.g. --single-threaded (see docs/performance.md, "Persistence"). */
+const nodeFlags = opt['node-flags'].split(' ').filter(Boolean);
 
 if (opt.phase === 'load-child') {
   await loadChild(Number(opt.port));
@@ -220,6 +226,7 @@ async function startServer(
   const port = await freePort();
   const controlPort = await freePort();
   const args = [
+    ...nodeFlags,
     MAIN,
     '--port',
     String(port),
