@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { systemClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import { decodeJson, encodeJson } from '../../src/protocol/json.js';
+import { parseForm } from '../../src/protocol/form.js';
 import { decodeQuery, encodeQueryResult } from '../../src/protocol/query.js';
 import { actions } from '../../src/sqs/actions/index.js';
 import { LongPoller } from '../../src/sqs/longpoll.js';
@@ -97,7 +98,7 @@ const cases: Case[] = [
     name: 'query SendMessage',
     perRequest: 1,
     run: async (svc) => {
-      const d = decodeQuery(new URLSearchParams(querySendText));
+      const d = decodeQuery(parseForm(querySendText));
       return encodeQueryResult(
         d.action,
         await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never),
@@ -109,7 +110,7 @@ const cases: Case[] = [
     name: 'query SendMessageBatch',
     perRequest: 10,
     run: async (svc) => {
-      const d = decodeQuery(new URLSearchParams(queryBatchText));
+      const d = decodeQuery(parseForm(queryBatchText));
       return encodeQueryResult(
         d.action,
         await (actions[d.action] as Action<ActionName>)(svc, ctx, d.input as never),

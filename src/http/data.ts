@@ -6,6 +6,7 @@ import { authenticate, type AuthOptions, type Principal } from '../auth/authenti
 import { AuthError } from '../auth/sigv4.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
+import { parseForm, type FormPairs } from '../protocol/form.js';
 import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
@@ -294,17 +295,15 @@ function bodyOf(req: FastifyRequest): Buffer {
  * Query parameters come from the URL and, for a form POST, the body. A request to
  * `/<account>/<queue>` names its queue by its path, which stands in for a missing QueueUrl.
  */
-function queryParams(req: FastifyRequest, baseUrl: string): URLSearchParams {
+function queryParams(req: FastifyRequest, baseUrl: string): FormPairs {
   const url = req.url;
   const qm = url.indexOf('?');
+  const params = qm >= 0 ? parseForm(url.slice(qm + 1)) : [];
   const body = bodyOf(req);
-  // The usual form POST has no query string: its body is parsed once, not parsed and then copied.
-  const params = new URLSearchParams(qm >= 0 ? url.slice(qm + 1) : body.toString('utf8'));
-  if (qm >= 0 && body.length > 0) {
-    for (const [k, v] of new URLSearchParams(body.toString('utf8'))) params.append(k, v);
-  }
+  if (body.length > 0) parseForm(body.toString('utf8'), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
-  if (path.length > 1 && !params.has('QueueUrl')) params.set('QueueUrl', baseUrl + path);
+  if (path.length > 1 && !params.some(([name]) => name === 'QueueUrl'))
+    params.push(['QueueUrl', baseUrl + path]);
   return params;
 }
 

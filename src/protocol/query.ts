@@ -295,17 +295,24 @@ function finalizeStruct(node: StructNode, obj: Holder): void {
 }
 
 /**
- * Decodes a Query request (form body or GET query string, already parsed: `+` is a space and
- * stray `%` sequences stay as they are). `queueUrl` is used when the action takes a QueueUrl and
+ * Decodes a Query request (form body or GET query string, already parsed as URLSearchParams or
+ * parseForm do it: `+` is a space and stray `%` sequences stay as they are); the first `Action`
+ * names the action. `queueUrl` is used when the action takes a QueueUrl and
  * the parameters carry none, as when the request was sent to `/<account>/<queue>`; the caller
  * builds it from the path.
  */
 export function decodeQuery(
-  params: URLSearchParams,
+  params: Iterable<readonly [string, string]>,
   queueUrl?: string,
 ): { action: ActionName; input: unknown } {
-  const actionName = params.get('Action');
-  const op = actionName === null ? undefined : compiledOperations.get(actionName);
+  let actionName: string | undefined;
+  for (const [key, value] of params) {
+    if (key === 'Action') {
+      actionName = value;
+      break;
+    }
+  }
+  const op = actionName === undefined ? undefined : compiledOperations.get(actionName);
   if (op === undefined) throw invalidAction();
   const root = op.input;
   const input: Holder = {};
