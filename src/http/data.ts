@@ -6,7 +6,7 @@ import { authenticate, type AuthOptions, type Principal } from '../auth/authenti
 import { AuthError } from '../auth/sigv4.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
-import { parseForm, type FormPairs } from '../protocol/form.js';
+import { parseForm } from '../protocol/form.js';
 import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
@@ -138,7 +138,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         decoded =
           protocol === 'json'
             ? decodeJson(header(req, 'x-amz-target'), body)
-            : decodeQuery(queryParams(req, baseUrl));
+            : decodeQueryRequest(req.url, body, baseUrl);
         action = decoded.action;
         queue = queueOf(decoded.input);
       } catch (e) {
@@ -293,18 +293,19 @@ function bodyOf(req: FastifyRequest): Buffer {
 
 /**
  * Query parameters come from the URL and, for a form POST, the body. A request to
- * `/<account>/<queue>` names its queue by its path, which stands in for a missing QueueUrl.
+ * `/<account>/<queue>` names its queue by its path: that URL is decodeQuery's stand-in for a
+ * missing QueueUrl.
  */
-function queryParams(req: FastifyRequest, baseUrl: string): FormPairs {
-  const url = req.url;
+function decodeQueryRequest(
+  url: string,
+  body: Buffer,
+  baseUrl: string,
+): { action: ActionName; input: unknown } {
   const qm = url.indexOf('?');
   const params = qm >= 0 ? parseForm(url.slice(qm + 1)) : [];
-  const body = bodyOf(req);
   if (body.length > 0) parseForm(body.toString('utf8'), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
-  if (path.length > 1 && !params.some(([name]) => name === 'QueueUrl'))
-    params.push(['QueueUrl', baseUrl + path]);
-  return params;
+  return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
 }
 
 function baseUrlOf(req: FastifyRequest): string {
