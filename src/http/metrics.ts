@@ -379,10 +379,4 @@ export class Metrics {
     }
     return text;
   }
-
-  /** Names of every metric a scrape shows (the registry's and those written as text). */
-  async metricNames(): Promise<string[]> {
-    const names = (await this.registry.getMetricsAsJSON()).map((m) => m.name);
-    return [...names, QUEUE_MESSAGES];
-  }
 }
