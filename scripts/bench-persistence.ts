@@ -7,8 +7,8 @@
  *    --clients connections), memory-only and with --redis-addr, alternating, --rounds times; the
  *    Redis keyspace is flushed before every run. Medians and the Redis/memory ratio are printed.
  * 2. latency at half of peak: SendMessage at a fixed rate (half the median Redis send rate, or
- *    --rate), open loop (latency counted from when each request was due, so a stall is not
- *    hidden), with Redis and memory-only.
+ *    half of --rate), open loop (latency counted from when each request was due, so a stall is not
+ *    hidden), with Redis and memory-only, --rounds times each; the median and worst p99 are printed.
  * 3. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
@@ -18,7 +18,8 @@
  * V8's compiler and GC threads from competing with the event loop on the server's one core).
  *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
- * load generator on CPU 1; Redis is not pinned. On a shared machine, --nice (default -10) runs
+ * load generator on CPU 1; Redis is not pinned unless --redis-cpus LIST is given (taskset -c LIST).
+ * On a shared machine, --nice (default -10) runs
  * Redis, the servers and bench.ts at a higher priority than the rest, and --wait-idle S is passed
  * to bench.ts.
  */
@@ -63,6 +64,7 @@ const { values: opt } = parseArgs({
     nice: { type: 'string', default: '-10' },
     'node-flags': { type: 'string', default: '' },
     'wait-idle': { type: 'string', default: '0' },
+    'redis-cpus': { type: 'string', default: '' },
     json: { type: 'string' },
     // Internal: the loader measurement, run in a child process.
     phase: { type: 'string' },
@@ -80,6 +82,10 @@ const nice = opt.nice;
 /** A command line run at priority --nice (every thread of it), when that is allowed. */
 function niced(cmd: string, args: string[]): [string, string[]] {
   return nice === '0' ? [cmd, args] : ['nice', ['-n', nice, cmd, ...args]];
+}
+/** `cmd args` under `taskset -c cpus` when cpus is given and taskset works. */
+function pinned(cpus: string, cmd: string, args: string[]): [string, string[]] {
+  return cpus !== '' && hasTaskset() ? ['taskset', ['-c', cpus, cmd, ...args]] : [cmd, args];
 }
 const MAIN = path.join(ROOT, 'dist', 'main.js');
 /** Node/V8 flags for the servers, e.g. --single-threaded (see docs/performance.md, "Persistence"). */
@@ -103,7 +109,18 @@ async function startRedis(fsync: string): Promise<RedisProc> {
   const dir = mkdtempSync(path.join(tmpdir(), 'ssq-bench-redis-'));
   const port = await freePort();
   const proc = spawn(
-    ...niced('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir]),
+    ...niced(
+      ...pinned(opt['redis-cpus'], 'redis-server', [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--dir',
+        dir,
+      ]),
+    ),
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   await new Promise<void>((resolve, reject) => {
@@ -520,28 +537,45 @@ try {
 
   if (!skip.has('latency') && Number.isFinite(redisSendRate)) {
     const rate = Math.round(redisSendRate / 2);
-    log(`\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s:`);
+    log(
+      `\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s, ${rounds} rounds:`,
+    );
+    type Run = Awaited<ReturnType<typeof fixedRate>> & {
+      redisEvents: { event: string; maxMs: number }[];
+      server: { p99Bound: number; lagMaxMs: number };
+    };
+    const runs: Record<'memory' | 'redis', Run[]> = { memory: [], redis: [] };
+    // Every round, not one draw: a single open-loop run's p99 swings with the machine.
+    for (let round = 0; round < rounds; round++) {
+      for (const mode of ['memory', 'redis'] as const) {
+        await redis.client.flushall();
+        const server = await startServer(mode === 'redis' ? ['--redis-addr', `127.0.0.1:${redis.port}`] : []);
+        try {
+          await redis.client.call('LATENCY', 'RESET');
+          const r = await fixedRate(server, rate, durationS);
+          const redisEvents = mode === 'redis' ? await latencyEvents(redis.client) : [];
+          const seen = await serverSide(server.controlPort);
+          runs[mode].push({ ...r, redisEvents, server: seen });
+          log(
+            `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (${r.sent} sent, ${r.errors} errors; ` +
+              `the load generator's own lag p99 ${r.sendLagP99} ms, max ${r.sendLagMax} ms)` +
+              `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
+              (mode === 'redis'
+                ? `; Redis's slow events (≥ 10 ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
+                : ''),
+          );
+        } finally {
+          await server.stop();
+        }
+      }
+    }
     const out: Record<string, unknown> = { rate };
     for (const mode of ['memory', 'redis'] as const) {
-      await redis.client.flushall();
-      const server = await startServer(mode === 'redis' ? ['--redis-addr', `127.0.0.1:${redis.port}`] : []);
-      try {
-        await redis.client.call('LATENCY', 'RESET');
-        const r = await fixedRate(server, rate, durationS);
-        const redisEvents = mode === 'redis' ? await latencyEvents(redis.client) : [];
-        const seen = await serverSide(server.controlPort);
-        out[mode] = { ...r, redisEvents, server: seen };
-        log(
-          `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (${r.sent} sent, ${r.errors} errors; ` +
-            `the load generator's own lag p99 ${r.sendLagP99} ms, max ${r.sendLagMax} ms)` +
-            `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
-            (mode === 'redis'
-              ? `; Redis's slow events (≥ 10 ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
-              : ''),
-        );
-      } finally {
-        await server.stop();
-      }
+      const p99s = runs[mode].map((r) => r.p99);
+      out[mode] = { runs: runs[mode], medianP99: median(p99s), worstP99: Math.max(...p99s) };
+      log(
+        `  ${mode.padEnd(6)} p99 over ${rounds} rounds: median ${median(p99s)} ms, worst ${Math.max(...p99s)} ms`,
+      );
     }
     report.latency = out;
   }
