@@ -6,7 +6,11 @@
  * the right shape. It keeps no state: it is only meaningful for the send, send-batch and cold-start
  * scenarios.
  *
- * Usage: node --import tsx scripts/bare-fastify.ts --port 9324
+ * `--spin-us N` keeps the CPU busy for N µs per request before answering: scripts/bench/calibrate.ts
+ * uses it to express shared-sqs's own cost per request as the busy work that slows bare fastify
+ * down as much.
+ *
+ * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N]
  */
 import { parse as parseQuery } from 'node:querystring';
 import { parseArgs } from 'node:util';
@@ -16,8 +20,10 @@ const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '9324' },
     host: { type: 'string', default: '127.0.0.1' },
+    'spin-us': { type: 'string', default: '0' },
   },
 });
+const spinMs = Number(values['spin-us']) / 1000;
 const port = Number(values.port);
 const host = values.host;
 
@@ -84,6 +90,10 @@ app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string
 app.get('/health', () => ({ status: 'ok' }));
 
 app.post('/*', (request, reply) => {
+  if (spinMs > 0) {
+    const until = performance.now() + spinMs;
+    while (performance.now() < until);
+  }
   const target = request.headers['x-amz-target'];
   if (typeof target === 'string') {
     const action = target.slice(target.indexOf('.') + 1);

@@ -80,6 +80,8 @@ export interface LaunchOptions {
   sharedSqsEntry: string;
   /** Extra arguments for shared-sqs. */
   sharedSqsArgs: readonly string[];
+  /** Extra arguments for the bare fastify server (e.g. --spin-us). */
+  fastifyArgs?: readonly string[];
   /** Label for CPU profile file names. */
   label: string;
   /** Scheduling priority (nice value) for the server, or undefined to leave it. */
@@ -257,7 +259,7 @@ export async function launch(target: TargetName, opts: LaunchOptions): Promise<S
       ];
       break;
     case 'fastify':
-      args = [...nodeFlags, ...bareFastifyCommand(), '--port', String(port)];
+      args = [...nodeFlags, ...bareFastifyCommand(), '--port', String(port), ...(opts.fastifyArgs ?? [])];
       break;
     case 'fauxqs':
       env['FAUXQS_LOGGER'] = 'false';
