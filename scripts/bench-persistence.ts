@@ -19,9 +19,8 @@
  *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
  * load generator on CPU 1; Redis is not pinned unless --redis-cpus LIST is given (taskset -c LIST).
- * On a shared machine, --nice (default -10) runs
- * Redis, the servers and bench.ts at a higher priority than the rest, and --wait-idle S is passed
- * to bench.ts.
+ * On a shared machine, --nice (default -10) runs Redis, the servers and bench.ts at a higher
+ * priority than the rest, and --wait-idle S is passed to bench.ts.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -574,7 +573,7 @@ try {
       const p99s = runs[mode].map((r) => r.p99);
       out[mode] = { runs: runs[mode], medianP99: median(p99s), worstP99: Math.max(...p99s) };
       log(
-        `  ${mode.padEnd(6)} p99 over ${rounds} rounds: median ${median(p99s)} ms, worst ${Math.max(...p99s)} ms`,
+        `  ${mode.padEnd(6)} p99 over ${rounds} rounds: median ${fmt(median(p99s), 1)} ms, worst ${fmt(Math.max(...p99s), 1)} ms`,
       );
     }
     report.latency = out;
