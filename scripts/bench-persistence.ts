@@ -9,6 +9,8 @@
  * 2. latency at half of peak: SendMessage at a fixed rate (half the median Redis send rate, or
  *    half of --rate), open loop (latency counted from when each request was due, so a stall is not
  *    hidden), with Redis and memory-only, --rounds times each; the median and worst p99 are printed.
+ *    With --drain N, N consumers (ReceiveMessage of 10, 1 s long poll, + DeleteMessageBatch) keep
+ *    the queue near empty meanwhile, so the server's heap does not grow with a backlog.
  * 3. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
@@ -64,6 +66,7 @@ const { values: opt } = parseArgs({
     'node-flags': { type: 'string', default: '' },
     'wait-idle': { type: 'string', default: '0' },
     'redis-cpus': { type: 'string', default: '' },
+    drain: { type: 'string', default: '0' },
     json: { type: 'string' },
     // Internal: the loader measurement, run in a child process.
     phase: { type: 'string' },
@@ -76,6 +79,8 @@ const durationS = Number(opt.duration);
 const clients = Number(opt.clients);
 const messages = Number(opt.messages);
 const bodySize = Number(opt['body-size']);
+/** Consumers (ReceiveMessage of 10 + DeleteMessageBatch) draining the queue during the latency phase. */
+const drainers = Number(opt.drain);
 const skip = new Set(opt.skip.split(',').filter(Boolean));
 const nice = opt.nice;
 /** A command line run at priority --nice (every thread of it), when that is allowed. */
@@ -307,6 +312,20 @@ async function fixedRate(
   const create = await pool.post(codec.createQueue('fixed-rate'), true);
   const url = (JSON.parse(create.body) as { QueueUrl: string }).QueueUrl;
   const request = codec.sendMessage(url, 'x'.repeat(bodySize));
+  // With --drain, consumers keep the queue near empty, so the heap does not grow with a backlog.
+  let producing = true;
+  const drainPool = new RawPool('127.0.0.1', server.port, Math.max(1, drainers));
+  const drained = Array.from({ length: drainers }, async () => {
+    const receive = codec.receiveMessage(url, 10, 1);
+    while (producing) {
+      const r = await drainPool.post(receive, true);
+      if (r.status !== 200) throw new Error(`ReceiveMessage: HTTP ${r.status}`);
+      const handles = codec.parseMessages(r.body ?? '').map((m) => m.receiptHandle);
+      if (handles.length === 0) continue;
+      const d = await drainPool.post(codec.deleteMessageBatch(url, handles), true);
+      if (d.status !== 200) throw new Error(`DeleteMessageBatch: HTTP ${d.status}`);
+    }
+  });
   const hist = new Histogram();
   /** How late the load generator itself issued each request: its own stalls, not the server's. */
   const sendLag = new Histogram();
@@ -341,6 +360,9 @@ async function fixedRate(
     await new Promise((r) => setTimeout(r, 1));
   }
   await Promise.all(inflight);
+  producing = false;
+  await Promise.all(drained);
+  drainPool.destroy();
   pool.destroy();
   const s = hist.summaryMs();
   const lag = sendLag.summaryMs();
@@ -360,17 +382,36 @@ async function fixedRate(
  * SendMessage replies fell (request to reply, Redis wait included), and the longest event-loop
  * delay. A client-side tail far above these lies outside the server's handling.
  */
-async function serverSide(controlPort: number): Promise<{ p99Bound: number; lagMaxMs: number }> {
+async function serverSide(
+  controlPort: number,
+): Promise<{ p99Bound: number; lagMaxMs: number; commitP50Bound: number; commitP99Bound: number }> {
   const text = await (await fetch(`http://127.0.0.1:${controlPort}/metrics`)).text();
-  const buckets: [number, number][] = [];
-  for (const m of text.matchAll(
-    /^sqs_request_duration_seconds_bucket\{action="SendMessage",protocol="json",le="([^"]+)"\} (\d+)$/gm,
-  ))
-    buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
-  const total = buckets.at(-1)?.[1] ?? 0;
-  const bound = buckets.find(([, n]) => n >= total * 0.99)?.[0] ?? NaN;
   const lag = Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]);
-  return { p99Bound: bound * 1000, lagMaxMs: Math.round(lag * 1000 * 10) / 10 };
+  return {
+    p99Bound: bucketBound(
+      text,
+      'sqs_request_duration_seconds',
+      '{action="SendMessage",protocol="json",',
+      0.99,
+    ),
+    lagMaxMs: Math.round(lag * 1000 * 10) / 10,
+    // Memory-only servers have no such series: NaN.
+    commitP50Bound: bucketBound(text, 'sqs_redis_commit_wait_seconds', '{', 0.5),
+    commitP99Bound: bucketBound(text, 'sqs_redis_commit_wait_seconds', '{', 0.99),
+  };
+}
+
+/** The upper bound (ms) of the histogram bucket that holds quantile `q` of a series, from /metrics text. */
+function bucketBound(text: string, name: string, labelsPrefix: string, q: number): number {
+  const buckets: [number, number][] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}_bucket${labelsPrefix}`)) continue;
+    const m = /le="([^"]+)"\} (\d+)$/.exec(line);
+    if (m) buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])]);
+  }
+  const total = buckets.at(-1)?.[1] ?? 0;
+  if (total === 0) return NaN;
+  return (buckets.find(([, n]) => n >= total * q)?.[0] ?? NaN) * 1000;
 }
 
 /** Redis's LATENCY LATEST: each kind of event over the threshold since the last reset, with its worst. */
@@ -537,7 +578,8 @@ try {
   if (!skip.has('latency') && Number.isFinite(redisSendRate)) {
     const rate = Math.round(redisSendRate / 2);
     log(
-      `\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s, ${rounds} rounds:`,
+      `\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s, ${rounds} rounds` +
+        (drainers > 0 ? `, ${drainers} consumers draining the queue:` : ':'),
     );
     type Run = Awaited<ReturnType<typeof fixedRate>> & {
       redisEvents: { event: string; maxMs: number }[];
@@ -560,7 +602,8 @@ try {
               `the load generator's own lag p99 ${r.sendLagP99} ms, max ${r.sendLagMax} ms)` +
               `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
               (mode === 'redis'
-                ? `; Redis's slow events (≥ 10 ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
+                ? `; its Redis commit wait p50 ≤ ${seen.commitP50Bound} ms, p99 ≤ ${seen.commitP99Bound} ms` +
+                  `; Redis's slow events (≥ 10 ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
                 : ''),
           );
         } finally {
