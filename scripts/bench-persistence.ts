@@ -36,7 +36,7 @@ import { keysFor } from '../src/persistence/keys.js';
 import { loadStore } from '../src/persistence/loader.js';
 import { connectRedis } from '../src/persistence/redis.js';
 import { Writer } from '../src/persistence/writer.js';
-import { Histogram } from './bench/histogram.js';
+import { Histogram, median } from './bench/histogram.js';
 import {
   freePort,
   hasTaskset,
@@ -222,11 +222,6 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
   };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 const fmt = (n: number, digits = 0): string =>
   Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : 'n/a';
 
@@ -583,7 +578,7 @@ try {
     );
     type Run = Awaited<ReturnType<typeof fixedRate>> & {
       redisEvents: { event: string; maxMs: number }[];
-      server: { p99Bound: number; lagMaxMs: number };
+      server: Awaited<ReturnType<typeof serverSide>>;
     };
     const runs: Record<'memory' | 'redis', Run[]> = { memory: [], redis: [] };
     // Every round, not one draw: a single open-loop run's p99 swings with the machine.

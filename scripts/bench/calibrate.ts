@@ -17,6 +17,7 @@
  * Needs `npm run build` (shared-sqs runs from dist/). Figures in docs/performance.md.
  */
 import { parseArgs } from 'node:util';
+import { median } from './histogram.js';
 import { hasTaskset, pinSelf } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
@@ -120,11 +121,6 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 /** Wall time per request, µs, of each config's median rate. */
 const usPerRequest = (label: string): number => 1e6 / median(rates.get(label) ?? []);
 

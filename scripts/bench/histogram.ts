@@ -94,3 +94,10 @@ export interface LatencySummary {
   max: number | null;
   mean: number | null;
 }
+
+/** The median of a non-empty list (the mean of the middle two for an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
