@@ -92,6 +92,8 @@ function pinned(cpus: string, cmd: string, args: string[]): [string, string[]] {
   return cpus !== '' && hasTaskset() ? ['taskset', ['-c', cpus, cmd, ...args]] : [cmd, args];
 }
 const MAIN = path.join(ROOT, 'dist', 'main.js');
+/** Redis's latency monitor records events at least this long (reported after each latency run). */
+const LATENCY_THRESHOLD_MS = 10;
 /** Node/V8 flags for the servers, e.g. --single-threaded (see docs/performance.md, "Persistence"). */
 const nodeFlags = opt['node-flags'].split(' ').filter(Boolean);
 
@@ -139,7 +141,7 @@ async function startRedis(fsync: string): Promise<RedisProc> {
   await client.config('SET', 'appendonly', 'yes');
   await client.config('SET', 'appendfsync', fsync);
   // Redis's own record of slow events (fsync of the AOF, commands), read after the latency runs.
-  await client.config('SET', 'latency-monitor-threshold', '10');
+  await client.config('SET', 'latency-monitor-threshold', String(LATENCY_THRESHOLD_MS));
   return {
     port,
     proc,
@@ -598,7 +600,7 @@ try {
               `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
               (mode === 'redis'
                 ? `; its Redis commit wait p50 ≤ ${seen.commitP50Bound} ms, p99 ≤ ${seen.commitP99Bound} ms` +
-                  `; Redis's slow events (≥ 10 ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
+                  `; Redis's slow events (≥ ${LATENCY_THRESHOLD_MS} ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
                 : ''),
           );
         } finally {
