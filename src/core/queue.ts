@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
@@ -90,8 +90,14 @@ export class Queue {
   contentBasedDeduplication = false;
   deduplicationScope: DeduplicationScope = 'queue';
 
-  /** By id; made with the first message (most queues of a large installation are empty). */
-  private messages: Map<string, Message> | null = null;
+  /**
+   * By id, the messages received at least once: a receipt handle names one of them, and nothing
+   * else looks a message up by id. Sends, by far the most frequent change, skip the index; a
+   * queue with millions of unreceived messages keeps none of them here. Made on first use.
+   */
+  private received: Map<string, Message> | null = null;
+  /** Messages held, in any state. */
+  private count = 0;
   private head: Message | null = null;
   private tail: Message | null = null;
   private vhead: Message | null = null;
@@ -248,7 +254,6 @@ export class Queue {
 
   /** Links a new message into the queue's structures, visible or delayed, and tells the listener. */
   private enqueue(msg: Message, delayMs: number, now: number): void {
-    (this.messages ??= new Map()).set(msg.id, msg);
     this.linkSent(msg);
     const g = this.groups?.append(msg);
     if (delayMs > 0) {
@@ -268,14 +273,15 @@ export class Queue {
    * id, body, attributes and receive count, `deadLetterSourceArn` set, visible at once. A
    * standard queue keeps the original SentTimestamp, so retention still counts from the
    * original send; a FIFO queue starts it anew (AWS: the enqueue timestamp resets), gives a new
-   * SequenceNumber and uses the message id as its deduplication id.
+   * SequenceNumber and uses the message id as its deduplication id. The id cannot be held here
+   * already: a message id lives in one queue at a time (dead-lettering moves, a redrive gives a new
+   * id).
    */
   acceptDeadLetter(src: Message, sourceArn: string, now: number): Message {
     this.tick(now);
-    const id = this.messages?.has(src.id) === true ? randomUUID() : src.id;
     const msg = new Message(
       {
-        id,
+        id: src.id,
         body: src.body,
         md5OfBody: src.md5OfBody,
         attributes: src.attributes,
@@ -325,7 +331,7 @@ export class Queue {
         continue;
       }
       this.unlinkVisible(msg);
-      msg.received(now, nonce());
+      this.markReceived(msg, now);
       if (vt > 0) {
         msg.state = 'inflight';
         msg.heapKey = now + vt;
@@ -373,7 +379,7 @@ export class Queue {
           this.moveToDeadLetter(m, dlq, now);
         } else {
           this.unlinkVisible(m);
-          m.received(now, nonce());
+          this.markReceived(m, now);
           // In flight even with a zero timeout until the loop is done, so the group stays locked
           // and this call cannot hand the same message out twice.
           m.state = 'inflight';
@@ -414,7 +420,7 @@ export class Queue {
     if (rec === undefined) return undefined;
     const msgs: Message[] = [];
     for (const e of rec.entries) {
-      const m = this.messages?.get(e.id);
+      const m = this.received?.get(e.id);
       if (
         m === undefined ||
         m.state !== 'inflight' ||
@@ -480,7 +486,7 @@ export class Queue {
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
   takeOut(msg: Message, now: number): void {
     this.tick(now);
-    if (this.messages?.get(msg.id) === msg) this.remove(msg);
+    if (msg.state !== 'deleted') this.remove(msg);
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
@@ -496,7 +502,7 @@ export class Queue {
   deleteMessage(receiptHandle: string, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
-    const msg = this.messages?.get(ref.messageId);
+    const msg = this.received?.get(ref.messageId);
     if (msg === undefined) return;
     if (this.fifo) {
       // FIFO is strict (AWS): only the handle of the current receive, while it is in flight, so a
@@ -518,7 +524,7 @@ export class Queue {
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
-    const msg = this.messages?.get(ref.messageId);
+    const msg = this.received?.get(ref.messageId);
     if (msg === undefined || msg.receiveCount !== ref.receiveCount || msg.receiptNonce !== ref.nonce) {
       throw expiredHandle(receiptHandle);
     }
@@ -552,8 +558,9 @@ export class Queue {
       );
     }
     this.lastPurgeAt = now;
-    if (this.messages !== null) for (const msg of this.messages.values()) msg.state = 'deleted';
-    this.messages = null;
+    for (let m = this.head; m !== null; m = m.next) m.state = 'deleted';
+    this.received = null;
+    this.count = 0;
     this.head = this.tail = this.vhead = this.vtail = null;
     this.visibleCount = 0;
     this.inflight.clear();
@@ -582,7 +589,7 @@ export class Queue {
   }
 
   get size(): number {
-    return this.messages?.size ?? 0;
+    return this.count;
   }
 
   /** The earliest moment a delayed or in-flight message becomes visible; Infinity if none. */
@@ -651,12 +658,13 @@ export class Queue {
    * Puts back a message read from storage into the structure its state names: the visible list,
    * the delayed heap or the in-flight heap (keyed by `heapKey`). Call in send order (ascending
    * `seq`): that is the retention order and, for visible messages, the delivery order. A deadline
-   * already passed is applied by the next `tick`. Emits nothing; returns false (and changes
-   * nothing) for a `deleted` message or an id the queue already holds.
+   * already passed is applied by the next `tick`. Give each id once. Emits nothing; returns false
+   * (and changes nothing) for a `deleted` message.
    */
   restoreMessage(msg: Message): boolean {
-    if (msg.state === 'deleted' || this.messages?.has(msg.id) === true) return false;
-    (this.messages ??= new Map()).set(msg.id, msg);
+    if (msg.state === 'deleted') return false;
+    // Its receipt handles given out before the restart must still find it.
+    if (msg.receiveCount > 0) (this.received ??= new Map()).set(msg.id, msg);
     this.linkSent(msg);
     const g = this.groups?.append(msg);
     switch (msg.state) {
@@ -790,7 +798,7 @@ export class Queue {
         return;
     }
     msg.state = 'deleted';
-    this.messages?.delete(msg.id);
+    this.received?.delete(msg.id);
     this.unlinkSent(msg);
     if (this.late !== null) {
       this.late.delete(msg);
@@ -815,6 +823,12 @@ export class Queue {
     if (this.tail === null) this.head = msg;
     else this.tail.next = msg;
     this.tail = msg;
+    this.count++;
+  }
+
+  private markReceived(msg: Message, now: number): void {
+    msg.received(now, nonce());
+    (this.received ??= new Map()).set(msg.id, msg);
   }
 
   private unlinkSent(msg: Message): void {
@@ -823,6 +837,7 @@ export class Queue {
     if (msg.next === null) this.tail = msg.prev;
     else msg.next.prev = msg.prev;
     msg.prev = msg.next = null;
+    this.count--;
   }
 
   private pushVisible(msg: Message, atFront: boolean): void {

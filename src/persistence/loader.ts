@@ -10,7 +10,7 @@
  *
  * HSCAN returns a hash in no useful order and may return an entry twice; messages are put back in
  * `seq` (send) order, the order retention drops them in and the order visible messages are
- * delivered in, and a repeated id is skipped (Queue.restoreMessage). That order is what a restart
+ * delivered in, and a repeated id is skipped (dropRepeatedIds). That order is what a restart
  * changes: a message that had become visible again behind newer ones is delivered in send order.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -109,7 +109,8 @@ async function load(
     }
     const key = keys.messages(uid);
     // Sized once: growing an array of a million by push copies it in one long step near the end.
-    const messages = new Array<Message>(await redis.hlen(key));
+    const hlen = await redis.hlen(key);
+    const messages = new Array<Message>(hlen);
     let loaded = 0;
     let count = maxChunk;
     let next = prefetch(redis.hscan(key, '0', 'COUNT', count));
@@ -133,9 +134,10 @@ async function load(
       count = Math.max(10, Math.min(maxChunk, Math.floor(chunkBytes / Math.max(perMessage, 1))));
       if (cursor === '0') break;
     }
-    // HSCAN may return an entry twice (restoreMessage skips the copy); nothing writes meanwhile,
-    // so there are never fewer than HLEN, but never trust a count for the array's end.
+    // HSCAN may return an entry twice; nothing writes meanwhile, so there are never fewer than
+    // HLEN, and more only when there are copies. Never trust a count for the array's end.
     messages.length = loaded;
+    if (loaded > hlen) dropRepeatedIds(messages);
     await sortBySeq(messages, sliceMs);
     let t = performance.now();
     for (let i = 0; i < messages.length; i++) {
@@ -180,6 +182,18 @@ const RUN = 256;
  * Array#sort, then bottom-up merges. A million messages take a few hundred ms in total, which a
  * single Array#sort would spend in one block.
  */
+/** Keeps the first message of each id, in place. */
+export function dropRepeatedIds(messages: Message[]): void {
+  const seen = new Set<string>();
+  let n = 0;
+  for (const m of messages) {
+    if (seen.has(m.id)) continue;
+    seen.add(m.id);
+    messages[n++] = m;
+  }
+  messages.length = n;
+}
+
 export async function sortBySeq(a: Message[], sliceMs: number): Promise<void> {
   const n = a.length;
   const bySeq = (x: Message, y: Message): number => x.seq - y.seq;

@@ -62,7 +62,8 @@ const QUEUE_STRUCTURE = new Set([
   // The store's listener: a restored queue is bound to its new store's.
   'listener',
   // Message structures: filled by the loader through restoreMessage.
-  'messages',
+  'received',
+  'count',
   'head',
   'tail',
   'vhead',
@@ -262,6 +263,57 @@ test('Given a never-purged queue, when round-tripped, then lastPurgeAt stays -In
   const back = deserializeQueue(serializeQueue(queue), store, 17);
   assert.equal(back.lastPurgeAt, Number.NEGATIVE_INFINITY);
   assert.equal(back.nextSequence, 17, 'the seq hash value raises the record value');
+});
+
+test('Given received and never-received messages, when their queue is restored from its records, then the old receipt handles still delete and change visibility', () => {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const store = new QueueStore(clock);
+  const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
+  for (const id of ['a', 'b', 'c']) queue.send({ id, body: id, md5OfBody: 'x', senderId: 's' }, clock.now());
+  const [a, b] = queue.receive(2, 30_000, clock.now());
+  assert.ok(a !== undefined && b !== undefined);
+  // b is visible again, received once: its handle must still delete it (AWS accepts older handles).
+  queue.changeVisibility(queue.receiptHandle(b), 0, clock.now());
+  const handles = { a: queue.receiptHandle(a), b: queue.receiptHandle(b) };
+  const records = ['a', 'b', 'c'].map((id) => {
+    const m = queue.peek(3).find((x) => x.id === id);
+    assert.ok(m !== undefined, id);
+    return serializeMessage(m);
+  });
+
+  const other = new QueueStore(clock);
+  const back = deserializeQueue(serializeQueue(queue), other);
+  const restored = ['a', 'b', 'c'].map((id, i) => deserializeMessage(id, records[i] as string));
+  restored.sort((x, y) => x.seq - y.seq);
+  for (const m of restored) assert.equal(back.restoreMessage(m), true);
+  other.restore(back);
+
+  assert.equal(back.size, 3);
+  back.changeVisibility(handles.a, 60_000, clock.now());
+  back.deleteMessage(handles.a, clock.now());
+  back.deleteMessage(handles.b, clock.now());
+  assert.equal(back.size, 1);
+  assert.deepEqual(
+    back.receive(10, 30_000, clock.now()).map((m) => m.id),
+    ['c'],
+  );
+});
+
+test('Given a queue with received messages, when it is purged, then the old handles delete nothing and no longer change visibility', () => {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const store = new QueueStore(clock);
+  const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
+  queue.send({ id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
+  queue.send({ id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  const [a] = queue.receive(1, 30_000, clock.now());
+  assert.ok(a !== undefined);
+  const handle = queue.receiptHandle(a);
+  queue.purge(clock.now());
+  assert.equal(queue.size, 0);
+  queue.deleteMessage(handle, clock.now());
+  assert.throws(() => queue.changeVisibility(handle, 0, clock.now()), /receipt handle has expired/);
+  queue.send({ id: 'c', body: 'c', md5OfBody: 'x', senderId: 's' }, clock.now());
+  assert.equal(queue.size, 1);
 });
 
 // ---- FIFO state and move tasks --------------------------------------------------------------
