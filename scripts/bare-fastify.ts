@@ -10,17 +10,22 @@
  * uses it to express shared-sqs's own cost per request as the busy work that slows bare fastify
  * down as much.
  *
- * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N]
+ * `--defer-replies` writes the replies of one event-loop turn together once its last request has
+ * run, as shared-sqs's data plane does (src/http/data.ts, ReplyBatch), so the two can be compared
+ * with the same write pattern.
+ *
+ * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N] [--defer-replies]
  */
 import { parse as parseQuery } from 'node:querystring';
 import { parseArgs } from 'node:util';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 
 const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '9324' },
     host: { type: 'string', default: '127.0.0.1' },
     'spin-us': { type: 'string', default: '0' },
+    'defer-replies': { type: 'boolean', default: false },
   },
 });
 const spinMs = Number(values['spin-us']) / 1000;
@@ -89,6 +94,20 @@ app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string
 
 app.get('/health', () => ({ status: 'ok' }));
 
+let pending: (() => void)[] = [];
+const flush = (): void => {
+  const batch = pending;
+  pending = [];
+  for (const write of batch) write();
+};
+/** Sends the reply now, or with --defer-replies at the end of this event-loop turn. */
+function answer(reply: FastifyReply, type: string, body: string): FastifyReply {
+  if (!values['defer-replies']) return reply.type(type).send(body);
+  if (pending.length === 0) setImmediate(flush);
+  pending.push(() => void reply.type(type).send(body));
+  return reply;
+}
+
 app.post('/*', (request, reply) => {
   if (spinMs > 0) {
     const until = performance.now() + spinMs;
@@ -97,13 +116,11 @@ app.post('/*', (request, reply) => {
   const target = request.headers['x-amz-target'];
   if (typeof target === 'string') {
     const action = target.slice(target.indexOf('.') + 1);
-    void reply.type(JSON_TYPE).send(jsonReplies[action] ?? '{}');
-    return reply;
+    return answer(reply, JSON_TYPE, jsonReplies[action] ?? '{}');
   }
   const form = request.body as Record<string, string | string[] | undefined> | undefined;
   const action = typeof form?.['Action'] === 'string' ? form['Action'] : '';
-  void reply.type(XML_TYPE).send(queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
-  return reply;
+  return answer(reply, XML_TYPE, queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
 });
 
 await app.listen({ port, host });

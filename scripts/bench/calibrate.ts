@@ -12,7 +12,9 @@
  * - the busy work the issue's ratio target (--target, default 0.8× bare fastify) leaves room for.
  *
  * Options: --scenario send|send-batch (default send), --spins 0,2,4,6,8,12 (µs, from 0, increasing),
- * --duration 5 (s measured per server, after 1 s of warm-up), --rounds 2, --clients 32, --target 0.8.
+ * --duration 5 (s measured per server, after 1 s of warm-up), --rounds 2, --clients 32, --target 0.8,
+ * --defer-replies (bare fastify writes its replies the way shared-sqs does: those of one event-loop
+ * turn together, after its last request; see scripts/bare-fastify.ts).
  *
  * Needs `npm run build` (shared-sqs runs from dist/). Figures in docs/performance.md.
  */
@@ -32,6 +34,7 @@ const { values: opt } = parseArgs({
     clients: { type: 'string', default: '32' },
     scenario: { type: 'string', default: 'send' },
     target: { type: 'string', default: '0.8' },
+    'defer-replies': { type: 'boolean', default: false },
   },
 });
 const spins = opt.spins.split(',').map(Number);
@@ -104,7 +107,10 @@ for (let round = 0; round < rounds; round++) {
       cpuProfDir: undefined,
       sharedSqsEntry: path.join(ROOT, 'dist', 'main.js'),
       sharedSqsArgs: [],
-      fastifyArgs: c.spin > 0 ? ['--spin-us', String(c.spin)] : [],
+      fastifyArgs: [
+        ...(c.spin > 0 ? ['--spin-us', String(c.spin)] : []),
+        ...(opt['defer-replies'] ? ['--defer-replies'] : []),
+      ],
       label: c.label,
       nice: undefined,
     });
