@@ -1,0 +1,90 @@
+/**
+ * The data plane's reply batching (src/http/data.ts, ReplyBatch), through fastify's inject: every
+ * request of a turn is answered, and replies still waiting when the plane closes go out with
+ * `Connection: close`. The wire formats themselves are covered by the e2e tests.
+ */
+import assert from 'node:assert/strict';
+import { test, type TestContext } from 'node:test';
+import { systemClock } from '../../src/core/clock.js';
+import { QueueStore } from '../../src/core/store.js';
+import { buildDataPlane } from '../../src/http/data.js';
+import { createLogger } from '../../src/log.js';
+import { LongPoller } from '../../src/sqs/longpoll.js';
+import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import type { SqsServices } from '../../src/sqs/service.js';
+
+function dataPlane(t: TestContext): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
+  const store = new QueueStore(systemClock);
+  const services: SqsServices = {
+    store,
+    clock: systemClock,
+    poller: new LongPoller(store, systemClock),
+    mover: new MoveTaskRunner(store, systemClock),
+  };
+  const app = buildDataPlane({
+    services,
+    logger: createLogger('silent'),
+    accountId: '000000000000',
+    region: 'us-east-1',
+    baseUrl: 'http://localhost:4100',
+  });
+  t.after(async () => {
+    services.poller.closeAll();
+    services.mover.close();
+    await app.close();
+  });
+  return { app, services };
+}
+
+function call(app: ReturnType<typeof buildDataPlane>, action: string, input: object) {
+  return app.inject({
+    method: 'POST',
+    url: '/',
+    headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': `AmazonSQS.${action}` },
+    payload: JSON.stringify(input),
+  });
+}
+
+const QUEUE_URL = 'http://localhost:4100/000000000000/q';
+
+void test(
+  'Given 200 SendMessage requests in one turn, when they are answered together, then each gets its own 200 and every message is stored',
+  { timeout: 10_000 },
+  async (t) => {
+    const { app, services } = dataPlane(t);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: `m${i}` }),
+      ),
+    );
+    const ids = new Set<string>();
+    for (const r of replies) {
+      assert.equal(r.statusCode, 200, r.body);
+      assert.match(String(r.headers['content-type']), /^application\/x-amz-json-1\.0/);
+      assert.match(String(r.headers['x-amzn-requestid']), /^[0-9a-f-]{36}$/);
+      ids.add(r.json<{ MessageId: string }>().MessageId);
+    }
+    assert.equal(ids.size, 200);
+    assert.equal(services.store.get('000000000000', 'q')?.size, 200);
+  },
+);
+
+void test(
+  'Given a waiting long poll, when the data plane closes, then the poll is answered 200 with Connection: close',
+  { timeout: 10_000 },
+  async (t) => {
+    const { app, services } = dataPlane(t);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const poll = call(app, 'ReceiveMessage', { QueueUrl: QUEUE_URL, WaitTimeSeconds: 20 });
+    // The poll is parked once the poller counts it; then stop as main.ts does.
+    while (services.poller.waiting === 0) await new Promise((r) => setImmediate(r));
+    services.poller.closeAll();
+    const closed = app.close();
+    const r = await poll;
+    await closed;
+    assert.equal(r.statusCode, 200);
+    assert.deepEqual(r.json(), {});
+    assert.equal(r.headers.connection, 'close');
+  },
+);
