@@ -16,6 +16,11 @@
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
  *
+ * `--aof-rewrite off` turns off Redis's automatic AOF rewrite (`auto-aof-rewrite-percentage 0`);
+ * by default (auto) Redis rewrites as it does unconfigured: each run starts from a flushed keyspace,
+ * so the AOF doubles within seconds and the rewrite (a forked child) runs during the run, on the
+ * same two cores as everything else.
+ *
  * `--node-flags "..."` passes Node/V8 flags to the servers (e.g. `--single-threaded`, which keeps
  * V8's compiler and GC threads from competing with the event loop on the server's one core).
  *
@@ -58,6 +63,7 @@ const { values: opt } = parseArgs({
     duration: { type: 'string', default: '5' },
     clients: { type: 'string', default: '32' },
     fsync: { type: 'string', default: 'always' },
+    'aof-rewrite': { type: 'string', default: 'auto' },
     rate: { type: 'string' },
     messages: { type: 'string', default: '1000000' },
     'body-size': { type: 'string', default: '256' },
@@ -140,6 +146,8 @@ async function startRedis(fsync: string): Promise<RedisProc> {
   const client = await connectRedis({ url: `127.0.0.1:${port}`, commandTimeoutMs: 120_000 });
   await client.config('SET', 'appendonly', 'yes');
   await client.config('SET', 'appendfsync', fsync);
+  if (opt['aof-rewrite'] === 'off') await client.config('SET', 'auto-aof-rewrite-percentage', '0');
+  else if (opt['aof-rewrite'] !== 'auto') throw new Error('--aof-rewrite is auto or off');
   // Redis's own record of slow events (fsync of the AOF, commands), read after the latency runs.
   await client.config('SET', 'latency-monitor-threshold', String(LATENCY_THRESHOLD_MS));
   return {
@@ -500,12 +508,20 @@ if (nice !== '0') niceSelf(Number(nice));
 
 const report: Record<string, unknown> = {
   machine: machineInfo(),
-  options: { rounds, durationS, clients, fsync: opt.fsync, messages, bodySize },
+  options: {
+    rounds,
+    durationS,
+    clients,
+    fsync: opt.fsync,
+    aofRewrite: opt['aof-rewrite'],
+    messages,
+    bodySize,
+  },
 };
 const log = (line: string): void => console.log(line);
 log(
   `bench-persistence: ${machineInfo().nproc} × ${machineInfo().cpuModel}, node ${process.version}, ` +
-    `appendfsync ${opt.fsync}, ${clients} clients, ${durationS} s per run, ${rounds} rounds`,
+    `appendfsync ${opt.fsync}, AOF rewrite ${opt['aof-rewrite']}, ${clients} clients, ${durationS} s per run, ${rounds} rounds`,
 );
 
 const redis = await startRedis(opt.fsync);
