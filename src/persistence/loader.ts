@@ -175,13 +175,6 @@ function withContext(e: unknown, where: string): Error {
   return e instanceof Error ? e : new Error(String(e));
 }
 
-const RUN = 256;
-
-/**
- * Sorts by `seq`, in place, yielding to the event loop every `sliceMs`: runs of 256 sorted with
- * Array#sort, then bottom-up merges. A million messages take a few hundred ms in total, which a
- * single Array#sort would spend in one block.
- */
 /** Keeps the first message of each id, in place. */
 export function dropRepeatedIds(messages: Message[]): void {
   const seen = new Set<string>();
@@ -194,6 +187,13 @@ export function dropRepeatedIds(messages: Message[]): void {
   messages.length = n;
 }
 
+const RUN = 256;
+
+/**
+ * Sorts by `seq`, in place, yielding to the event loop every `sliceMs`: runs of 256 sorted with
+ * Array#sort, then bottom-up merges. A million messages take a few hundred ms in total, which a
+ * single Array#sort would spend in one block.
+ */
 export async function sortBySeq(a: Message[], sliceMs: number): Promise<void> {
   const n = a.length;
   const bySeq = (x: Message, y: Message): number => x.seq - y.seq;
