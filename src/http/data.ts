@@ -209,10 +209,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       serve(req, reply).catch((e: unknown) => {
         const requestId = randomUUID();
         logger.error({ reqId: requestId, err: e }, 'unexpected error in the data plane');
-        if (!reply.sent) {
-          const err = new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
-          sendError(reply, detectProtocol(req.headers), err, requestId);
-        }
+        if (!reply.sent) sendError(reply, detectProtocol(req.headers), internalFailure(), requestId);
       });
     },
   });
@@ -249,7 +246,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       err = new SqsError('MalformedRequest', error.message);
     } else {
       logger.error({ reqId: requestId, err: error }, 'unexpected error before the action ran');
-      err = new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+      err = internalFailure();
     }
     observe('Unknown', protocol, err.def.status, 0);
     sendError(reply, protocol, err, requestId);
@@ -344,11 +341,15 @@ function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, reque
     .send(encoded.body);
 }
 
+function internalFailure(): SqsError {
+  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+}
+
 function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
   if (e instanceof SqsError) return e;
   if (e instanceof AuthError) return new SqsError(e.code, e.message);
   logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
-  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+  return internalFailure();
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {
