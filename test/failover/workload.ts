@@ -5,7 +5,10 @@
  * - unexpected: a body received that was never sent;
  * - duplicated: a body received more than once (allowed: delivery is at-least-once);
  * - recovered: a body whose send got no 200 (outcome unknown) but that was received;
- * - resurrected: a body received by a ReceiveMessage that started after a 200 DeleteMessage of it.
+ * - resurrected: a message (by MessageId) received by a ReceiveMessage that started after a 200
+ *   DeleteMessage of it. By id, not by body: a send retried after its first try was stored but not
+ *   answered (the leader died in between) makes a second message with the same body, and
+ *   deleting one of the two must not make the other look resurrected.
  *
  * Senders: @aws-sdk/client-sqs (JSON protocol, its standard retries) in a loop, and Debian's
  * aws-cli (Query protocol, /usr/bin/aws) in a slower loop, each body unique. One consumer receives
@@ -53,8 +56,12 @@ export class Workload {
   readonly acked = new Map<string, 'sdk' | 'cli' | 'probe'>();
   /** body → start times of the receives that returned it. */
   readonly receivedAt = new Map<string, number[]>();
-  /** body → when a DeleteMessage of it was answered 200. */
+  /** MessageId → start times of the receives that returned it. */
+  readonly receivedIdAt = new Map<string, number[]>();
+  /** MessageId → when a DeleteMessage of it was answered 200. */
   readonly deletedAt = new Map<string, number>();
+  /** MessageId → body, to name a resurrected message in the report. */
+  readonly bodyOf = new Map<string, string>();
   readonly sendErrors: Record<string, number> = {};
   /** Times (ms) of probe sends answered 200, and of the others. */
   readonly probeOk: number[] = [];
@@ -161,6 +168,29 @@ export class Workload {
     while (this.running) await this.receiveOnce(3, 1);
   }
 
+  /** Logs what a ReceiveMessage that started at `startedAt` returned. */
+  recordReceived(
+    startedAt: number,
+    messages: readonly { MessageId?: string | undefined; Body?: string | undefined }[],
+  ): void {
+    for (const m of messages) {
+      const body = m.Body ?? '';
+      const id = m.MessageId ?? '';
+      const list = this.receivedAt.get(body) ?? [];
+      list.push(startedAt);
+      this.receivedAt.set(body, list);
+      const byId = this.receivedIdAt.get(id) ?? [];
+      byId.push(startedAt);
+      this.receivedIdAt.set(id, byId);
+      this.bodyOf.set(id, body);
+    }
+  }
+
+  /** Logs a DeleteMessage of `messageId` answered 200 at `at`; the first one counts. */
+  recordDeleted(messageId: string, at: number): void {
+    if (!this.deletedAt.has(messageId)) this.deletedAt.set(messageId, at);
+  }
+
   /** One ReceiveMessage (and a DeleteMessage per message); returns how many it got. */
   private async receiveOnce(visibility: number, wait: number): Promise<number> {
     const startedAt = Date.now();
@@ -180,12 +210,7 @@ export class Workload {
       await pause(50);
       return 0;
     }
-    for (const m of messages) {
-      const body = m.Body ?? '';
-      const list = this.receivedAt.get(body) ?? [];
-      list.push(startedAt);
-      this.receivedAt.set(body, list);
-    }
+    this.recordReceived(startedAt, messages);
     await Promise.all(
       messages.map(async (m) => {
         try {
@@ -195,7 +220,7 @@ export class Workload {
               abortSignal: AbortSignal.timeout(20_000),
             },
           );
-          if (!this.deletedAt.has(m.Body ?? '')) this.deletedAt.set(m.Body ?? '', Date.now());
+          this.recordDeleted(m.MessageId ?? '', Date.now());
         } catch {
           // Not deleted: it comes back after its visibility timeout and is received again.
         }
@@ -267,8 +292,10 @@ export class Workload {
       if (!this.attempted.has(body)) unexpected.push(body);
       if (times.length > 1) duplicated++;
       if (!this.acked.has(body) && this.attempted.has(body)) recovered++;
-      const del = this.deletedAt.get(body);
-      if (del !== undefined && times.some((t) => t > del)) resurrected.push(body);
+    }
+    for (const [id, times] of this.receivedIdAt) {
+      const del = this.deletedAt.get(id);
+      if (del !== undefined && times.some((t) => t > del)) resurrected.push(this.bodyOf.get(id) ?? id);
     }
     let ackedByCli = 0;
     let ackedByProbe = 0;
