@@ -172,6 +172,8 @@ interface BenchRow {
   serverCpuPct: number;
   /** What the rest of the machine used meanwhile, in % of one core: the disturbance gauge. */
   otherCpuPct: number;
+  /** Of otherCpuPct, the hypervisor's steal: on some VMs it grows with every vCPU wake-up. */
+  stealCpuPct: number;
   errors: number;
   errorSamples: string[];
 }
@@ -213,6 +215,7 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
       errorSamples: string[];
       serverCpuPct: number | null;
       otherCpuPct: number | null;
+      stealCpuPct?: number | null;
       latency: { p50: number | null; p99: number | null } | null;
     }[];
   };
@@ -227,6 +230,7 @@ function runBench(scenario: string, redisPort: number | undefined): BenchRow {
     p99: r.latency?.p99 ?? NaN,
     serverCpuPct: r.serverCpuPct ?? NaN,
     otherCpuPct: r.otherCpuPct ?? NaN,
+    stealCpuPct: r.stealCpuPct ?? NaN,
     errors: r.errors,
     errorSamples: r.errorSamples.slice(0, 3),
   };
@@ -548,8 +552,8 @@ try {
         }
         log(
           `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (${fmt(mem.perCore)}/core, ` +
-            `p99 ${mem.p99} ms, other CPU ${fmt(mem.otherCpuPct)} %), redis ${fmt(red.msgsPerSec)} msgs/s ` +
-            `(${fmt(red.perCore)}/core, p99 ${red.p99} ms, other CPU ${fmt(red.otherCpuPct)} %) = ` +
+            `p99 ${mem.p99} ms, other CPU ${fmt(mem.otherCpuPct)} %, steal ${fmt(mem.stealCpuPct)} %), redis ${fmt(red.msgsPerSec)} msgs/s ` +
+            `(${fmt(red.perCore)}/core, p99 ${red.p99} ms, other CPU ${fmt(red.otherCpuPct)} %, steal ${fmt(red.stealCpuPct)} %) = ` +
             `${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
         );
       }

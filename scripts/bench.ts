@@ -24,6 +24,7 @@ import {
   formatMarkdown,
   formatTable,
   resultLine,
+  STEAL_NOTE_PCT,
 } from './bench/report.js';
 import type { Report } from './bench/report.js';
 import { runScenario } from './bench/scenarios.js';
@@ -402,6 +403,16 @@ for (const target of targets) {
       }
     }
   }
+}
+
+const stolen = results.filter((r) => (r.stealCpuPct ?? 0) >= STEAL_NOTE_PCT);
+if (stolen.length > 0) {
+  const worst = Math.max(...stolen.map((r) => r.stealCpuPct ?? 0));
+  const msg =
+    `the hypervisor took CPU time from ${stolen.length} of ${results.length} runs (steal up to ${worst.toFixed(0)} % of a core): ` +
+    'their figures are slowed and their ratios skewed; see the notes column';
+  notes.push(msg);
+  console.log(`warning: ${msg}`);
 }
 
 const report: Report = {

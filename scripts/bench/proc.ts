@@ -51,16 +51,19 @@ function markCpu(pid: number): CpuMark {
   return { cpuS: readCpuSeconds(pid), wallNs: process.hrtime.bigint() };
 }
 
-/** Busy time of all CPUs of the machine (user+nice+system+irq+softirq+steal), in seconds. */
-export function readMachineBusySeconds(): number {
+/**
+ * Busy time of all CPUs of the machine (user+nice+system+irq+softirq+steal), and of that the
+ * time the hypervisor kept the virtual CPUs from running (steal), in seconds.
+ */
+export function readMachineSeconds(): { busyS: number; stealS: number } {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
     const f = line.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal guest guest_nice (guest is included in user)
     const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
-    return busy / clockTicks();
+    return { busyS: busy / clockTicks(), stealS: (f[7] ?? 0) / clockTicks() };
   } catch {
-    return Number.NaN;
+    return { busyS: Number.NaN, stealS: Number.NaN };
   }
 }
 
@@ -74,6 +77,12 @@ export interface MeterReading {
    * either process), % of one core. High values mean the figures were taken on a busy machine.
    */
   otherCpuPct: number;
+  /**
+   * Of otherCpuPct, the time the hypervisor ran something else on our virtual CPUs (steal), % of
+   * one core. On some VMs every wake-up of an idle vCPU is charged here, so a ping-pong load over
+   * loopback shows a large steal on an otherwise idle host, and all its figures are slowed.
+   */
+  stealCpuPct: number;
   wallS: number;
 }
 
@@ -81,10 +90,10 @@ export interface MeterReading {
 export class Meter {
   private readonly server: CpuMark;
   private readonly self: NodeJS.CpuUsage;
-  private readonly machineBusyS: number;
+  private readonly machine: { busyS: number; stealS: number };
 
   constructor(private readonly pid: number) {
-    this.machineBusyS = readMachineBusySeconds();
+    this.machine = readMachineSeconds();
     this.self = process.cpuUsage();
     this.server = markCpu(pid);
   }
@@ -92,15 +101,16 @@ export class Meter {
   read(): MeterReading {
     const server = markCpu(this.pid);
     const selfUsage = process.cpuUsage(this.self);
-    const machineBusyS = readMachineBusySeconds();
+    const machine = readMachineSeconds();
     const wallS = Number(server.wallNs - this.server.wallNs) / 1e9;
     const serverS = this.pid > 0 ? server.cpuS - this.server.cpuS : 0;
     const selfS = (selfUsage.user + selfUsage.system) / 1e6;
-    const otherS = Math.max(0, machineBusyS - this.machineBusyS - serverS - selfS);
+    const otherS = Math.max(0, machine.busyS - this.machine.busyS - serverS - selfS);
     return {
       serverCpuPct: (serverS / wallS) * 100,
       loadCpuPct: (selfS / wallS) * 100,
       otherCpuPct: (otherS / wallS) * 100,
+      stealCpuPct: ((machine.stealS - this.machine.stealS) / wallS) * 100,
       wallS,
     };
   }

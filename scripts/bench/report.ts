@@ -107,8 +107,13 @@ export function notes(r: Result): string {
     case 'send-batch':
       break;
   }
+  const steal = r.stealCpuPct ?? 0;
+  if (steal >= STEAL_NOTE_PCT) parts.push(`hypervisor steal ${fmtNum(steal)} % of a core`);
   return parts.join('; ');
 }
+
+/** Steal (% of one core) from which a run's figures are marked as slowed by the hypervisor. */
+export const STEAL_NOTE_PCT = 5;
 
 export function resultLine(r: Result): string {
   const head = `${r.target} ${r.protocol} ${r.scenario}${r.variant ? ` (${r.variant})` : ''}`;

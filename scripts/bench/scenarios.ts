@@ -54,6 +54,8 @@ export interface Result {
   loadCpuPct: number | null;
   /** CPU used by everything else on the machine meanwhile (see proc.Meter): high = noisy figures. */
   otherCpuPct: number | null;
+  /** Of otherCpuPct, the hypervisor's steal (see MeterReading). */
+  stealCpuPct: number | null;
   /** Scenario-specific figures (bytes per queue, wake-up latency, ...). */
   extra: Record<string, number | string | boolean | null>;
 }
@@ -78,6 +80,7 @@ function newResult(target: TargetName, protocol: Protocol, scenario: ScenarioNam
     serverCpuPct: null,
     loadCpuPct: null,
     otherCpuPct: null,
+    stealCpuPct: null,
     extra: {},
   };
 }
@@ -110,6 +113,7 @@ function applyMeter(res: Result, m: MeterReading): void {
   res.serverCpuPct = m.serverCpuPct;
   res.loadCpuPct = m.loadCpuPct;
   res.otherCpuPct = m.otherCpuPct;
+  res.stealCpuPct = m.stealCpuPct;
 }
 
 const nowNs = (): bigint => process.hrtime.bigint();
