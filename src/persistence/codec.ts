@@ -120,8 +120,9 @@ export function deserializeMessage(id: string, record: string): Message {
   const m = new Message(
     {
       id,
-      body: r.rest(),
-      md5OfBody,
+      // Slices of the record: copied, or each would keep the whole record alive.
+      body: ownString(r.rest()),
+      md5OfBody: ownString(md5OfBody),
       md5OfAttributes,
       md5OfSystemAttributes,
       senderId,
@@ -138,8 +139,7 @@ export function deserializeMessage(id: string, record: string): Message {
   m.receiveCount = receiveCount;
   m.firstReceiveAt = firstReceiveAt;
   m.lastReceiveAt = lastReceiveAt;
-  // The Message copies what it is constructed with; these are set after, and a slice of the record
-  // would keep the whole record alive with it.
+  // Likewise for the fields set after construction.
   m.receiptNonce = ownString(receiptNonce);
   m.sequenceNumber = sequenceNumber === undefined ? undefined : ownString(sequenceNumber);
   m.deadLetterSourceArn = deadLetterSourceArn === undefined ? undefined : ownString(deadLetterSourceArn);

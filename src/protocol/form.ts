@@ -8,6 +8,8 @@
  * A part with a percent sign is decoded by decodeURIComponent, which agrees with the standard for
  * well-formed UTF-8 and throws on anything else; such a part is handed to URLSearchParams itself.
  */
+import { ownString } from '../core/strings.js';
+
 export type FormPairs = [string, string][];
 
 /** Parses `text` and appends its pairs to `out` (returned). */
@@ -20,9 +22,10 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
       const eq = text.indexOf('=', start);
       const hasValue = eq >= 0 && eq < end;
       const name = decodePart(text.slice(start, hasValue ? eq : end));
-      const value = hasValue ? decodePart(text.slice(eq + 1, end)) : '';
+      // A value may be kept for days (a message body): an own copy, not a view into the request.
+      const value = hasValue ? decodeValue(text.slice(eq + 1, end)) : '';
       if (name === undefined || value === undefined) {
-        for (const pair of new URLSearchParams(text.slice(start, end))) out.push(pair);
+        for (const [n, v] of new URLSearchParams(text.slice(start, end))) out.push([n, ownString(v)]);
       } else {
         out.push([name, value]);
       }
@@ -30,6 +33,12 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
     start = end + 1;
   }
   return out;
+}
+
+/** decodePart, and a plain part (a view into the whole text) copied: see core/strings.ts. */
+function decodeValue(s: string): string | undefined {
+  const v = decodePart(s);
+  return v === s ? ownString(s) : v;
 }
 
 /** One name or value; undefined when only URLSearchParams' lenient decoding can read it. */
