@@ -22,8 +22,7 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
       const eq = text.indexOf('=', start);
       const hasValue = eq >= 0 && eq < end;
       const name = decodePart(text.slice(start, hasValue ? eq : end));
-      // A value may be kept for days (a message body): an own copy, not a view into the request.
-      const value = hasValue ? decodeValue(text.slice(eq + 1, end)) : '';
+      const value = hasValue ? decodePart(text.slice(eq + 1, end), true) : '';
       if (name === undefined || value === undefined) {
         for (const [n, v] of new URLSearchParams(text.slice(start, end))) out.push([n, ownString(v)]);
       } else {
@@ -35,16 +34,15 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
   return out;
 }
 
-/** decodePart, and a plain part (a view into the whole text) copied: see core/strings.ts. */
-function decodeValue(s: string): string | undefined {
-  const v = decodePart(s);
-  return v === s ? ownString(s) : v;
-}
-
-/** One name or value; undefined when only URLSearchParams' lenient decoding can read it. */
-function decodePart(s: string): string | undefined {
+/**
+ * One name or value; undefined when only URLSearchParams' lenient decoding can read it. `own`
+ * for values, which may be kept for days (a message body): without a percent sign the part is a
+ * view into the whole text, and replaceAll's result a tree of such views, so it is copied (see
+ * core/strings.ts); decodeURIComponent builds a new flat string.
+ */
+function decodePart(s: string, own = false): string | undefined {
   const spaced = s.includes('+') ? s.replaceAll('+', ' ') : s;
-  if (!spaced.includes('%')) return spaced;
+  if (!spaced.includes('%')) return own ? ownString(spaced) : spaced;
   try {
     return decodeURIComponent(spaced);
   } catch {
