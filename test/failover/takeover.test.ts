@@ -13,11 +13,23 @@ import { summary, Workload, type Report } from './workload.js';
 /** Process scheduling, nginx and the probe's 20 ms period, on a shared 2-core machine. */
 const SLACK_MS = 1000;
 
-function assertClean(r: Report): void {
+function assertClean(w: Workload, r: Report): void {
   assert.ok(r.acked > 0, 'the load got acknowledgements');
   assert.deepEqual(r.lost, [], 'lost: acknowledged sends never received');
   assert.deepEqual(r.unexpected, [], 'unexpected: received, never sent');
   assert.deepEqual(r.resurrected, [], 'resurrected: received after a 200 DeleteMessage');
+  // What the clients saw while no instance could answer: nginx's AWS-shaped 503, never its HTML
+  // 502 page (which the SDK reports as a SyntaxError).
+  assert.deepEqual(
+    w.probeFail.filter((f) => f.status === 502 || f.status === 504),
+    [],
+    'the probe got a 502/504 from nginx',
+  );
+  assert.deepEqual(
+    Object.keys(r.sendErrors).filter((k) => k.startsWith('SyntaxError') || /\/50[24]$/.test(k)),
+    [],
+    `send errors ${JSON.stringify(r.sendErrors)}`,
+  );
 }
 
 test(
@@ -50,7 +62,7 @@ test(
     t.diagnostic(
       `takeover kill -9: first 200 through nginx ${gap} ms after the leader died (ttl ${ttlMs}, interval ${intervalMs}, load ${loadMs} ms)`,
     );
-    assertClean(r);
+    assertClean(w, r);
     assert.ok(gap <= ttlMs + intervalMs + loadMs + SLACK_MS, `takeover took ${gap} ms`);
   },
 );
@@ -90,7 +102,7 @@ test(
     assert.match(logs, /draining: new requests get 503/);
     assert.match(logs, /leader lock released/);
     assert.equal(await follower.ready(), true);
-    assertClean(r);
+    assertClean(w, r);
     assert.ok(gap < 1000, `the follower served ${gap} ms after the release`);
   },
 );
@@ -132,7 +144,7 @@ test(
     assert.equal(old.state, 'follower');
     assert.equal(old.lastEnd?.reason, 'step-down');
     assert.equal(leader.running, true, 'step down does not exit');
-    assertClean(r);
+    assertClean(w, r);
     assert.ok(gap < 1000, `the follower served ${gap} ms after the release`);
   },
 );
