@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { awsCli, freePort } from '../helpers/server.js';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { awsCli, freePort, sqsClient } from '../helpers/server.js';
 import { jsonPost, queryPost } from '../helpers/wire.js';
 import { startNginx } from './harness.js';
 
@@ -40,12 +40,7 @@ test('Given nginx in front of two instances that are both down, When clients of 
   );
 
   // The real clients read it as the retryable error it is (JSON: the SDK; Query: Debian's aws-cli).
-  const sdk = new SQSClient({
-    endpoint: nginx.url,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    maxAttempts: 1,
-  });
+  const sdk = sqsClient(nginx.url);
   t.after(() => sdk.destroy());
   await assert.rejects(
     sdk.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: 'x' })),
