@@ -5,22 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { systemClock } from '../../src/core/clock.js';
-import { QueueStore } from '../../src/core/store.js';
 import { buildDataPlane } from '../../src/http/data.js';
 import { createLogger } from '../../src/log.js';
-import { LongPoller } from '../../src/sqs/longpoll.js';
-import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { SqsServices } from '../../src/sqs/service.js';
+import { memoryServices } from '../helpers/services.js';
 
 function dataPlane(t: TestContext): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
-  const store = new QueueStore(systemClock);
-  const services: SqsServices = {
-    store,
-    clock: systemClock,
-    poller: new LongPoller(store, systemClock),
-    mover: new MoveTaskRunner(store, systemClock),
-  };
+  const services = memoryServices();
   const app = buildDataPlane({
     services,
     logger: createLogger('silent'),
