@@ -6,14 +6,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Workload } from '../failover/workload.js';
 
+/** A checker that logged one acknowledged send of body b-1. */
 function checker(): Workload {
   // Never started: no request is sent; only its logs and report() are used.
-  return new Workload('http://127.0.0.1:1', 'http://127.0.0.1:1/000000000000/q', 't');
+  const w = new Workload('http://127.0.0.1:1', 'http://127.0.0.1:1/000000000000/q', 't');
+  w.attempted.add('b-1');
+  w.acked.set('b-1', 'sdk');
+  return w;
 }
 
 test('Given a message received again after a 200 DeleteMessage of it, Then the checker reports it resurrected', () => {
   const w = checker();
-  ackedSend(w);
   w.recordReceived(100, [{ MessageId: 'id-1', Body: 'b-1' }]);
   w.recordDeleted('id-1', 150);
   w.recordReceived(200, [{ MessageId: 'id-1', Body: 'b-1' }]);
@@ -23,7 +26,6 @@ test('Given a message received again after a 200 DeleteMessage of it, Then the c
 
 test('Given a retried send that stored the body twice, When one copy is deleted and the other received later, Then nothing is resurrected and the body counts as duplicated', () => {
   const w = checker();
-  ackedSend(w);
   w.recordReceived(100, [{ MessageId: 'id-1', Body: 'b-1' }]);
   w.recordDeleted('id-1', 150);
   w.recordReceived(200, [{ MessageId: 'id-2', Body: 'b-1' }]);
@@ -37,7 +39,6 @@ test('Given a retried send that stored the body twice, When one copy is deleted 
 
 test('Given a receive that started before the 200 DeleteMessage, Then it does not count as resurrected', () => {
   const w = checker();
-  ackedSend(w);
   w.recordReceived(100, [{ MessageId: 'id-1', Body: 'b-1' }]);
   // A second receive that started before the delete was answered (its visibility had expired).
   w.recordReceived(140, [{ MessageId: 'id-1', Body: 'b-1' }]);
@@ -45,9 +46,3 @@ test('Given a receive that started before the 200 DeleteMessage, Then it does no
   assert.deepEqual(w.report().resurrected, []);
   w.close();
 });
-
-/** One acknowledged send of body b-1. */
-function ackedSend(w: Workload): void {
-  w.attempted.add('b-1');
-  w.acked.set('b-1', 'sdk');
-}
