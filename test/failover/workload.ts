@@ -56,12 +56,10 @@ export class Workload {
   readonly acked = new Map<string, 'sdk' | 'cli' | 'probe'>();
   /** body → start times of the receives that returned it. */
   readonly receivedAt = new Map<string, number[]>();
-  /** MessageId → start times of the receives that returned it. */
-  readonly receivedIdAt = new Map<string, number[]>();
+  /** MessageId → its body and the start times of the receives that returned it. */
+  readonly receivedById = new Map<string, { body: string; at: number[] }>();
   /** MessageId → when a DeleteMessage of it was answered 200. */
   readonly deletedAt = new Map<string, number>();
-  /** MessageId → body, to name a resurrected message in the report. */
-  readonly bodyOf = new Map<string, string>();
   readonly sendErrors: Record<string, number> = {};
   /** Times (ms) of probe sends answered 200, and of the others. */
   readonly probeOk: number[] = [];
@@ -179,10 +177,9 @@ export class Workload {
       const list = this.receivedAt.get(body) ?? [];
       list.push(startedAt);
       this.receivedAt.set(body, list);
-      const byId = this.receivedIdAt.get(id) ?? [];
-      byId.push(startedAt);
-      this.receivedIdAt.set(id, byId);
-      this.bodyOf.set(id, body);
+      const byId = this.receivedById.get(id);
+      if (byId === undefined) this.receivedById.set(id, { body, at: [startedAt] });
+      else byId.at.push(startedAt);
     }
   }
 
@@ -293,9 +290,9 @@ export class Workload {
       if (times.length > 1) duplicated++;
       if (!this.acked.has(body) && this.attempted.has(body)) recovered++;
     }
-    for (const [id, times] of this.receivedIdAt) {
+    for (const [id, { body, at }] of this.receivedById) {
       const del = this.deletedAt.get(id);
-      if (del !== undefined && times.some((t) => t > del)) resurrected.push(this.bodyOf.get(id) ?? id);
+      if (del !== undefined && at.some((t) => t > del)) resurrected.push(body);
     }
     let ackedByCli = 0;
     let ackedByProbe = 0;
