@@ -137,14 +137,15 @@ for (const c of cases) {
   let best = Infinity;
   let bestReference = Infinity;
   const requests = Math.ceil(total / c.perRequest);
+  const messages = requests * c.perRequest;
   for (let r = 0; r < runs; r++) {
     const svc = services();
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < requests; i++) await c.run(svc);
-    best = Math.min(best, Number(process.hrtime.bigint() - t0) / (requests * c.perRequest));
+    best = Math.min(best, Number(process.hrtime.bigint() - t0) / messages);
     const t1 = process.hrtime.bigint();
     for (let i = 0; i < requests; i++) c.reference();
-    bestReference = Math.min(bestReference, Number(process.hrtime.bigint() - t1) / (requests * c.perRequest));
+    bestReference = Math.min(bestReference, Number(process.hrtime.bigint() - t1) / messages);
   }
   console.log(
     `${c.name.padEnd(24)} ${best.toFixed(0).padStart(6)} ns/message  (${((best * c.perRequest) / 1000).toFixed(2)} µs/request; ${total} messages queued per run, best of ${runs}); ` +
