@@ -24,6 +24,8 @@ const { values: opt } = parseArgs({
     messages: { type: 'string', default: '400000' },
     runs: { type: 'string', default: '3' },
     'body-size': { type: 'string', default: '256' },
+    // One case by its printed name, e.g. --only 'json SendMessageBatch' (to profile it alone).
+    only: { type: 'string' },
   },
 });
 const total = Number(opt.messages);
@@ -133,7 +135,12 @@ const cases: Case[] = [
   },
 ];
 
+if (opt.only !== undefined && !cases.some((c) => c.name === opt.only)) {
+  console.error(`--only: no case named '${opt.only}'; the cases: ${cases.map((c) => c.name).join(', ')}`);
+  process.exit(2);
+}
 for (const c of cases) {
+  if (opt.only !== undefined && c.name !== opt.only) continue;
   let best = Infinity;
   let bestReference = Infinity;
   const requests = Math.ceil(total / c.perRequest);
