@@ -14,6 +14,7 @@ export type FormPairs = [string, string][];
 
 /** Parses `text` and appends its pairs to `out` (returned). */
 export function parseForm(text: string, out: FormPairs = []): FormPairs {
+  const parts = new PartDecoder(text);
   let start = 0;
   while (start < text.length) {
     let end = text.indexOf('&', start);
@@ -21,8 +22,8 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
     if (end > start) {
       const eq = text.indexOf('=', start);
       const hasValue = eq >= 0 && eq < end;
-      const name = decodePart(text.slice(start, hasValue ? eq : end));
-      const value = hasValue ? decodePart(text.slice(eq + 1, end), true) : '';
+      const name = parts.decode(start, hasValue ? eq : end, false);
+      const value = hasValue ? parts.decode(eq + 1, end, true) : '';
       if (name === undefined || value === undefined) {
         for (const [n, v] of new URLSearchParams(text.slice(start, end))) out.push([n, ownString(v)]);
       } else {
@@ -35,17 +36,38 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
 }
 
 /**
- * One name or value; undefined when only URLSearchParams' lenient decoding can read it. `own`
- * for values, which may be kept for days (a message body): without a percent sign the part is a
- * view into the whole text, and replaceAll's result a tree of such views, so it is copied (see
- * core/strings.ts); decodeURIComponent builds a new flat string.
+ * Decodes the parts of one text, front to back. Where the next `%` and the next `+` are is found
+ * by one forward scan over the whole text rather than by searching every part for both: in a
+ * SendMessageBatch body only the QueueUrl has escapes, and two searches of each of its 46 parts
+ * were a fifth of the parse.
  */
-function decodePart(s: string, own = false): string | undefined {
-  const spaced = s.includes('+') ? s.replaceAll('+', ' ') : s;
-  if (!spaced.includes('%')) return own ? ownString(spaced) : spaced;
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return undefined;
+class PartDecoder {
+  private percent: number;
+  private plus: number;
+
+  constructor(private readonly text: string) {
+    this.percent = text.indexOf('%');
+    this.plus = text.indexOf('+');
+  }
+
+  /**
+   * text[from, to) decoded; undefined when only URLSearchParams' lenient decoding can read it.
+   * `own` for values, which may be kept for days (a message body): without a percent sign the
+   * part is a view into the whole text, and replaceAll's result a tree of such views, so it is
+   * copied (see core/strings.ts); decodeURIComponent builds a new flat string. Parts must come in
+   * increasing order.
+   */
+  decode(from: number, to: number, own: boolean): string | undefined {
+    const text = this.text;
+    if (this.percent !== -1 && this.percent < from) this.percent = text.indexOf('%', from);
+    if (this.plus !== -1 && this.plus < from) this.plus = text.indexOf('+', from);
+    const s = text.slice(from, to);
+    const spaced = this.plus !== -1 && this.plus < to ? s.replaceAll('+', ' ') : s;
+    if (this.percent === -1 || this.percent >= to) return own ? ownString(spaced) : spaced;
+    try {
+      return decodeURIComponent(spaced);
+    } catch {
+      return undefined;
+    }
   }
 }
