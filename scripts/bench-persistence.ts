@@ -26,8 +26,11 @@
  *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
  * load generator on CPU 1; Redis is not pinned unless --redis-cpus LIST is given (taskset -c LIST).
- * On a shared machine, --nice (default -10) runs Redis, the servers and bench.ts at a higher
- * priority than the rest, and --wait-idle S is passed to bench.ts.
+ * On a shared machine, --nice N (e.g. -10) runs Redis, the servers and bench.ts at a higher
+ * priority than the rest, and --wait-idle S is passed to bench.ts. Not by default: above the
+ * kernel's own worker threads, which complete Redis's fsyncs, it slows every `appendfsync always`
+ * commit (measured: the kernel workers waited 2.5 times as long for a CPU, and Redis mode kept 45 %
+ * of the memory-only send rate instead of 52-60 %; docs/performance.md, "Persistence").
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -68,7 +71,7 @@ const { values: opt } = parseArgs({
     messages: { type: 'string', default: '1000000' },
     'body-size': { type: 'string', default: '256' },
     skip: { type: 'string', default: '' },
-    nice: { type: 'string', default: '-10' },
+    nice: { type: 'string', default: '0' },
     'node-flags': { type: 'string', default: '' },
     'wait-idle': { type: 'string', default: '0' },
     'redis-cpus': { type: 'string', default: '' },
