@@ -117,7 +117,7 @@ export class Message implements HeapItem {
     readonly sentAt: number,
   ) {
     // Not copied (strings.ts): id, body and MD5 are own strings already wherever a message is made
-    // (messageId(), JSON.parse, parseForm, crypto.hash, the codec), and copying the body was a
+    // (uuid(), JSON.parse, parseForm, crypto.hash, the codec), and copying the body was a
     // tenth of a batch send's own work.
     this.id = m.id;
     this.body = m.body;

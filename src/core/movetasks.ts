@@ -15,7 +15,7 @@
  * time; a FIFO message keeps its group and deduplication id). In-flight messages are skipped.
  */
 import { randomUUID } from 'node:crypto';
-import { messageId } from './ids.js';
+import { uuid } from './ids.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent } from './events.js';
 import type { Message } from './message.js';
@@ -240,7 +240,7 @@ export class MoveTasks {
 /** The message a moved message becomes in its destination: a new one, same content and group. */
 function redriven(msg: Message, dest: Queue): Parameters<Queue['sendMessage']>[0] {
   return {
-    id: messageId(),
+    id: uuid(),
     body: msg.body,
     md5OfBody: msg.md5OfBody,
     attributes: msg.attributes,

@@ -8,7 +8,7 @@
  *
  * The copy is made where views are made: parseForm's values, the codec's record fields, FIFO ids
  * and attributes in Message. A message's id, body and MD5 are not copied again in Message:
- * JSON.parse, crypto.hash and messageId() already give flat strings of their own, so the JSON
+ * JSON.parse, crypto.hash and uuid() already give flat strings of their own, so the JSON
  * path copies nothing. test/unit/string-retention.test.ts checks that a kept body holds no more
  * than itself on both protocols.
  */

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
 import { AuthError } from '../auth/sigv4.js';
+import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
 import { parseForm } from '../protocol/form.js';
@@ -73,7 +73,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     // A path fastify cannot even decode (`/%zz`) still gets an AWS-shaped 400.
     frameworkErrors: (error, req, reply) => {
       const err = new SqsError('MalformedRequest', error.message);
-      sendError(reply, detectProtocol(req.headers), err, randomUUID());
+      sendError(reply, detectProtocol(req.headers), err, uuid());
     },
   });
   const { services, logger } = opts;
@@ -114,7 +114,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         'ServiceUnavailable',
         'This instance is not serving; retry against the active one.',
       );
-      sendError(reply, protocol, err, randomUUID());
+      sendError(reply, protocol, err, uuid());
       observe('Unknown', protocol, 503, 0);
     });
   }
@@ -122,7 +122,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   const replies = new ReplyBatch();
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const started = performance.now();
-    const requestId = randomUUID();
+    const requestId = uuid();
     const protocol = detectProtocol(req.headers);
     let action = 'Unknown';
     let queue: string | undefined;
@@ -207,7 +207,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       // serve() turns every failure of an action into an AWS-shaped reply; this is for a bug in
       // serve() itself, which must not become an unhandled rejection (that would end the process).
       serve(req, reply).catch((e: unknown) => {
-        const requestId = randomUUID();
+        const requestId = uuid();
         logger.error({ reqId: requestId, err: e }, 'unexpected error in the data plane');
         if (!reply.sent) sendError(reply, detectProtocol(req.headers), internalFailure(), requestId);
       });
@@ -224,13 +224,13 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       'InvalidAction',
       `The HTTP method ${req.method} is not valid for this endpoint.`,
     );
-    sendError(reply, detectProtocol(req.headers), err, randomUUID());
+    sendError(reply, detectProtocol(req.headers), err, uuid());
   });
 
   // Errors fastify raises itself, before our handler runs: a body over the limit, a broken stream.
   app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, req, reply) => {
     const protocol = detectProtocol(req.headers);
-    const requestId = randomUUID();
+    const requestId = uuid();
     let err: SqsError;
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       err = new SqsError('RequestEntityTooLarge', `Request body is larger than ${MAX_BODY_BYTES} bytes.`);

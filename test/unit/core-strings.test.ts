@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ownString } from '../../src/core/strings.js';
-import { messageId } from '../../src/core/ids.js';
+import { uuid } from '../../src/core/ids.js';
 
 void test('Given strings of every kind, when copied with ownString, then the copy has the same code units', () => {
   const form = `Action=SendMessage&MessageBody=${'b'.repeat(300)}&Other=x`;
@@ -15,11 +15,11 @@ void test('Given strings of every kind, when copied with ownString, then the cop
   }
 });
 
-void test('messageId gives distinct version-4 UUIDs, across refills of its random pool', () => {
+void test('uuid gives distinct version-4 UUIDs, across refills of its random pool', () => {
   const seen = new Set<string>();
   // 256 ids per refill: this crosses several.
   for (let i = 0; i < 2000; i++) {
-    const id = messageId();
+    const id = uuid();
     assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     seen.add(id);
   }

@@ -1,5 +1,5 @@
 // What SendMessage and SendMessageBatch share: one entry's checks and the message they store.
-import { messageId } from '../../core/ids.js';
+import { uuid } from '../../core/ids.js';
 import type { NewMessage } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
 import { md5OfBody, md5OfMessageAttributes } from '../../protocol/md5.js';
@@ -67,7 +67,7 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch =
   return {
     size,
     message: {
-      id: messageId(),
+      id: uuid(),
       body,
       md5OfBody: md5OfBody(body),
       attributes: attrs,
