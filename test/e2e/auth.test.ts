@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -42,9 +42,10 @@ const B = {
 const MINUTE = 60_000;
 
 let server: RunningServer;
+let dir: string;
 
 before(async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'ssq-auth-'));
+  dir = mkdtempSync(join(tmpdir(), 'ssq-auth-'));
   const config = join(dir, 'config.json');
   writeFileSync(
     config,
@@ -59,7 +60,10 @@ before(async () => {
   );
   server = await startServer({ args: ['--auth', 'on', '--config', config] });
 });
-after(() => server.stop());
+after(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 function client(
   t: { accessKeyId: string; secretAccessKey: string },

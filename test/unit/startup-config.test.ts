@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -91,7 +91,11 @@ test('Given a config whose tenant has a bad account id, when applied, then a Sta
 test('Given a file that is not JSON or missing, when loaded, then a StartupConfigError with the path', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ssq-config-'));
   const file = join(dir, 'c.json');
-  writeFileSync(file, 'tenants: []');
-  assert.throws(() => loadStartupConfig(file), /not JSON/);
-  assert.throws(() => loadStartupConfig(join(dir, 'missing.json')), /missing\.json/);
+  try {
+    writeFileSync(file, 'tenants: []');
+    assert.throws(() => loadStartupConfig(file), /not JSON/);
+    assert.throws(() => loadStartupConfig(join(dir, 'missing.json')), /missing\.json/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
