@@ -49,12 +49,35 @@ export function queueUrl(ctx: RequestContext, q: Queue): string {
  */
 export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string | undefined): Queue {
   if (url === undefined || url === '') throw missingParameter('QueueUrl');
+  let byUrl = resolved.get(svc.store);
+  if (byUrl === undefined) resolved.set(svc.store, (byUrl = new Map<string, Queue>()));
+  // A URL resolved before names the same queue for the same caller until that queue is deleted
+  // (a queue made again under its name is a new object). Only found queues are kept.
+  const known = byUrl.get(url);
+  if (
+    known !== undefined &&
+    !known.deleted &&
+    known.accountId === ctx.accountId &&
+    known.region === ctx.region
+  ) {
+    return known;
+  }
   const { accountId, name } = parseQueueUrl(url);
   if (accountId !== undefined && accountId !== ctx.accountId) throw queueDoesNotExist();
   const q = svc.store.get(ctx.accountId, name, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
+  // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
+  if (byUrl.size >= MAX_RESOLVED_URLS) byUrl.clear();
+  byUrl.set(url, q);
   return q;
 }
+
+/**
+ * QueueUrl → queue, per store (a reload from Redis builds a new store): parsing the URL and
+ * building the store's key cost about as much as the rest of a SendMessage's lookup and checks.
+ */
+const resolved = new WeakMap<QueueStore, Map<string, Queue>>();
+const MAX_RESOLVED_URLS = 10_000;
 
 export function parseQueueUrl(url: string): { accountId: string | undefined; name: string } {
   // Index arithmetic instead of split/filter: this runs on every request that names a queue.

@@ -5,8 +5,8 @@ import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { SqsServices } from '../../src/sqs/service.js';
 
 /** The data plane's services over a new, empty in-memory store on the system clock. */
-export function memoryServices(): SqsServices {
-  const store = new QueueStore(systemClock);
+export function memoryServices(options?: ConstructorParameters<typeof QueueStore>[1]): SqsServices {
+  const store = new QueueStore(systemClock, options);
   return {
     store,
     clock: systemClock,

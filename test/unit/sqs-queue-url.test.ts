@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseQueueUrl } from '../../src/sqs/service.js';
+import { parseQueueUrl, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
+import { memoryServices } from '../helpers/services.js';
 
 test('parseQueueUrl: the path names the queue, and the account when it is 12 digits', () => {
   const cases: Array<[string, string | undefined, string]> = [
@@ -25,4 +26,47 @@ test('parseQueueUrl: a URL without a path segment names no queue', () => {
   for (const url of ['http://h', 'http://h/', 'http://h//', '', '/', 'http://h/?x=1']) {
     assert.throws(() => parseQueueUrl(url), { name: 'SqsError' }, url);
   }
+});
+
+function ctxOf(accountId: string, region = 'us-east-1'): RequestContext {
+  return {
+    requestId: 'r',
+    accountId,
+    region,
+    baseUrl: 'http://h',
+    senderId: accountId,
+    onAbort: () => undefined,
+  };
+}
+
+test('resolveQueue: a URL resolved before names a new queue made under the same name, and no other caller its queue', () => {
+  // No 60 s wait between deleting a queue and making it again.
+  const svc = memoryServices({ deletedRecentlyMs: 0 });
+  const a = ctxOf('111111111111');
+  const url = 'http://h/111111111111/jobs';
+  const first = svc.store.create({ accountId: a.accountId, region: a.region, name: 'jobs' }, {}, {}).queue;
+  assert.equal(resolveQueue(svc, a, url), first);
+  assert.equal(resolveQueue(svc, a, url), first);
+
+  // Another account, or the same account in another region, does not get the remembered queue.
+  assert.throws(() => resolveQueue(svc, ctxOf('222222222222'), url), { errorName: 'QueueDoesNotExist' });
+  assert.throws(() => resolveQueue(svc, ctxOf('111111111111', 'eu-west-1'), url), {
+    errorName: 'QueueDoesNotExist',
+  });
+
+  svc.store.delete(first);
+  assert.throws(() => resolveQueue(svc, a, url), { errorName: 'QueueDoesNotExist' });
+  const second = svc.store.create({ accountId: a.accountId, region: a.region, name: 'jobs' }, {}, {}).queue;
+  assert.notEqual(second, first);
+  assert.equal(resolveQueue(svc, a, url), second);
+});
+
+test('resolveQueue: a URL without the account names the caller own queue of that name', () => {
+  const svc = memoryServices();
+  const url = 'http://h/jobs';
+  const qa = svc.store.create({ accountId: '111111111111', region: 'us-east-1', name: 'jobs' }, {}, {}).queue;
+  const qb = svc.store.create({ accountId: '222222222222', region: 'us-east-1', name: 'jobs' }, {}, {}).queue;
+  assert.equal(resolveQueue(svc, ctxOf('111111111111'), url), qa);
+  assert.equal(resolveQueue(svc, ctxOf('222222222222'), url), qb);
+  assert.equal(resolveQueue(svc, ctxOf('111111111111'), url), qa);
 });
