@@ -50,10 +50,11 @@ export function queueUrl(ctx: RequestContext, q: Queue): string {
 export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string | undefined): Queue {
   if (url === undefined || url === '') throw missingParameter('QueueUrl');
   let byUrl = resolved.get(svc.store);
-  if (byUrl === undefined) resolved.set(svc.store, (byUrl = new Map<string, Queue>()));
+  if (byUrl === undefined) resolved.set(svc.store, (byUrl = new Map<string, WeakRef<Queue>>()));
   // A URL resolved before names the same queue for the same caller until that queue is deleted
-  // (a queue made again under its name is a new object). Only found queues are kept.
-  const known = byUrl.get(url);
+  // (a queue made again under its name is a new object). Only found queues are kept, and only
+  // weakly: a deleted queue, with whatever it still holds, is not kept alive by its URL.
+  const known = byUrl.get(url)?.deref();
   if (
     known !== undefined &&
     !known.deleted &&
@@ -68,7 +69,7 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
   if (q === undefined) throw queueDoesNotExist();
   // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
   if (byUrl.size >= MAX_RESOLVED_URLS) byUrl.clear();
-  byUrl.set(url, q);
+  byUrl.set(url, new WeakRef(q));
   return q;
 }
 
@@ -76,7 +77,7 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
  * QueueUrl → queue, per store (a reload from Redis builds a new store): parsing the URL and
  * building the store's key cost about as much as the rest of a SendMessage's lookup and checks.
  */
-const resolved = new WeakMap<QueueStore, Map<string, Queue>>();
+const resolved = new WeakMap<QueueStore, Map<string, WeakRef<Queue>>>();
 const MAX_RESOLVED_URLS = 10_000;
 
 export function parseQueueUrl(url: string): { accountId: string | undefined; name: string } {

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { Queue } from '../../src/core/queue.js';
 import { parseQueueUrl, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
 import { memoryServices } from '../helpers/services.js';
 
@@ -69,4 +72,23 @@ test('resolveQueue: a URL without the account names the caller own queue of that
   assert.equal(resolveQueue(svc, ctxOf('111111111111'), url), qa);
   assert.equal(resolveQueue(svc, ctxOf('222222222222'), url), qb);
   assert.equal(resolveQueue(svc, ctxOf('111111111111'), url), qa);
+});
+
+test('resolveQueue: a deleted queue is not kept alive by the URL it was resolved from', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const svc = memoryServices();
+  const a = ctxOf('111111111111');
+  const url = 'http://h/111111111111/big';
+  // Made, resolved and deleted in a function of its own, so that no variable here still holds it.
+  const ref = ((): WeakRef<Queue> => {
+    const q = svc.store.create({ accountId: a.accountId, region: a.region, name: 'big' }, {}, {}).queue;
+    assert.equal(resolveQueue(svc, a, url), q);
+    svc.store.delete(q);
+    return new WeakRef(q);
+  })();
+  // A WeakRef's target lives at least to the end of the job that made or read it.
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  assert.equal(ref.deref(), undefined);
 });
