@@ -13,8 +13,8 @@ const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
  * A random (version 4) UUID, as crypto.randomUUID() gives, but as one flat string of its own:
  * randomUUID() builds its result from 20 pieces, a tree of strings that the core would have to
  * copy before keeping it in every queued message (see strings.ts), and that a reply's header
- * block flattens again. About a third of the time of randomUUID() plus that copy. Message ids
- * and request ids.
+ * block flattens again. About a third of the time of randomUUID() plus that copy. Message ids,
+ * request ids and move task ids.
  */
 export function uuid(): string {
   if (used === pool.length) {

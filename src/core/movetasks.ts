@@ -14,7 +14,6 @@
  * (AWS: "all redriven messages are considered new messages", with a new MessageId and enqueue
  * time; a FIFO message keeps its group and deduplication id). In-flight messages are skipped.
  */
-import { randomUUID } from 'node:crypto';
 import { uuid } from './ids.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent } from './events.js';
@@ -121,7 +120,7 @@ export class MoveTasks {
       );
     }
     const task = new MoveTask({
-      taskId: randomUUID(),
+      taskId: uuid(),
       sourceArn: source.arn,
       destinationArn,
       maxNumberOfMessagesPerSecond: rate,
