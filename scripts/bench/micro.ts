@@ -135,12 +135,12 @@ const cases: Case[] = [
   },
 ];
 
-if (opt.only !== undefined && !cases.some((c) => c.name === opt.only)) {
+const selected = cases.filter((c) => opt.only === undefined || c.name === opt.only);
+if (selected.length === 0) {
   console.error(`--only: no case named '${opt.only}'; the cases: ${cases.map((c) => c.name).join(', ')}`);
   process.exit(2);
 }
-for (const c of cases) {
-  if (opt.only !== undefined && c.name !== opt.only) continue;
+for (const c of selected) {
   let best = Infinity;
   let bestReference = Infinity;
   const requests = Math.ceil(total / c.perRequest);
