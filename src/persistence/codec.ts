@@ -247,12 +247,7 @@ export function serializeQueue(q: Queue): string {
  * (the `seq` hash holds the newest).
  */
 export function deserializeQueue(record: string, store: QueueStore, nextSeq = 0): Queue {
-  let r: Partial<QueueRecord>;
-  try {
-    r = JSON.parse(record) as Partial<QueueRecord>;
-  } catch {
-    throw new CodecError('queue record is not JSON');
-  }
+  const r = parseObject(record, 'queue record') as Partial<QueueRecord>;
   if (
     r.v !== 1 ||
     typeof r.accountId !== 'string' ||
@@ -387,6 +382,14 @@ function parseJson(record: string, what: string): unknown {
   }
 }
 
+/** For records read field by field: `null`, a number or an array would fail there as a TypeError. */
+function parseObject(record: string, what: string): Record<string, unknown> {
+  const v = parseJson(record, what);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new CodecError(`${what}: not a JSON object`);
+  return v as Record<string, unknown>;
+}
+
 function text(s: string | undefined): string {
   if (s === undefined) return '';
   if (s === '' || s.charCodeAt(0) === 34 || s.includes(US)) return JSON.stringify(s);
@@ -404,11 +407,7 @@ function json(o: object | undefined): string {
 
 function unjson(f: string | undefined, id: string): unknown {
   if (f === undefined || f === '') return undefined;
-  try {
-    return JSON.parse(f);
-  } catch {
-    throw new CodecError(`message ${id}: attributes are not JSON`);
-  }
+  return parseObject(f, `message ${id}: attributes`);
 }
 
 // ---- tenants (src/core/tenants.ts) -----------------------------------------------------------
@@ -433,12 +432,7 @@ export function serializeTenant(t: Tenant): string {
 }
 
 export function deserializeTenant(record: string): Tenant {
-  let r: Record<string, unknown>;
-  try {
-    r = JSON.parse(record) as Record<string, unknown>;
-  } catch {
-    throw new CodecError('tenant record is not JSON');
-  }
+  const r = parseObject(record, 'tenant record');
   const keys = r['keys'];
   if (
     r['v'] !== 1 ||

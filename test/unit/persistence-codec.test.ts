@@ -12,6 +12,7 @@ import {
   deserializeMessage,
   deserializeMoveTask,
   deserializeQueue,
+  deserializeTenant,
   serializeAttempt,
   serializeDedup,
   serializeMessage,
@@ -219,6 +220,27 @@ test('Given a record with a header field this version does not know, when parsed
 test('Given a damaged record, when parsed, then a CodecError names the message', () => {
   assert.throws(() => deserializeMessage('m-1', 'garbage'), CodecError);
   assert.throws(() => deserializeMessage('m-1', '16\u001fx\u001f'), /m-1/);
+});
+
+test('Given a queue, tenant or attributes record that is JSON but not an object, when parsed, then a CodecError that says so, not a TypeError', () => {
+  const store = new QueueStore(new ManualClock(0));
+  const codecError = (what: string) => (e: unknown) =>
+    e instanceof CodecError && e.message === `${what}: not a JSON object`;
+  for (const bad of ['null', '7', '[]', '"text"']) {
+    assert.throws(() => deserializeQueue(bad, store), codecError('queue record'), bad);
+    assert.throws(() => deserializeTenant(bad), codecError('tenant record'), bad);
+  }
+  const m = fullMessage('body');
+  const rec = serializeMessage(m);
+  const attributes = JSON.stringify(m.attributes);
+  assert.ok(rec.includes(attributes));
+  for (const bad of ['null', '7', '[]']) {
+    assert.throws(
+      () => deserializeMessage('m-1', rec.replace(attributes, bad)),
+      codecError('message m-1: attributes'),
+      bad,
+    );
+  }
 });
 
 function storeWithQueue(): { store: QueueStore; queue: Queue } {
