@@ -17,6 +17,7 @@ import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { snapshot } from '../helpers/snapshot.js';
 import type { Redis } from 'ioredis';
 
 const ACCOUNT = '000000000000';
@@ -75,49 +76,6 @@ function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
 
 function create(store: QueueStore, name: string, attrs: Record<string, string> = {}, tags = {}): Queue {
   return store.create({ accountId: ACCOUNT, region: REGION, name }, attrs, tags).queue;
-}
-
-/** Everything a client could observe, as plain data, after applying every deadline up to now. */
-function snapshot(store: QueueStore): unknown {
-  const now = store.clock.now();
-  return [...store.all()]
-    .sort((a, b) => (a.key < b.key ? -1 : 1))
-    .map((q) => ({
-      key: q.key,
-      uid: q.uid,
-      arn: q.arn,
-      attributes: { ...q.attributes },
-      tags: { ...q.tags },
-      createdAt: q.createdAt,
-      lastModifiedAt: q.lastModifiedAt,
-      lastPurgeAt: q.lastPurgeAt,
-      nextSequence: q.nextSequence,
-      counts: q.counts(now),
-      messages: [...q.allMessages()].map(messageFields),
-    }));
-}
-
-function messageFields(m: Message): Record<string, unknown> {
-  return {
-    id: m.id,
-    seq: m.seq,
-    sentAt: m.sentAt,
-    state: m.state,
-    heapKey: m.heapKey,
-    receiveCount: m.receiveCount,
-    firstReceiveAt: m.firstReceiveAt,
-    lastReceiveAt: m.lastReceiveAt,
-    receiptNonce: m.receiptNonce,
-    body: m.body,
-    md5OfBody: m.md5OfBody,
-    attributes: m.attributes,
-    md5OfAttributes: m.md5OfAttributes,
-    systemAttributes: m.systemAttributes,
-    md5OfSystemAttributes: m.md5OfSystemAttributes,
-    senderId: m.senderId,
-    groupId: m.groupId,
-    deduplicationId: m.deduplicationId,
-  };
 }
 
 /** A fresh load of what Redis holds under `keys`, at the same moment as `clock`. */
