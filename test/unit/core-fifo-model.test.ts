@@ -1,0 +1,1387 @@
+/**
+ * Model-based test of FIFO queues: seeded random operations run against the core (a FIFO Queue,
+ * through a QueueStore on a ManualClock) and against a deliberately plain reference model of the
+ * FIFO rules as AWS documents them, compared after every step. The sibling of core-model.test.ts
+ * (standard queues), with the same conventions.
+ *
+ * The model is a list of every message ever sent, in send order, with its group, deduplication id,
+ * timestamps, receive count and receipt handles; its state follows from the clock alone (gone;
+ * else delayed or in flight while now < visibleAt; else visible). On top of it:
+ *   - Groups. A group is its live messages in send order. It is locked while any of them is in
+ *     flight; an unlocked group's eligible messages are the leading visible ones (a delayed message
+ *     holds back the later ones of its group, as docs/compatibility.md declares for DelaySeconds).
+ *     Every receive is first checked against the AWS rules alone: each returned message is the next
+ *     one of its group in send order (only messages the core moved to the dead-letter queue in that
+ *     call may be skipped), its group was not locked, it was not delayed, and nothing comes back
+ *     when no group has an eligible message. Then the exact result is compared with the core's
+ *     documented choice (compatibility.md, "FIFO queues"): the group whose first message is oldest
+ *     first, as many of its eligible messages as `max` allows, then the next group; so a receive
+ *     returns min(max, the eligible messages it does not move to the dead-letter queue).
+ *   - Deduplication. A list of (scope, group, deduplication id, time, MessageId, SequenceNumber):
+ *     a send whose id (explicit, else the body's SHA-256 with ContentBasedDeduplication) was seen
+ *     under the current DeduplicationScope (queue: anywhere; messageGroup: in its group) less than
+ *     5 minutes ago is accepted, stores nothing and answers the original MessageId and
+ *     SequenceNumber, even if that message is gone (deleted, purged, expired, dead-lettered: the
+ *     window survives them, compatibility.md). A changed scope applies to later sends.
+ *   - SequenceNumber: 20 digits, increasing per queue (and in the dead-letter queue).
+ *   - ReceiveRequestAttemptId (implemented by the core, so modelled): a retry within 5 minutes of
+ *     the receive returns the same messages and receipt handles and starts their visibility timeout
+ *     again, as long as none of them was deleted, had its visibility changed (AWS: "if none of the
+ *     messages have been modified (deleted or had their visibility changes)") or became visible
+ *     again; otherwise the retry is a new receive, whose (non-empty) result later retries get. A
+ *     purge drops the records (compatibility.md). Records are per queue, not per caller.
+ *   - DeleteMessage (FIFO, compatibility.md): only the current handle of an in-flight message;
+ *     another handle of a live message is InvalidParameterValue; the handle of a message that is
+ *     gone succeeds and changes nothing (as a repeated DeleteMessage does on AWS).
+ *     ChangeMessageVisibility, PurgeQueue (one per 60 s) and retention (now >= sentAt + the
+ *     current MessageRetentionPeriod) as in core-model.test.ts.
+ *   - DelaySeconds: the queue's, at the time of the send. A per-message DelaySeconds other than 0
+ *     is refused before the core (src/sqs/actions/send.ts); 0 is accepted and changes nothing
+ *     (the queue's delay still applies), so the model sends 0 sometimes and nothing else.
+ *   - Redrive (half of the seeds): a message already received maxReceiveCount times is moved to
+ *     the FIFO dead-letter queue by the receive that reaches it, instead of being delivered (same
+ *     id, body, group and receive count, its id as deduplication id, a new SequenceNumber, its
+ *     retention counted from the move), and that receive goes on with the next message.
+ *
+ * Every so often the whole state is compared: each live message (group, deduplication id,
+ * SequenceNumber, state, receive count, deadline), the number of groups, of deduplication and of
+ * attempt records inside their 5 minutes, and the dead-letter queue's messages.
+ *
+ * One divergence found: a ChangeMessageVisibility that leaves the deadline where it was does not
+ * stop a retry from replaying (the todo test at the end). The random runs rarely reach it.
+ *
+ * Replay one seed: FIFO_MODEL_SEED=<seed> [FIFO_MODEL_STEPS=<n>] node --import tsx --test test/unit/core-fifo-model.test.ts
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import { ManualClock } from '../../src/core/clock.js';
+import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
+import type { Queue, QueueCounts, SendResult } from '../../src/core/queue.js';
+import { QueueStore } from '../../src/core/store.js';
+
+const S = 1000;
+const MIN = 60 * S;
+const H = 60 * MIN;
+/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
+const MAX_VISIBILITY_MS = 12 * H;
+/** AWS: one PurgeQueue per queue every 60 seconds; another within them is PurgeQueueInProgress. */
+const PURGE_INTERVAL_MS = 60 * S;
+/** AWS: the deduplication interval is 5 minutes. */
+const DEDUP_WINDOW_MS = 5 * MIN;
+/** AWS: a ReceiveRequestAttemptId can be retried for 5 minutes. */
+const ATTEMPT_WINDOW_MS = 5 * MIN;
+/** The dead-letter queue keeps the default MessageRetentionPeriod, 4 days. */
+const DLQ_RETENTION_MS = 345_600 * S;
+const ACCOUNT = '000000000000';
+
+const SEED_COUNT = 50;
+const STEPS = Number(process.env.FIFO_MODEL_STEPS ?? 400);
+/** Every so many steps (and at the end), every live message is compared, not only the counts. */
+const FULL_COMPARE_EVERY = 10;
+const SEEDS =
+  process.env.FIFO_MODEL_SEED === undefined
+    ? Array.from({ length: SEED_COUNT }, (_, i) => 0xf1f0 + i * 7919)
+    : [Number(process.env.FIFO_MODEL_SEED)];
+
+// ---- a small deterministic PRNG ---------------------------------------------------------------
+
+/** mulberry32: 32 bits of state, good enough to pick operations, and the same on every run. */
+class Rng {
+  private state: number;
+
+  constructor(seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** In [0, 1). */
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  /** An integer in [lo, hi]. */
+  int(lo: number, hi: number): number {
+    return lo + Math.floor(this.next() * (hi - lo + 1));
+  }
+
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new Error('pick from an empty list');
+    return items[Math.floor(this.next() * items.length)] as T;
+  }
+
+  /** One of the weighted choices. */
+  weighted<T extends string>(choices: ReadonlyArray<readonly [T, number]>): T {
+    const total = choices.reduce((sum, [, w]) => sum + w, 0);
+    let r = this.next() * total;
+    for (const [value, w] of choices) {
+      r -= w;
+      if (r < 0) return value;
+    }
+    return (choices[choices.length - 1] as readonly [T, number])[0];
+  }
+}
+
+// ---- what the runs exercised ------------------------------------------------------------------
+
+/** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
+const coverage = new Map<string, number>();
+function hit(rule: string): void {
+  coverage.set(rule, (coverage.get(rule) ?? 0) + 1);
+}
+
+// ---- the reference model ----------------------------------------------------------------------
+
+type Outcome = { readonly ok: true } | { readonly error: CoreErrorCode };
+const OK: Outcome = { ok: true };
+
+type LiveState = Exclude<MessageState, 'deleted'>;
+type Scope = 'queue' | 'messageGroup';
+type Gone = 'deleted' | 'purged' | 'expired' | 'dead-lettered';
+
+interface ModelMessage {
+  readonly id: string;
+  readonly body: string;
+  readonly group: string;
+  readonly dedupId: string;
+  readonly sequenceNumber: string;
+  readonly sentAt: number;
+  /** Until then delayed (never received) or in flight (received); visible from then on. */
+  visibleAt: number;
+  receiveCount: number;
+  /** 0 until the first receive. */
+  firstReceiveAt: number;
+  lastReceiveAt: number;
+  /** Every receipt handle the message was given, oldest first. */
+  readonly handles: string[];
+  /** Successful ChangeMessageVisibility calls on it: a ReceiveRequestAttemptId record notes them. */
+  visibilityChanges: number;
+  gone: Gone | null;
+}
+
+interface DedupRecord {
+  readonly scope: Scope;
+  readonly group: string;
+  readonly dedupId: string;
+  /** The deduplication id was the body's SHA-256 (ContentBasedDeduplication). */
+  readonly byContent: boolean;
+  readonly at: number;
+  readonly messageId: string;
+  readonly sequenceNumber: string;
+}
+
+interface AttemptEntry {
+  readonly id: string;
+  readonly handle: string;
+  readonly visibilityChanges: number;
+}
+
+interface AttemptRecord {
+  readonly at: number;
+  readonly entries: readonly AttemptEntry[];
+}
+
+interface DeadLetter {
+  readonly id: string;
+  readonly body: string;
+  readonly group: string;
+  readonly receiveCount: number;
+  readonly firstReceiveAt: number;
+  readonly movedAt: number;
+  gone: boolean;
+}
+
+/** A group as a receive finds it: its live messages in send order, with their states then. */
+interface GroupView {
+  readonly live: ReadonlyArray<{ readonly m: ModelMessage; readonly state: LiveState }>;
+  /** Some message of it is in flight. */
+  readonly locked: boolean;
+  /** What a receive may take from it: nothing if locked, else its leading visible messages. */
+  readonly run: readonly ModelMessage[];
+}
+
+/** What a receive must return. */
+interface ReceivePlan {
+  /** A retried ReceiveRequestAttemptId: the same messages and handles as the record's. */
+  readonly replay: AttemptRecord | null;
+  readonly deliver: readonly ModelMessage[];
+  readonly deadLettered: readonly ModelMessage[];
+}
+
+type SendPlan =
+  { readonly error: CoreErrorCode } | { readonly duplicateOf: DedupRecord } | { readonly dedupId: string };
+
+/** What a live message looks like from outside; the core's messages are reduced to the same. */
+interface Snapshot {
+  readonly id: string;
+  readonly body: string;
+  readonly group: string | undefined;
+  readonly dedupId: string | undefined;
+  readonly sequenceNumber: string | undefined;
+  readonly state: LiveState;
+  readonly receiveCount: number;
+  readonly firstReceiveAt: number;
+  /** When a delayed or in-flight message becomes visible; null for a visible one. */
+  readonly visibleAt: number | null;
+}
+
+function sha256(body: string): string {
+  return createHash('sha256').update(body, 'utf8').digest('hex');
+}
+
+class Model {
+  /** Every message sent, in send order, gone ones included (their handles are still used). */
+  readonly messages: ModelMessage[] = [];
+  private readonly byId = new Map<string, ModelMessage>();
+  private readonly byHandle = new Map<string, ModelMessage>();
+  /** Every deduplication record ever made; those older than 5 minutes no longer count. */
+  readonly dedup: DedupRecord[] = [];
+  readonly attempts = new Map<string, AttemptRecord>();
+  /** Attempt ids whose record a purge dropped (for coverage only). */
+  private readonly purgedAttempts = new Set<string>();
+  /** The dead-letter queue's messages, in the order they were moved. */
+  readonly deadLetters: DeadLetter[] = [];
+  lastPurgeAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    public delayMs: number,
+    public visibilityMs: number,
+    public retentionMs: number,
+    public contentBased: boolean,
+    public scope: Scope,
+    readonly maxReceiveCount: number | null,
+  ) {}
+
+  /** Retention: a message is gone once now >= sentAt + the queue's (current) retention period. */
+  tick(now: number): void {
+    for (const m of this.messages) {
+      if (m.gone === null && now >= m.sentAt + this.retentionMs) {
+        const state = this.state(m, now);
+        m.gone = 'expired';
+        hit(`expired while ${state}`);
+        const v = this.view(m.group, now);
+        if (state === 'inflight' && v.live.length > 0 && !v.locked) hit('expired: its group unlocked');
+      }
+    }
+    for (const d of this.deadLetters) if (!d.gone && now >= d.movedAt + DLQ_RETENTION_MS) d.gone = true;
+  }
+
+  live(): ModelMessage[] {
+    return this.messages.filter((m) => m.gone === null);
+  }
+
+  state(m: ModelMessage, now: number): LiveState {
+    if (now < m.visibleAt) return m.receiveCount === 0 ? 'delayed' : 'inflight';
+    return 'visible';
+  }
+
+  groupIds(): string[] {
+    return [...new Set(this.live().map((m) => m.group))];
+  }
+
+  /** One group as a receive would find it now (no tick: callers do it). */
+  view(group: string, now: number): GroupView {
+    const live = this.messages
+      .filter((m) => m.gone === null && m.group === group)
+      .map((m) => ({ m, state: this.state(m, now) }));
+    const locked = live.some((x) => x.state === 'inflight');
+    const run: ModelMessage[] = [];
+    if (!locked) {
+      for (const x of live) {
+        if (x.state !== 'visible') break;
+        run.push(x.m);
+      }
+    }
+    return { live, locked, run };
+  }
+
+  /** Every group with live messages, the one whose first live message is oldest first. */
+  views(now: number): Map<string, GroupView> {
+    this.tick(now);
+    const out = new Map<string, GroupView>();
+    for (const g of this.groupIds()) out.set(g, this.view(g, now));
+    return out;
+  }
+
+  counts(now: number): QueueCounts {
+    this.tick(now);
+    let visible = 0;
+    let inflight = 0;
+    let delayed = 0;
+    for (const m of this.live()) {
+      const s = this.state(m, now);
+      if (s === 'visible') visible++;
+      else if (s === 'inflight') inflight++;
+      else delayed++;
+    }
+    return { visible, inflight, delayed };
+  }
+
+  snapshot(now: number): Snapshot[] {
+    this.tick(now);
+    return this.live().map((m) => {
+      const state = this.state(m, now);
+      return {
+        id: m.id,
+        body: m.body,
+        group: m.group,
+        dedupId: m.dedupId,
+        sequenceNumber: m.sequenceNumber,
+        state,
+        receiveCount: m.receiveCount,
+        firstReceiveAt: m.firstReceiveAt,
+        visibleAt: state === 'visible' ? null : m.visibleAt,
+      };
+    });
+  }
+
+  liveDeadLetters(now: number): DeadLetter[] {
+    this.tick(now);
+    return this.deadLetters.filter((d) => !d.gone);
+  }
+
+  /** Deduplication records still inside their 5 minutes. */
+  liveDedupRecords(now: number): number {
+    return this.dedup.filter((r) => now < r.at + DEDUP_WINDOW_MS).length;
+  }
+
+  liveAttemptRecords(now: number): number {
+    return [...this.attempts.values()].filter((r) => now < r.at + ATTEMPT_WINDOW_MS).length;
+  }
+
+  /**
+   * A send: MissingParameter without a group; InvalidParameterValue without a deduplication id
+   * unless ContentBasedDeduplication; a duplicate when its id was seen under the current scope in
+   * the last 5 minutes; else a new message (stored by `stored`, with the core's SequenceNumber).
+   */
+  send(group: string | undefined, explicit: string | undefined, body: string, now: number): SendPlan {
+    this.tick(now);
+    if (group === undefined) {
+      hit('send: no MessageGroupId');
+      return { error: 'MissingParameter' };
+    }
+    if (explicit === undefined && !this.contentBased) {
+      hit('send: no deduplication id, no content-based deduplication');
+      return { error: 'InvalidParameterValue' };
+    }
+    const dedupId = explicit ?? sha256(body);
+    const sameId = this.dedup.filter((r) => r.dedupId === dedupId);
+    const matches = (r: DedupRecord): boolean =>
+      r.scope === this.scope && (this.scope === 'queue' || r.group === group);
+    const seen = sameId.find((r) => now < r.at + DEDUP_WINDOW_MS && matches(r));
+    if (seen !== undefined) {
+      hit(explicit === undefined ? 'send: duplicate by content' : 'send: duplicate by explicit id');
+      if (explicit !== undefined && seen.byContent) hit('send: explicit id equal to an earlier body hash');
+      const original = this.byId.get(seen.messageId);
+      hit(`send: duplicate of a ${original?.gone ?? 'live'} message`);
+      if (seen.group !== group) hit('send: duplicate from another group (scope queue)');
+      if (now === seen.at + DEDUP_WINDOW_MS - 1) hit('send: duplicate 1 ms before the window ends');
+      return { duplicateOf: seen };
+    }
+    if (sameId.some((r) => matches(r) && now === r.at + DEDUP_WINDOW_MS))
+      hit('send: same id exactly when the window ends: new');
+    else if (sameId.some(matches)) hit('send: same id after the window: new');
+    if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope === 'messageGroup' && r.group !== group))
+      if (this.scope === 'messageGroup') hit('send: same id in another group (scope messageGroup): new');
+    if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope !== this.scope))
+      hit('send: same id under the other DeduplicationScope: new');
+    return { dedupId };
+  }
+
+  /** A new message the core stored; it waits for the queue's delay at the time of the send. */
+  stored(
+    id: string,
+    body: string,
+    group: string,
+    dedupId: string,
+    byContent: boolean,
+    seq: string,
+    now: number,
+  ): void {
+    const m: ModelMessage = {
+      id,
+      body,
+      group,
+      dedupId,
+      sequenceNumber: seq,
+      sentAt: now,
+      visibleAt: now + this.delayMs,
+      receiveCount: 0,
+      firstReceiveAt: 0,
+      lastReceiveAt: 0,
+      handles: [],
+      visibilityChanges: 0,
+      gone: null,
+    };
+    this.messages.push(m);
+    this.byId.set(id, m);
+    this.dedup.push({
+      scope: this.scope,
+      group,
+      dedupId,
+      byContent,
+      at: now,
+      messageId: id,
+      sequenceNumber: seq,
+    });
+  }
+
+  /** Why an attempt record no longer holds, or null when a retry may replay it. */
+  private broken(rec: AttemptRecord, now: number): string | null {
+    for (const e of rec.entries) {
+      const m = this.find(e.id);
+      if (m.gone !== null) return `one was ${m.gone}`;
+      if (m.visibilityChanges !== e.visibilityChanges) return 'its visibility was changed';
+      if (this.state(m, now) !== 'inflight' || m.handles[m.handles.length - 1] !== e.handle)
+        return 'one became visible again';
+    }
+    return null;
+  }
+
+  /**
+   * A receive: a retried attempt id whose record holds replays it; otherwise the groups with an
+   * eligible message, oldest first message first, each as far as `max` allows; a message received
+   * maxReceiveCount times already goes to the dead-letter queue instead, and the walk goes on.
+   */
+  receive(
+    max: number,
+    visibilityMs: number | undefined,
+    attemptId: string | undefined,
+    now: number,
+  ): ReceivePlan {
+    this.tick(now);
+    const vt = visibilityMs ?? this.visibilityMs;
+    if (attemptId !== undefined) {
+      const rec = this.attempts.get(attemptId);
+      if (rec !== undefined && now < rec.at + ATTEMPT_WINDOW_MS) {
+        const why = this.broken(rec, now);
+        if (why === null) {
+          hit('attempt: retried, same messages');
+          if (now === rec.at + ATTEMPT_WINDOW_MS - 1) hit('attempt: retried 1 ms before its 5 minutes end');
+          if (vt === 0) hit('attempt: retried with visibility 0');
+          // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
+          for (const e of rec.entries) this.find(e.id).visibleAt = now + vt;
+          return { replay: rec, deliver: [], deadLettered: [] };
+        }
+        hit(`attempt: retried after ${why}`);
+        this.attempts.delete(attemptId);
+      } else if (rec !== undefined) {
+        hit(
+          now === rec.at + ATTEMPT_WINDOW_MS
+            ? 'attempt: retried exactly when its 5 minutes end'
+            : 'attempt: retried after its 5 minutes',
+        );
+        this.attempts.delete(attemptId);
+      } else if (this.purgedAttempts.has(attemptId)) {
+        hit('attempt: retried after a purge');
+      } else {
+        hit('attempt: first use');
+      }
+    }
+    // views() lists the groups by their first live message, oldest first.
+    const views = [...this.views(now).values()].filter((v) => v.run.length > 0);
+    const deliver: ModelMessage[] = [];
+    const deadLettered: ModelMessage[] = [];
+    for (const v of views) {
+      if (deliver.length >= max) break;
+      for (const m of v.run) {
+        if (deliver.length >= max) break;
+        if (this.maxReceiveCount !== null && m.receiveCount >= this.maxReceiveCount) {
+          m.gone = 'dead-lettered';
+          deadLettered.push(m);
+          this.deadLetters.push({
+            id: m.id,
+            body: m.body,
+            group: m.group,
+            receiveCount: m.receiveCount,
+            firstReceiveAt: m.firstReceiveAt,
+            movedAt: now,
+            gone: false,
+          });
+          hit('receive: dead-lettered');
+          if (v.run.indexOf(m) < v.run.length - 1)
+            hit('receive: dead-lettered, the next of its group goes on');
+          continue;
+        }
+        if (m.receiveCount > 0 && v.run.indexOf(m) < v.run.length - 1 && deliver.length + 1 < max)
+          hit('receive: redelivered before the later messages of its group');
+        m.receiveCount++;
+        if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
+        m.lastReceiveAt = now;
+        // A timeout of 0 leaves it visible (and its group unlocked).
+        m.visibleAt = now + vt;
+        deliver.push(m);
+      }
+    }
+    if (vt === 0 && deliver.length > 0) hit('receive: visibility 0');
+    return { replay: null, deliver, deadLettered };
+  }
+
+  /** The handles the core gave a new receive; with an attempt id, what its retries get. */
+  handed(
+    got: ReadonlyArray<{ id: string; handle: string }>,
+    attemptId: string | undefined,
+    now: number,
+  ): void {
+    for (const { id, handle } of got) {
+      const m = this.find(id);
+      m.handles.push(handle);
+      this.byHandle.set(handle, m);
+    }
+    if (attemptId !== undefined && got.length > 0) {
+      this.purgedAttempts.delete(attemptId);
+      this.attempts.set(attemptId, {
+        at: now,
+        entries: got.map(({ id, handle }) => ({
+          id,
+          handle,
+          visibilityChanges: this.find(id).visibilityChanges,
+        })),
+      });
+    }
+  }
+
+  /**
+   * FIFO: only the current handle of an in-flight message deletes it; any other handle of a live
+   * message is InvalidParameterValue; a handle of a message that is gone succeeds and changes
+   * nothing; a handle this queue never gave is ReceiptHandleIsInvalid.
+   */
+  delete(handle: string, now: number): Outcome {
+    this.tick(now);
+    const m = this.byHandle.get(handle);
+    if (m === undefined) {
+      hit('delete: foreign or malformed handle');
+      return { error: 'ReceiptHandleIsInvalid' };
+    }
+    if (m.gone !== null) {
+      hit(`delete: message ${m.gone} already`);
+      return OK;
+    }
+    const latest = m.handles[m.handles.length - 1] === handle;
+    const state = this.state(m, now);
+    if (!latest || state !== 'inflight') {
+      hit(`delete: ${latest ? 'current' : 'older'} handle of a ${state} message`);
+      return { error: 'InvalidParameterValue' };
+    }
+    hit('delete: current handle of an inflight message');
+    m.gone = 'deleted';
+    const v = this.view(m.group, now);
+    if (!v.locked && v.live.length > 0) hit('delete: unlocks its group');
+    return OK;
+  }
+
+  /**
+   * Only the current handle of a message in flight; the new timeout counts from now and may not end
+   * more than 12 h after the receive. Another handle, or the handle of a message that is gone, is
+   * InvalidParameterValue; the current handle of a message that is visible again is
+   * MessageNotInflight.
+   */
+  changeVisibility(handle: string, timeoutMs: number, now: number): Outcome {
+    this.tick(now);
+    const m = this.byHandle.get(handle);
+    if (m === undefined) {
+      hit('visibility: foreign or malformed handle');
+      return { error: 'ReceiptHandleIsInvalid' };
+    }
+    if (m.gone !== null) {
+      hit(`visibility: message ${m.gone}`);
+      return { error: 'InvalidParameterValue' };
+    }
+    if (m.handles[m.handles.length - 1] !== handle) {
+      hit(`visibility: older handle of a ${this.state(m, now)} message`);
+      return { error: 'InvalidParameterValue' };
+    }
+    if (this.state(m, now) !== 'inflight') {
+      hit('visibility: message not in flight');
+      return { error: 'MessageNotInflight' };
+    }
+    if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
+      hit('visibility: beyond 12 h after the receive');
+      return { error: 'InvalidParameterValue' };
+    }
+    hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
+    if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
+      hit('visibility: exactly 12 h after the receive');
+    m.visibleAt = now + timeoutMs;
+    m.visibilityChanges++;
+    if (timeoutMs === 0) {
+      const v = this.view(m.group, now);
+      if (!v.locked) hit('visibility: 0 unlocks its group');
+    }
+    return OK;
+  }
+
+  /** Every message goes, and the attempt records; deduplication records stay. Once per 60 s. */
+  purge(now: number): Outcome {
+    this.tick(now);
+    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
+      hit('purge: within 60 s of the last');
+      return { error: 'PurgeQueueInProgress' };
+    }
+    hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
+    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) hit('purge: exactly 60 s after the last');
+    this.lastPurgeAt = now;
+    for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
+    for (const id of this.attempts.keys()) this.purgedAttempts.add(id);
+    this.attempts.clear();
+    return OK;
+  }
+
+  find(id: string): ModelMessage {
+    const m = this.byId.get(id);
+    if (m === undefined) throw new Error(`no model message ${id}`);
+    return m;
+  }
+
+  /** The moments something changes by itself, by kind: where the advances like to land. */
+  deadlines(now: number): Map<string, number[]> {
+    this.tick(now);
+    const out = new Map<string, number[]>();
+    const add = (kind: string, t: number): void => {
+      if (!Number.isFinite(t) || t <= now) return;
+      let list = out.get(kind);
+      if (list === undefined) out.set(kind, (list = []));
+      list.push(t);
+    };
+    add('purge rule', this.lastPurgeAt + PURGE_INTERVAL_MS);
+    for (const m of this.live()) {
+      add('visibility', m.visibleAt);
+      add('retention', m.sentAt + this.retentionMs);
+      if (m.receiveCount > 0) add('12 h limit', m.lastReceiveAt + MAX_VISIBILITY_MS);
+    }
+    for (const d of this.deadLetters) if (!d.gone) add('retention', d.movedAt + DLQ_RETENTION_MS);
+    for (const r of this.dedup) add('dedup window', r.at + DEDUP_WINDOW_MS);
+    for (const r of this.attempts.values()) add('attempt window', r.at + ATTEMPT_WINDOW_MS);
+    return out;
+  }
+}
+
+// ---- the core, reduced to the same terms ------------------------------------------------------
+
+function coreOutcome(fn: () => void): Outcome {
+  try {
+    fn();
+    return OK;
+  } catch (e) {
+    if (e instanceof CoreError) return { error: e.code };
+    throw e;
+  }
+}
+
+function coreSnapshot(q: Queue, now: number): Snapshot[] {
+  q.counts(now); // applies the deadlines that passed, as every operation does
+  const out: Snapshot[] = [];
+  for (const m of q.allMessages()) {
+    assert.notEqual(m.state, 'deleted', `a deleted message ${m.id} is still linked`);
+    const state = m.state as LiveState;
+    out.push({
+      id: m.id,
+      body: m.body,
+      group: m.groupId,
+      dedupId: m.deduplicationId,
+      sequenceNumber: m.sequenceNumber,
+      state,
+      receiveCount: m.receiveCount,
+      firstReceiveAt: m.firstReceiveAt,
+      visibleAt: state === 'visible' ? null : m.heapKey,
+    });
+  }
+  return out;
+}
+
+/**
+ * The AWS rules alone, before the exact comparison: each returned message is the next of its
+ * group in send order (skipping only messages the core moved to the dead-letter queue in this
+ * call), from a group that was not locked, and was visible (not delayed, not in flight); nothing
+ * comes back when no group had an eligible message.
+ */
+function checkFifoRules(
+  before: Map<string, GroupView>,
+  got: readonly Message[],
+  deadLettered: ReadonlySet<string>,
+  max: number,
+  where: string,
+): void {
+  assert.ok(got.length <= max, `${where}: ${got.length} messages for max ${max}`);
+  const eligible = [...before.values()].reduce((n, v) => n + v.run.length, 0);
+  if (eligible === 0)
+    assert.deepEqual(
+      got.map((m) => m.id),
+      [],
+      `${where}: returned messages while none was eligible`,
+    );
+  const next = new Map<string, number>();
+  for (const m of got) {
+    const group = m.groupId ?? '';
+    const v = before.get(group);
+    assert.ok(v !== undefined, `${where}: ${m.id} returned from group ${group}, which had no live message`);
+    const inflight = v.live.filter((x) => x.state === 'inflight').map((x) => x.m.id);
+    assert.ok(
+      !v.locked,
+      `${where}: ${m.id} returned from group ${group}, locked by in-flight ${inflight.join(' ')}`,
+    );
+    const from = next.get(group) ?? 0;
+    const i = v.live.findIndex((x, k) => k >= from && x.m.id === m.id);
+    assert.ok(
+      i >= 0,
+      `${where}: ${m.id} returned, not a live message of group ${group} after [${v.live
+        .slice(0, from)
+        .map((x) => x.m.id)
+        .join(' ')}]`,
+    );
+    for (const skipped of v.live.slice(from, i)) {
+      assert.ok(
+        skipped.state === 'visible' && deadLettered.has(skipped.m.id),
+        `${where}: ${m.id} returned ahead of ${skipped.m.id} (${skipped.state}) of its group ${group}`,
+      );
+    }
+    const x = v.live[i] as GroupView['live'][number];
+    assert.equal(x.state, 'visible', `${where}: ${m.id} returned while ${x.state}`);
+    next.set(group, i + 1);
+  }
+}
+
+// ---- one random run ---------------------------------------------------------------------------
+
+type Op = 'send' | 'receive' | 'delete' | 'visibility' | 'purge' | 'advance' | 'attributes';
+
+const OPS: ReadonlyArray<readonly [Op, number]> = [
+  ['send', 24],
+  ['receive', 22],
+  ['delete', 14],
+  ['visibility', 10],
+  ['advance', 22],
+  ['purge', 3],
+  ['attributes', 4],
+];
+
+/** Handles the queue never gave: malformed ones, and (added per run) one from another queue. */
+const MALFORMED_HANDLES = ['not-a-receipt-handle', '', Buffer.from('a:b:c').toString('base64')];
+
+/** Bodies that repeat, so ContentBasedDeduplication finds duplicates. */
+const BODY_POOL = 12;
+
+/** A DelaySeconds value for the queue: 0, short, or up to the 15 min maximum. */
+function randomDelaySeconds(rng: Rng): number {
+  switch (
+    rng.weighted([
+      ['zero', 4],
+      ['short', 3],
+      ['long', 1],
+    ])
+  ) {
+    case 'zero':
+      return 0;
+    case 'short':
+      return rng.int(1, 60);
+    case 'long':
+      return rng.int(61, 900);
+  }
+}
+
+/** A visibility timeout in whole seconds, as the API takes it: 0, short, or up to the 12 h limit. */
+function randomVisibilitySeconds(rng: Rng): number {
+  switch (
+    rng.weighted([
+      ['zero', 2],
+      ['short', 6],
+      ['long', 1],
+    ])
+  ) {
+    case 'zero':
+      return 0;
+    case 'short':
+      return rng.int(1, 120);
+    case 'long':
+      return rng.int(121, 43_200);
+  }
+}
+
+function randomRetentionSeconds(rng: Rng): number {
+  return rng.chance(0.3) ? 345_600 : rng.chance(0.4) ? rng.int(60, 600) : rng.int(601, 4 * 3600);
+}
+
+/**
+ * Picks a receipt handle: mostly a real one, the latest or an older one (of a message received
+ * more than once), of a live message or of one that is gone; sometimes one the queue never gave.
+ */
+function pickHandle(rng: Rng, model: Model, foreign: string, older: number): string {
+  const bogus = (): string => rng.pick([...MALFORMED_HANDLES, foreign]);
+  if (rng.chance(0.06)) return bogus();
+  const wantOlder = rng.chance(older);
+  const candidates = model.messages.filter((m) => m.handles.length > (wantOlder ? 1 : 0));
+  if (candidates.length === 0) return bogus();
+  const live = candidates.filter((m) => m.gone === null);
+  const gone = candidates.filter((m) => m.gone !== null);
+  const m = live.length > 0 && (gone.length === 0 || rng.chance(0.8)) ? rng.pick(live) : rng.pick(gone);
+  return wantOlder ? rng.pick(m.handles.slice(0, -1)) : (m.handles[m.handles.length - 1] as string);
+}
+
+function run(seed: number, steps: number): void {
+  const rng = new Rng(seed);
+  const clock = new ManualClock();
+  const store = new QueueStore(clock);
+  const groups = Array.from({ length: rng.int(2, 6) }, (_, i) => `g${i}`);
+  const delay = rng.chance(0.7) ? 0 : randomDelaySeconds(rng);
+  const visibility = rng.chance(0.5) ? 30 : rng.int(0, 120);
+  const retention = randomRetentionSeconds(rng);
+  const contentBased = rng.chance(0.5);
+  const scope: Scope = rng.chance(0.5) ? 'queue' : 'messageGroup';
+  const maxReceiveCount = rng.chance(0.5) ? rng.int(1, 4) : null;
+  const dlq = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: `dlq-${seed}.fifo` },
+    { FifoQueue: 'true' },
+    {},
+  ).queue;
+  const q = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: `model-${seed}.fifo` },
+    {
+      FifoQueue: 'true',
+      DelaySeconds: String(delay),
+      VisibilityTimeout: String(visibility),
+      MessageRetentionPeriod: String(retention),
+      ContentBasedDeduplication: String(contentBased),
+      DeduplicationScope: scope,
+      ...(maxReceiveCount === null
+        ? {}
+        : { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount }) }),
+    },
+    {},
+  ).queue;
+  const model = new Model(delay * S, visibility * S, retention * S, contentBased, scope, maxReceiveCount);
+
+  // A real handle, of another FIFO queue: this one must refuse it.
+  const other = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: `other-${seed}.fifo` },
+    { FifoQueue: 'true' },
+    {},
+  ).queue;
+  other.sendMessage(
+    {
+      id: `other-${seed}`,
+      body: 'x',
+      md5OfBody: 'md5',
+      senderId: ACCOUNT,
+      groupId: 'g0',
+      deduplicationId: 'x',
+    },
+    clock.now(),
+  );
+  const [otherMessage] = other.receive(1, undefined, clock.now());
+  assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
+  const foreign = other.receiptHandle(otherMessage);
+
+  const trace: string[] = [
+    `queue groups=${groups.length} DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention} ContentBasedDeduplication=${contentBased} DeduplicationScope=${scope} maxReceiveCount=${maxReceiveCount ?? '-'}`,
+  ];
+  let sent = 0;
+  let lastSequence = 0n;
+  let lastDlqSequence = 0n;
+  let step = 0;
+  try {
+    for (step = 1; step <= steps; step++) {
+      const op = rng.weighted(OPS);
+      const now = clock.now();
+      let desc: string = op;
+      let where = `seed ${seed} step ${step} (${desc})`;
+      const note = (d: string): void => {
+        desc = d;
+        where = `seed ${seed} step ${step} (${d})`;
+      };
+      switch (op) {
+        case 'send': {
+          const n = rng.chance(0.7) ? 1 : rng.int(2, 5);
+          const parts: string[] = [];
+          for (let i = 0; i < n; i++) {
+            const id = `m${++sent}`;
+            const group = rng.chance(0.02) ? undefined : rng.pick(groups);
+            const body = rng.chance(0.5) ? `body-${rng.int(0, BODY_POOL - 1)}` : `body-${seed}-${sent}`;
+            let explicit: string | undefined;
+            if (rng.chance(model.contentBased ? 0.5 : 0.97)) {
+              explicit = rng.chance(0.1) ? sha256(`body-${rng.int(0, BODY_POOL - 1)}`) : `d${rng.int(0, 24)}`;
+            }
+            // A per-message DelaySeconds of 0 is the only one that reaches a FIFO queue's core.
+            const delaySeconds = rng.chance(0.2) ? 0 : undefined;
+            if (delaySeconds === 0 && model.delayMs > 0) hit('send: DelaySeconds 0 with a queue delay');
+            const plan = model.send(group, explicit, body, now);
+            const part = `${id}[${group ?? 'no group'} ${explicit === undefined ? 'content' : explicit.slice(0, 8)} ${body}]`;
+            const message: NewMessage = {
+              id,
+              body,
+              md5OfBody: 'md5',
+              senderId: ACCOUNT,
+              groupId: group,
+              deduplicationId: explicit,
+              delaySeconds,
+            };
+            let result: SendResult | undefined;
+            const actual = coreOutcome(() => {
+              result = q.sendMessage(message, now);
+            });
+            if ('error' in plan) {
+              parts.push(`${part} -> ${plan.error}`);
+              note(`send ${parts.join(' ')}`);
+              assert.deepEqual(actual, { error: plan.error }, `${where}: outcome of ${id}`);
+              continue;
+            }
+            assert.deepEqual(actual, OK, `${where}: outcome of ${id}`);
+            const r = result as SendResult;
+            if ('duplicateOf' in plan) {
+              parts.push(`${part} -> duplicate of ${plan.duplicateOf.messageId}`);
+              note(`send ${parts.join(' ')}`);
+              assert.ok(
+                r.message === undefined,
+                `${where}: ${id} stored, but it duplicates ${plan.duplicateOf.messageId}`,
+              );
+              assert.equal(
+                r.messageId,
+                plan.duplicateOf.messageId,
+                `${where}: MessageId of the duplicate ${id}`,
+              );
+              assert.equal(
+                r.sequenceNumber,
+                plan.duplicateOf.sequenceNumber,
+                `${where}: SequenceNumber of the duplicate ${id}`,
+              );
+              continue;
+            }
+            parts.push(part);
+            note(`send ${parts.join(' ')}`);
+            assert.ok(r.message !== undefined, `${where}: ${id} not stored (answered as ${r.messageId})`);
+            assert.equal(r.messageId, id, `${where}: MessageId of ${id}`);
+            const seq = r.sequenceNumber ?? '';
+            assert.match(seq, /^\d{20}$/, `${where}: SequenceNumber of ${id}`);
+            assert.ok(
+              BigInt(seq) > lastSequence,
+              `${where}: SequenceNumber ${seq} of ${id} not above ${lastSequence}`,
+            );
+            lastSequence = BigInt(seq);
+            model.stored(id, body, group as string, plan.dedupId, explicit === undefined, seq, now);
+            hit(model.delayMs > 0 ? 'send: new, delayed by the queue' : 'send: new, not delayed');
+          }
+          break;
+        }
+        case 'receive': {
+          const max = rng.int(1, 10);
+          // Often a retry of an attempt id that has a record (most often one whose 5 minutes end
+          // about now); else one of a few, so they come back.
+          const recorded = [...model.attempts.keys()];
+          const due = recorded.filter((id) => {
+            const r = model.attempts.get(id);
+            return r !== undefined && Math.abs(r.at + ATTEMPT_WINDOW_MS - now) <= 1;
+          });
+          const attemptId = !rng.chance(due.length > 0 ? 0.9 : 0.45)
+            ? undefined
+            : due.length > 0
+              ? rng.pick(due)
+              : recorded.length > 0 && rng.chance(0.6)
+                ? rng.pick(recorded)
+                : `attempt-${rng.int(0, 3)}`;
+          // A consumer that retries by attempt id sometimes asks for more than the 5 minutes.
+          const vtSeconds =
+            attemptId !== undefined && rng.chance(0.3)
+              ? rng.int(301, 3600)
+              : rng.chance(0.4)
+                ? undefined
+                : randomVisibilitySeconds(rng);
+          const vtMs = vtSeconds === undefined ? undefined : vtSeconds * S;
+          const before = model.views(now);
+          const eligible = [...before.values()].reduce((n, v) => n + v.run.length, 0);
+          const plan = model.receive(max, vtMs, attemptId, now);
+          const got = q.receive(max, vtMs, now, attemptId);
+          const ids = got.map((m) => m.id);
+          const expectedIds = plan.replay?.entries.map((e) => e.id) ?? plan.deliver.map((m) => m.id);
+          note(
+            `receive max=${max} vt=${vtSeconds ?? 'default'}${attemptId === undefined ? '' : ` ${attemptId}`} -> [${ids.join(' ')}]` +
+              `${plan.replay === null ? '' : ' (replay)'}${plan.deadLettered.length > 0 ? ` dead-lettered [${plan.deadLettered.map((m) => m.id).join(' ')}]` : ''}`,
+          );
+          assert.equal(new Set(ids).size, ids.length, `${where}: a message returned twice`);
+          if (plan.replay === null) {
+            const inDlq = new Set([...dlq.allMessages()].map((m) => m.id));
+            checkFifoRules(before, got, inDlq, max, where);
+            const lockedWaiting = [...before.values()].filter(
+              (v) => v.locked && v.live.some((x) => x.state === 'visible'),
+            );
+            if (lockedWaiting.length > 0) hit('receive: a locked group held back');
+            if ([...before.values()].some((v) => !v.locked && v.live[0]?.state === 'delayed'))
+              hit('receive: a group held back by its delayed first message');
+            if (
+              [...before.values()].some((v) => v.run.length > 0 && v.run.length < v.live.length && !v.locked)
+            )
+              hit('receive: a group stops at a delayed message');
+            if (eligible > max) hit('receive: more eligible than max');
+            else if (eligible > 0) hit('receive: every eligible message');
+            else if (model.live().length > 0) hit('receive: none eligible, some waiting');
+            if (new Set(plan.deliver.map((m) => m.group)).size > 1)
+              hit('receive: several groups in one call');
+            if (plan.deliver.length > new Set(plan.deliver.map((m) => m.group)).size)
+              hit('receive: several messages of one group in one call');
+            assert.equal(
+              got.length,
+              plan.deliver.length,
+              `${where}: ${got.length} messages, the model expects ${plan.deliver.length} (${eligible} eligible, ${plan.deadLettered.length} dead-lettered)`,
+            );
+          }
+          assert.deepEqual(
+            ids,
+            expectedIds,
+            `${where}: messages (the model expects [${expectedIds.join(' ')}])`,
+          );
+          if (plan.replay !== null) {
+            assert.deepEqual(
+              got.map((m) => q.receiptHandle(m)),
+              plan.replay.entries.map((e) => e.handle),
+              `${where}: a retried attempt's receipt handles`,
+            );
+          } else {
+            // Read the handles now: a later receive gives the message a new one.
+            model.handed(
+              got.map((m) => ({ id: m.id, handle: q.receiptHandle(m) })),
+              attemptId,
+              now,
+            );
+          }
+          for (const m of got) {
+            const expected = model.find(m.id);
+            assert.equal(m.body, expected.body, `${where}: body of ${m.id}`);
+            assert.equal(m.groupId, expected.group, `${where}: MessageGroupId of ${m.id}`);
+            assert.equal(m.deduplicationId, expected.dedupId, `${where}: MessageDeduplicationId of ${m.id}`);
+            assert.equal(m.sequenceNumber, expected.sequenceNumber, `${where}: SequenceNumber of ${m.id}`);
+            assert.equal(m.receiveCount, expected.receiveCount, `${where}: receiveCount of ${m.id}`);
+            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${where}: firstReceiveAt of ${m.id}`);
+          }
+          break;
+        }
+        case 'delete': {
+          const handle = pickHandle(rng, model, foreign, 0.3);
+          const who = describeHandle(model, handle, foreign, now);
+          const expected = model.delete(handle, now);
+          const actual = coreOutcome(() => q.deleteMessage(handle, now));
+          note(`delete ${who} -> ${show(expected)}`);
+          assert.deepEqual(actual, expected, `${where}: outcome`);
+          break;
+        }
+        case 'visibility': {
+          const handle = pickHandle(rng, model, foreign, 0.2);
+          const target = model.messages.find((m) => m.handles.includes(handle));
+          let seconds = randomVisibilitySeconds(rng);
+          if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(0.25)) {
+            // Right at the 12 h limit, or just past it.
+            const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - now) / S);
+            seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
+          }
+          const who = describeHandle(model, handle, foreign, now);
+          const expected = model.changeVisibility(handle, seconds * S, now);
+          const actual = coreOutcome(() => q.changeVisibility(handle, seconds * S, now));
+          note(`visibility ${who} ${seconds}s -> ${show(expected)}`);
+          assert.deepEqual(actual, expected, `${where}: outcome`);
+          break;
+        }
+        case 'purge': {
+          const expected = model.purge(now);
+          const actual = coreOutcome(() => q.purge(now));
+          note(`purge -> ${show(expected)}`);
+          assert.deepEqual(actual, expected, `${where}: outcome`);
+          break;
+        }
+        case 'advance': {
+          let ms: number;
+          const how = rng.weighted([
+            ['deadline', 6],
+            ['ms', 2],
+            ['seconds', 4],
+            ['minutes', 2],
+            ['hours', 1],
+          ]);
+          const deadlines = model.deadlines(now);
+          let what = '';
+          if (how === 'deadline' && deadlines.size > 0) {
+            // To a moment something changes, or 1 ms either side of it: where off-by-ones hide.
+            const kind = rng.pick([...deadlines.keys()]);
+            const off = rng.int(-1, 1);
+            ms = Math.max(0, rng.pick(deadlines.get(kind) ?? []) - now + off);
+            const side = off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms';
+            hit(`advance: to a ${kind} end ${side}`);
+            what = ` (${kind} end ${side})`;
+          } else if (how === 'ms') {
+            ms = rng.int(0, 999);
+          } else if (how === 'minutes') {
+            ms = rng.int(1, 10) * MIN + rng.int(0, 999);
+          } else if (how === 'hours') {
+            ms = rng.int(1, 12) * H + rng.int(0, 999);
+          } else {
+            ms = rng.int(1, 120) * S + rng.int(0, 999);
+          }
+          clock.advance(ms);
+          note(`advance ${ms} ms${what}`);
+          break;
+        }
+        case 'attributes': {
+          const name = rng.pick([
+            'DelaySeconds',
+            'VisibilityTimeout',
+            'MessageRetentionPeriod',
+            'ContentBasedDeduplication',
+            'DeduplicationScope',
+          ] as const);
+          let value: string;
+          switch (name) {
+            case 'DelaySeconds':
+              value = String(randomDelaySeconds(rng));
+              model.delayMs = Number(value) * S;
+              break;
+            case 'VisibilityTimeout':
+              value = String(randomVisibilitySeconds(rng));
+              model.visibilityMs = Number(value) * S;
+              break;
+            case 'MessageRetentionPeriod':
+              value = String(randomRetentionSeconds(rng));
+              model.retentionMs = Number(value) * S;
+              break;
+            case 'ContentBasedDeduplication':
+              model.contentBased = !model.contentBased;
+              value = String(model.contentBased);
+              break;
+            case 'DeduplicationScope':
+              model.scope = model.scope === 'queue' ? 'messageGroup' : 'queue';
+              value = model.scope;
+              break;
+          }
+          store.setAttributes(q, { [name]: value });
+          note(`set ${name}=${value}`);
+          break;
+        }
+      }
+      trace.push(`${step}: ${desc}`);
+
+      const at = clock.now();
+      assert.deepEqual(q.counts(at), model.counts(at), `${where}: counts (visible, inflight, delayed)`);
+      const deadLetters = model.liveDeadLetters(at);
+      assert.deepEqual(
+        dlq.counts(at),
+        { visible: deadLetters.length, inflight: 0, delayed: 0 },
+        `${where}: dead-letter queue counts`,
+      );
+      if (step % FULL_COMPARE_EVERY === 0 || step === steps) {
+        const expected = model.snapshot(at);
+        assert.deepEqual(coreSnapshot(q, at), expected, `${where}: live messages`);
+        assert.equal(q.size, expected.length, `${where}: size`);
+        assert.equal(q.groupCount, new Set(expected.map((m) => m.group)).size, `${where}: groups`);
+        assert.equal(
+          [...q.dedupRecords()].length,
+          model.liveDedupRecords(at),
+          `${where}: deduplication records`,
+        );
+        assert.equal(
+          [...q.attemptRecords()].length,
+          model.liveAttemptRecords(at),
+          `${where}: attempt records`,
+        );
+        const inDlq = [...dlq.allMessages()];
+        assert.deepEqual(
+          inDlq.map((m) => ({
+            id: m.id,
+            body: m.body,
+            group: m.groupId,
+            dedupId: m.deduplicationId,
+            receiveCount: m.receiveCount,
+            firstReceiveAt: m.firstReceiveAt,
+            source: m.deadLetterSourceArn,
+            state: m.state,
+          })),
+          deadLetters.map((d) => ({
+            id: d.id,
+            body: d.body,
+            group: d.group,
+            dedupId: d.id,
+            receiveCount: d.receiveCount,
+            firstReceiveAt: d.firstReceiveAt,
+            source: q.arn,
+            state: 'visible',
+          })),
+          `${where}: dead-letter queue messages`,
+        );
+        for (const m of inDlq) {
+          const seq = m.sequenceNumber ?? '';
+          assert.match(seq, /^\d{20}$/, `${where}: SequenceNumber of ${m.id} in the dead-letter queue`);
+          if (BigInt(seq) > lastDlqSequence) lastDlqSequence = BigInt(seq);
+        }
+        for (let i = 1; i < inDlq.length; i++) {
+          assert.ok(
+            BigInt(inDlq[i]?.sequenceNumber ?? '') > BigInt(inDlq[i - 1]?.sequenceNumber ?? ''),
+            `${where}: dead-letter queue SequenceNumbers out of order at ${inDlq[i]?.id}`,
+          );
+        }
+      }
+    }
+    if (lastDlqSequence > 0n) hit('dead-letter queue: SequenceNumbers checked');
+  } catch (e) {
+    if (e instanceof Error) {
+      e.message += `\n  replay: FIFO_MODEL_SEED=${seed} FIFO_MODEL_STEPS=${step}\n  last steps:\n    ${trace.slice(-15).join('\n    ')}`;
+    }
+    throw e;
+  }
+}
+
+function show(o: Outcome): string {
+  return 'ok' in o ? 'ok' : o.error;
+}
+
+/** A handle as the trace shows it: whose, which of its handles, and the message's state then. */
+function describeHandle(model: Model, handle: string, foreign: string, now: number): string {
+  if (handle === foreign) return 'handle of another queue';
+  const m = model.messages.find((x) => x.handles.includes(handle));
+  if (m === undefined) return `malformed handle ${JSON.stringify(handle)}`;
+  model.tick(now);
+  const i = m.handles.indexOf(handle) + 1;
+  return `${m.id} handle ${i}/${m.handles.length} (${m.gone ?? model.state(m, now)})`;
+}
+
+for (const seed of SEEDS) {
+  void test(`Given seed ${seed}, when ${STEPS} random operations run on a FIFO queue, then the core agrees with the model of the FIFO rules at every step`, () => {
+    run(seed, STEPS);
+  });
+}
+
+const EXPECTED_RULES = [
+  'send: new, not delayed',
+  'send: new, delayed by the queue',
+  'send: DelaySeconds 0 with a queue delay',
+  'send: no MessageGroupId',
+  'send: no deduplication id, no content-based deduplication',
+  'send: duplicate by explicit id',
+  'send: duplicate by content',
+  'send: explicit id equal to an earlier body hash',
+  'send: duplicate of a live message',
+  'send: duplicate of a deleted message',
+  'send: duplicate of a purged message',
+  'send: duplicate from another group (scope queue)',
+  'send: duplicate 1 ms before the window ends',
+  'send: same id exactly when the window ends: new',
+  'send: same id after the window: new',
+  'send: same id in another group (scope messageGroup): new',
+  'send: same id under the other DeduplicationScope: new',
+  'receive: a locked group held back',
+  'receive: a group held back by its delayed first message',
+  'receive: a group stops at a delayed message',
+  'receive: more eligible than max',
+  'receive: every eligible message',
+  'receive: none eligible, some waiting',
+  'receive: several groups in one call',
+  'receive: several messages of one group in one call',
+  'receive: redelivered before the later messages of its group',
+  'receive: visibility 0',
+  'receive: dead-lettered',
+  'receive: dead-lettered, the next of its group goes on',
+  'dead-letter queue: SequenceNumbers checked',
+  'attempt: first use',
+  'attempt: retried, same messages',
+  'attempt: retried 1 ms before its 5 minutes end',
+  'attempt: retried exactly when its 5 minutes end',
+  'attempt: retried after its 5 minutes',
+  'attempt: retried with visibility 0',
+  'attempt: retried after one was deleted',
+  'attempt: retried after its visibility was changed',
+  'attempt: retried after one became visible again',
+  'attempt: retried after a purge',
+  'expired while visible',
+  'expired while inflight',
+  'expired while delayed',
+  'expired: its group unlocked',
+  'delete: current handle of an inflight message',
+  'delete: unlocks its group',
+  'delete: older handle of a inflight message',
+  'delete: older handle of a visible message',
+  'delete: current handle of a visible message',
+  'delete: message deleted already',
+  'delete: message expired already',
+  'delete: message purged already',
+  'delete: message dead-lettered already',
+  'delete: foreign or malformed handle',
+  'visibility: changed',
+  'visibility: set to 0',
+  'visibility: 0 unlocks its group',
+  'visibility: exactly 12 h after the receive',
+  'visibility: beyond 12 h after the receive',
+  'visibility: message not in flight',
+  'visibility: older handle of a inflight message',
+  'visibility: older handle of a visible message',
+  'visibility: message deleted',
+  'visibility: message expired',
+  'visibility: message purged',
+  'visibility: foreign or malformed handle',
+  'purge: messages removed',
+  'purge: within 60 s of the last',
+  'purge: exactly 60 s after the last',
+  ...['visibility', 'dedup window', 'attempt window', 'purge rule'].flatMap((kind) =>
+    ['exactly', 'minus 1 ms', 'plus 1 ms'].map((side) => `advance: to a ${kind} end ${side}`),
+  ),
+];
+
+if (process.env.FIFO_MODEL_SEED === undefined && STEPS >= 400) {
+  void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
+    const missing = EXPECTED_RULES.filter((r) => (coverage.get(r) ?? 0) === 0);
+    assert.deepEqual(missing, [], `never exercised; seen: ${JSON.stringify(Object.fromEntries(coverage))}`);
+  });
+}
+
+/**
+ * A divergence the model found (and the core keeps, so this is a todo, not a failure): the core
+ * tells whether an attempt's message "had its visibility changed" by comparing its visibility
+ * deadline with the one recorded, so a ChangeMessageVisibility that ends where the timeout already
+ * ended (changed away and back, or to the same end) goes unnoticed and the retry replays the old
+ * messages and receipt handles. AWS (ReceiveMessage, ReceiveRequestAttemptId): a retry returns the
+ * same messages only "if none of the messages have been modified (deleted or had their visibility
+ * changes)"; docs/compatibility.md says the same. The random runs rarely reach it (a change must
+ * land on the very millisecond); here it is the shortest sequence, against the same model.
+ */
+void test(
+  'Given a receive with a ReceiveRequestAttemptId, when its message has its visibility changed and changed back, then a retry is a new receive, not a replay',
+  { todo: 'the core replays it (src/core/queue.ts retryAttempt compares deadlines, not changes)' },
+  () => {
+    const clock = new ManualClock();
+    const store = new QueueStore(clock);
+    const q = store.create(
+      { accountId: ACCOUNT, region: 'us-east-1', name: 'attempt-changed.fifo' },
+      { FifoQueue: 'true', VisibilityTimeout: '30' },
+      {},
+    ).queue;
+    const model = new Model(0, 30 * S, 345_600 * S, false, 'queue', null);
+    const now = clock.now();
+    const plan = model.send('a', 'd1', 'a1', now);
+    assert.ok('dedupId' in plan);
+    const sent = q.sendMessage(
+      { id: 'a1', body: 'a1', md5OfBody: 'md5', senderId: ACCOUNT, groupId: 'a', deduplicationId: 'd1' },
+      now,
+    );
+    model.stored('a1', 'a1', 'a', 'd1', false, sent.sequenceNumber ?? '', now);
+    assert.deepEqual(
+      model.receive(1, undefined, 'x', now).deliver.map((m) => m.id),
+      ['a1'],
+    );
+    const [a1] = q.receive(1, undefined, now, 'x');
+    assert.ok(a1 !== undefined);
+    const handle = q.receiptHandle(a1);
+    model.handed([{ id: 'a1', handle }], 'x', now);
+    for (const seconds of [60, 30]) {
+      assert.deepEqual(model.changeVisibility(handle, seconds * S, now), OK);
+      q.changeVisibility(handle, seconds * S, now);
+    }
+    const expected = model.receive(1, undefined, 'x', now);
+    assert.equal(expected.replay, null, 'the model: the retry is a new receive');
+    const retry = q.receive(1, undefined, now, 'x');
+    assert.deepEqual(
+      retry.map((m) => m.id),
+      expected.deliver.map((m) => m.id),
+      'a1 is in flight and its group locked: a new receive returns nothing, a replay returns a1',
+    );
+  },
+);
