@@ -150,6 +150,16 @@ export class Writer {
   private calls = 0;
   private lastCall = '';
   private failure: Error | undefined;
+  /**
+   * What this writer last sent of each queue's counters. They also reach Redis with the records that
+   * carry them (a message's seq, a FIFO message's or dedup record's sequence number), but a batch
+   * can drop the last carrier: a message sent and deleted in one tick, the newest FIFO message
+   * deleted after its dedup record expired, or a dead letter (no dedup record) deleted. The loader
+   * would then start the queue below numbers it already handed out. Keyed by the Queue object: a
+   * store reloaded after a failure has new ones, so nothing here outlives what Redis holds.
+   */
+  private readonly sentNextSeq = new WeakMap<Queue, number>();
+  private readonly sentLastSequence = new WeakMap<Queue, string | undefined>();
   private scheduled = false;
   private closed = false;
   readonly stats: WriterStats = { batches: 0, objects: 0 };
@@ -354,6 +364,12 @@ export class Writer {
       bytes = objects = 0;
     };
 
+    // A FIFO queue's last sequence number is in its record: rewrite the record when it moved on.
+    for (const q of b.messages.values()) {
+      if (q.fifo && !q.deleted && q.lastSequenceNumber !== this.sentLastSequence.get(q)) {
+        b.queues.set(q, (b.queues.get(q) ?? 0) | PUT);
+      }
+    }
     for (const [q, what] of b.queues) {
       if (full()) cut();
       objects++;
@@ -367,6 +383,7 @@ export class Writer {
         const record = serializeQueue(q);
         bytes += record.length;
         args.push('Q', q.uid, record);
+        this.sentLastSequence.set(q, q.lastSequenceNumber);
       }
     }
 
@@ -458,6 +475,12 @@ export class Writer {
       }
     }
     for (const [q, g] of groups) {
+      if (g.puts.length === 0 && q.nextSequence !== this.sentNextSeq.get(q)) {
+        // Only deletes, but of messages sent in this batch: the next seq moves on all the same.
+        if (full()) cut();
+        args.push('M', q.uid, q.nextSequence, 0);
+      }
+      this.sentNextSeq.set(q, q.nextSequence);
       for (let i = 0; i < g.puts.length;) {
         if (full()) cut();
         const at = args.length;

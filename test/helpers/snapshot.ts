@@ -22,12 +22,6 @@ export interface SnapshotOptions {
    * stores that were each given the same receive, which draws a new random nonce in each.
    */
   readonly ignoreNonces?: boolean;
-  /**
-   * Leave out a queue's `nextSequence` (the next message's internal send-order number) and
-   * `lastSequenceNumber` (FIFO: the last SequenceNumber given), for a caller that compares them
-   * itself.
-   */
-  readonly ignoreSequenceCounters?: boolean;
 }
 
 export function snapshot(store: QueueStore, opts: SnapshotOptions = {}): unknown {
@@ -56,10 +50,7 @@ export function snapshot(store: QueueStore, opts: SnapshotOptions = {}): unknown
 }
 
 function queueFields(q: Queue, now: number, opts: SnapshotOptions): Record<string, unknown> {
-  const counters =
-    opts.ignoreSequenceCounters === true
-      ? {}
-      : { nextSequence: q.nextSequence, lastSequenceNumber: q.lastSequenceNumber };
+  const counters = { nextSequence: q.nextSequence, lastSequenceNumber: q.lastSequenceNumber };
   return {
     key: q.key,
     uid: q.uid,

@@ -31,9 +31,6 @@
  * The core's own errors (CoreError, TenantError) are outcomes, logged and checked where the rule
  * is simple (purge, deleted-recently); any other error fails the test.
  *
- * Two counters are compared apart, loaded <= live, because of the known divergences at the end
- * of this file (todo tests); PERSIST_MODEL_STRICT=1 compares them exactly like everything else.
- *
  * Replay one seed with its operations printed:
  *   PERSIST_MODEL_SEED=7 PERSIST_MODEL_TRACE=1 node --import tsx --test test/integration/persistence-model.test.ts
  * PERSIST_MODEL_SEED takes a comma-separated list; PERSIST_MODEL_OPS=<n> changes the number of
@@ -69,8 +66,6 @@ const SEEDS =
     : process.env.PERSIST_MODEL_SEED.split(',').map(Number);
 const OPS = Number(process.env.PERSIST_MODEL_OPS ?? 500);
 const TRACE = process.env.PERSIST_MODEL_TRACE === '1';
-/** Compare the two sequence counters exactly too (see the known divergences at the end). */
-const STRICT = process.env.PERSIST_MODEL_STRICT === '1';
 
 // ---- a small deterministic PRNG ---------------------------------------------------------------
 
@@ -201,8 +196,6 @@ const totals = {
   receiveChecksNonEmpty: 0,
   receiveChecksAsSet: 0,
   receiveChecksSkipped: 0,
-  nextSequenceBehind: 0,
-  lastSequenceNumberBehind: 0,
   outcomes: new Map<string, number>(),
 };
 
@@ -754,7 +747,7 @@ class Run {
       loadedWriter.attach(loaded);
       watch(loaded);
     }
-    const countersBehind = this.compare(
+    this.compare(
       loaded,
       this.store,
       {},
@@ -801,8 +794,7 @@ class Run {
     contClock.advance(dt);
     otherClock.advance(dt);
     const now = contClock.now();
-    // A store behind on its counters numbers a dead letter differently (known divergences, below).
-    let exactEverywhere = !countersBehind;
+    let exactEverywhere = true;
     for (const i of IDENTS) {
       const qa = this.queue(i, other);
       const qb = this.queue(i, cont);
@@ -861,48 +853,14 @@ class Run {
     }
   }
 
-  /**
-   * deepEqual of the two snapshots. Unless PERSIST_MODEL_STRICT=1, a queue's two sequence
-   * counters are compared apart (the known divergences at the end of this file): the loaded
-   * store may be behind the live one, never ahead. Returns whether it was behind on any queue.
-   */
+  /** deepEqual of the two snapshots. */
   private compare(
     loaded: QueueStore,
     live: QueueStore,
     opts: { ignoreNonces?: boolean },
     what: string,
-  ): boolean {
-    if (STRICT) {
-      assert.deepEqual(snapshot(loaded, opts), snapshot(live, opts), this.where(what));
-      return false;
-    }
-    const lax = { ...opts, ignoreSequenceCounters: true };
-    assert.deepEqual(snapshot(loaded, lax), snapshot(live, lax), this.where(what));
-    let behind = false;
-    for (const q of live.all()) {
-      const l = loaded.get(q.accountId, q.name, q.region) as Queue;
-      const seqBehind = l.nextSequence < q.nextSequence;
-      const lastBehind = BigInt(l.lastSequenceNumber ?? 0) < BigInt(q.lastSequenceNumber ?? 0);
-      assert.ok(
-        l.nextSequence <= q.nextSequence,
-        this.where(`${what}: ${q.key} nextSequence ${l.nextSequence} loaded, ${q.nextSequence} live`),
-      );
-      assert.ok(
-        BigInt(l.lastSequenceNumber ?? 0) <= BigInt(q.lastSequenceNumber ?? 0),
-        this.where(
-          `${what}: ${q.key} lastSequenceNumber ${l.lastSequenceNumber} loaded, ${q.lastSequenceNumber} live`,
-        ),
-      );
-      if (seqBehind) totals.nextSequenceBehind++;
-      if (lastBehind) totals.lastSequenceNumberBehind++;
-      if (seqBehind || lastBehind) {
-        behind = true;
-        this.note(
-          `known divergence: ${q.key} nextSequence ${l.nextSequence}/${q.nextSequence}, lastSequenceNumber ${l.lastSequenceNumber}/${q.lastSequenceNumber} (loaded/live)`,
-        );
-      }
-    }
-    return behind;
+  ): void {
+    assert.deepEqual(snapshot(loaded, opts), snapshot(live, opts), this.where(what));
   }
 
   /** Nothing is left in Redis for a queue that no longer exists. */
@@ -952,8 +910,7 @@ test('Given the seeds above, then together they reached the cases the model is m
   t.diagnostic(
     `ops=${totals.ops} checkpoints=${totals.checkpoints} restarts=${totals.restarts} ` +
       `handleChecks=${totals.handleChecks} (ok ${totals.handleChecksOk}) receiveChecks=${totals.receiveChecks} ` +
-      `(non-empty ${totals.receiveChecksNonEmpty}, as a set ${totals.receiveChecksAsSet}, skipped ${totals.receiveChecksSkipped}) ` +
-      `known divergences: nextSequence behind ${totals.nextSequenceBehind}, lastSequenceNumber behind ${totals.lastSequenceNumberBehind}`,
+      `(non-empty ${totals.receiveChecksNonEmpty}, as a set ${totals.receiveChecksAsSet}, skipped ${totals.receiveChecksSkipped}))`,
   );
   t.diagnostic(
     [...o]
@@ -984,13 +941,12 @@ test('Given the seeds above, then together they reached the cases the model is m
   for (const [what, n] of want) assert.ok(n > 0, `no ${what} in ${SEEDS.length} seeds`);
 });
 
-// ---- known divergences ------------------------------------------------------------------------
+// ---- what the seeds above found, minimised ----------------------------------------------------
 //
-// What the seeds above found, minimised. Marked todo (reported, not failing the run) until the
-// writer keeps these counters; the model compares the two counters apart meanwhile (loaded <= live),
-// and PERSIST_MODEL_STRICT=1 compares them exactly. Both come from the same gap: a queue's counters
-// reach Redis only with a message write ('M' sets seq[uid]) or a queue record ('Q'); a batch that
-// only deletes messages ('X'), or dedup records that expire, leaves Redis with older values.
+// A queue's counters reached Redis only with the records that carry them: a message write ('M'
+// sets seq[uid]) or the queue record ('Q'). A batch that only deleted messages ('X'), or dedup
+// records that expired, left Redis with older values, and the loader started the queue below
+// numbers it had handed out. The writer now sends the counters whenever they moved on.
 
 async function fresh(): Promise<{
   store: QueueStore;
@@ -1024,72 +980,56 @@ const at = (name: string): { accountId: string; region: string; name: string } =
   name,
 });
 
-test(
-  "Known divergence: Given a message sent, received and deleted within one batch, when reloaded, then the queue's nextSequence is the one in memory",
-  {
-    todo: 'nextSequence is written only with a message write (M) or the queue record (Q); the batch holds only an X',
-  },
-  async () => {
-    const { store, clock, writer, reload } = await fresh();
-    const q = store.create(at('seq'), {}, {}).queue;
-    await writer.commit();
-    q.send(plain(), clock.now());
-    const [m] = q.receive(1, undefined, clock.now());
-    q.deleteMessage(q.receiptHandle(m as Message), clock.now());
-    await writer.commit();
-    const loaded = (await reload()).require(A, 'seq');
-    assert.equal(loaded.nextSequence, q.nextSequence, 'loaded 1, live 2');
-  },
-);
+test("Given a message sent, received and deleted within one batch, when reloaded, then the queue's nextSequence is the one in memory", async () => {
+  const { store, clock, writer, reload } = await fresh();
+  const q = store.create(at('seq'), {}, {}).queue;
+  await writer.commit();
+  q.send(plain(), clock.now());
+  const [m] = q.receive(1, undefined, clock.now());
+  q.deleteMessage(q.receiptHandle(m as Message), clock.now());
+  await writer.commit();
+  const loaded = (await reload()).require(A, 'seq');
+  assert.equal(loaded.nextSequence, q.nextSequence);
+});
 
-test(
-  'Known divergence: Given a FIFO message deleted and its deduplication record expired, when reloaded, then lastSequenceNumber is the one in memory',
-  { todo: 'the last SequenceNumber was only in the message and the dedup record, both gone' },
-  async () => {
-    const { store, clock, writer, reload } = await fresh();
-    const q = store.create(at('last.fifo'), { FifoQueue: 'true' }, {}).queue;
-    await writer.commit();
-    q.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
-    const [m] = q.receive(1, undefined, clock.now());
-    q.deleteMessage(q.receiptHandle(m as Message), clock.now());
-    clock.advance(5 * MIN);
-    q.tick(clock.now());
-    await writer.commit();
-    const loaded = (await reload()).require(A, 'last.fifo');
-    assert.equal(loaded.lastSequenceNumber, q.lastSequenceNumber);
-  },
-);
+test('Given a FIFO message deleted and its deduplication record expired, when reloaded, then lastSequenceNumber is the one in memory', async () => {
+  const { store, clock, writer, reload } = await fresh();
+  const q = store.create(at('last.fifo'), { FifoQueue: 'true' }, {}).queue;
+  await writer.commit();
+  q.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  const [m] = q.receive(1, undefined, clock.now());
+  q.deleteMessage(q.receiptHandle(m as Message), clock.now());
+  clock.advance(5 * MIN);
+  q.tick(clock.now());
+  await writer.commit();
+  const loaded = (await reload()).require(A, 'last.fifo');
+  assert.equal(loaded.lastSequenceNumber, q.lastSequenceNumber);
+});
 
-test(
-  "Known divergence: Given a FIFO dead letter deleted, when reloaded within the same millisecond, then the next SequenceNumber is still above the dead letter's",
-  {
-    todo: 'a dead letter has no deduplication record: once deleted its SequenceNumber is not in Redis, and the next send falls back to the clock floor',
-  },
-  async () => {
-    const { store, clock, writer, reload } = await fresh();
-    const dlq = store.create(at('dead.fifo'), { FifoQueue: 'true' }, {}).queue;
-    const src = store.create(
-      at('src.fifo'),
-      {
-        FifoQueue: 'true',
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
-      },
-      {},
-    ).queue;
-    await writer.commit();
-    src.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
-    src.receive(1, 0, clock.now());
-    assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'moved to the DLQ instead');
-    const [dead] = dlq.receive(1, undefined, clock.now());
-    assert.ok(dead?.sequenceNumber !== undefined);
-    dlq.deleteMessage(dlq.receiptHandle(dead), clock.now());
-    await writer.commit();
+test("Given a FIFO dead letter deleted, when reloaded within the same millisecond, then the next SequenceNumber is still above the dead letter's", async () => {
+  const { store, clock, writer, reload } = await fresh();
+  const dlq = store.create(at('dead.fifo'), { FifoQueue: 'true' }, {}).queue;
+  const src = store.create(
+    at('src.fifo'),
+    {
+      FifoQueue: 'true',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    },
+    {},
+  ).queue;
+  await writer.commit();
+  src.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  src.receive(1, 0, clock.now());
+  assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'moved to the DLQ instead');
+  const [dead] = dlq.receive(1, undefined, clock.now());
+  assert.ok(dead?.sequenceNumber !== undefined);
+  dlq.deleteMessage(dlq.receiptHandle(dead), clock.now());
+  await writer.commit();
 
-    const loaded = (await reload()).require(A, 'dead.fifo');
-    const next = loaded.sendMessage(plain({ groupId: 'g', deduplicationId: 'x' }), clock.now());
-    assert.ok(
-      BigInt(next.sequenceNumber ?? 0) > BigInt(dead.sequenceNumber),
-      `next ${next.sequenceNumber}, dead letter ${dead.sequenceNumber}: the same number twice`,
-    );
-  },
-);
+  const loaded = (await reload()).require(A, 'dead.fifo');
+  const next = loaded.sendMessage(plain({ groupId: 'g', deduplicationId: 'x' }), clock.now());
+  assert.ok(
+    BigInt(next.sequenceNumber ?? 0) > BigInt(dead.sequenceNumber),
+    `next ${next.sequenceNumber}, dead letter ${dead.sequenceNumber}: the same number twice`,
+  );
+});
