@@ -66,6 +66,11 @@ class Delivery {
   lastReceiveAt = 0;
   /** Changes on every receive, so only the newest receipt handle may change visibility. */
   receiptNonce = '';
+  /**
+   * A ChangeMessageVisibility since the last receive, even one that left the deadline where it
+   * was: a retried ReceiveRequestAttemptId must not hand such a message out again (AWS).
+   */
+  visibilityChanged = false;
 }
 
 /**
@@ -150,6 +155,7 @@ export class Message implements HeapItem {
     if (d.firstReceiveAt === 0) d.firstReceiveAt = now;
     d.lastReceiveAt = now;
     d.receiptNonce = nonce;
+    d.visibilityChanged = false;
   }
 
   get receiveCount(): number {
@@ -182,6 +188,14 @@ export class Message implements HeapItem {
 
   set receiptNonce(nonce: string) {
     if (nonce !== '' || this.delivery !== null) this.deliveryRecord().receiptNonce = nonce;
+  }
+
+  get visibilityChanged(): boolean {
+    return this.delivery?.visibilityChanged ?? false;
+  }
+
+  set visibilityChanged(changed: boolean) {
+    if (changed || this.delivery !== null) this.deliveryRecord().visibilityChanged = changed;
   }
 
   get gprev(): Message | null {

@@ -426,7 +426,8 @@ export class Queue {
         m.state !== 'inflight' ||
         m.receiveCount !== e.receiveCount ||
         m.receiptNonce !== e.nonce ||
-        m.heapKey !== e.visibleAt
+        m.heapKey !== e.visibleAt ||
+        m.visibilityChanged
       ) {
         attempts.delete(attemptId);
         this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId });
@@ -538,6 +539,7 @@ export class Queue {
       );
     }
     this.inflight.remove(msg);
+    msg.visibilityChanged = true;
     if (timeoutMs === 0) {
       // Made visible on purpose: the client wants it redelivered next.
       const receivable = this.returnToVisible(msg, true);

@@ -35,7 +35,7 @@ export class CodecError extends Error {
 const US = '\x1f';
 
 /** The header fields of a message record, in order; see serializeMessage. */
-const MESSAGE_FIELDS = 18;
+const MESSAGE_FIELDS = 19;
 const HEADER = `${MESSAGE_FIELDS}${US}`;
 
 const STATE_CODE: Record<MessageState, string> = {
@@ -86,6 +86,8 @@ export function serializeMessage(m: Message): string {
     US +
     text(m.deadLetterSourceArn) +
     US +
+    (m.visibilityChanged ? '1' : '') +
+    US +
     m.body
   );
 }
@@ -115,6 +117,8 @@ export function deserializeMessage(id: string, record: string): Message {
   const systemAttributes = unjson(r.text(), id) as MessageAttributes | undefined;
   const sequenceNumber = untext(r.text());
   const deadLetterSourceArn = untext(r.text());
+  // Empty in records written before it was added.
+  const visibilityChanged = r.text() === '1';
   // Fields a later version appended: skipped.
   for (let i = MESSAGE_FIELDS; i < n; i++) r.text();
   const m = new Message(
@@ -139,6 +143,7 @@ export function deserializeMessage(id: string, record: string): Message {
   m.receiveCount = receiveCount;
   m.firstReceiveAt = firstReceiveAt;
   m.lastReceiveAt = lastReceiveAt;
+  m.visibilityChanged = visibilityChanged;
   // Likewise for the fields set after construction.
   m.receiptNonce = ownString(receiptNonce);
   m.sequenceNumber = sequenceNumber === undefined ? undefined : ownString(sequenceNumber);

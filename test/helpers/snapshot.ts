@@ -89,6 +89,7 @@ export function messageFields(m: Message, opts: SnapshotOptions = {}): Record<st
     firstReceiveAt: m.firstReceiveAt,
     lastReceiveAt: m.lastReceiveAt,
     receiptNonce: opts.ignoreNonces === true ? '-' : m.receiptNonce,
+    visibilityChanged: m.visibilityChanged,
     body: m.body,
     md5OfBody: m.md5OfBody,
     attributes: m.attributes,

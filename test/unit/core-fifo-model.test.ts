@@ -47,8 +47,8 @@
  * SequenceNumber, state, receive count, deadline), the number of groups, of deduplication and of
  * attempt records inside their 5 minutes, and the dead-letter queue's messages.
  *
- * One divergence found: a ChangeMessageVisibility that leaves the deadline where it was does not
- * stop a retry from replaying (the todo test at the end). The random runs rarely reach it.
+ * One divergence found, now fixed: a ChangeMessageVisibility that left the deadline where it was
+ * did not stop a retry from replaying (the test at the end). The random runs rarely reach it.
  *
  * Replay one seed: FIFO_MODEL_SEED=<seed> [FIFO_MODEL_STEPS=<n>] node --import tsx --test test/unit/core-fifo-model.test.ts
  */
@@ -1334,54 +1334,50 @@ if (process.env.FIFO_MODEL_SEED === undefined && STEPS >= 400) {
 }
 
 /**
- * A divergence the model found (and the core keeps, so this is a todo, not a failure): the core
- * tells whether an attempt's message "had its visibility changed" by comparing its visibility
- * deadline with the one recorded, so a ChangeMessageVisibility that ends where the timeout already
- * ended (changed away and back, or to the same end) goes unnoticed and the retry replays the old
- * messages and receipt handles. AWS (ReceiveMessage, ReceiveRequestAttemptId): a retry returns the
+ * A divergence the model found: the core told whether an attempt's message "had its visibility
+ * changed" by comparing its visibility deadline with the one recorded, so a ChangeMessageVisibility
+ * that ended where the timeout already ended (changed away and back, or to the same end) went
+ * unnoticed and the retry replayed the old messages and receipt handles. Messages now carry a
+ * visibilityChanged flag from the change to their next receive. AWS (ReceiveMessage, ReceiveRequestAttemptId): a retry returns the
  * same messages only "if none of the messages have been modified (deleted or had their visibility
  * changes)"; docs/compatibility.md says the same. The random runs rarely reach it (a change must
  * land on the very millisecond); here it is the shortest sequence, against the same model.
  */
-void test(
-  'Given a receive with a ReceiveRequestAttemptId, when its message has its visibility changed and changed back, then a retry is a new receive, not a replay',
-  { todo: 'the core replays it (src/core/queue.ts retryAttempt compares deadlines, not changes)' },
-  () => {
-    const clock = new ManualClock();
-    const store = new QueueStore(clock);
-    const q = store.create(
-      { accountId: ACCOUNT, region: 'us-east-1', name: 'attempt-changed.fifo' },
-      { FifoQueue: 'true', VisibilityTimeout: '30' },
-      {},
-    ).queue;
-    const model = new Model(0, 30 * S, 345_600 * S, false, 'queue', null);
-    const now = clock.now();
-    const plan = model.send('a', 'd1', 'a1', now);
-    assert.ok('dedupId' in plan);
-    const sent = q.sendMessage(
-      { id: 'a1', body: 'a1', md5OfBody: 'md5', senderId: ACCOUNT, groupId: 'a', deduplicationId: 'd1' },
-      now,
-    );
-    model.stored('a1', 'a1', 'a', 'd1', false, sent.sequenceNumber ?? '', now);
-    assert.deepEqual(
-      model.receive(1, undefined, 'x', now).deliver.map((m) => m.id),
-      ['a1'],
-    );
-    const [a1] = q.receive(1, undefined, now, 'x');
-    assert.ok(a1 !== undefined);
-    const handle = q.receiptHandle(a1);
-    model.handed([{ id: 'a1', handle }], 'x', now);
-    for (const seconds of [60, 30]) {
-      assert.deepEqual(model.changeVisibility(handle, seconds * S, now), OK);
-      q.changeVisibility(handle, seconds * S, now);
-    }
-    const expected = model.receive(1, undefined, 'x', now);
-    assert.equal(expected.replay, null, 'the model: the retry is a new receive');
-    const retry = q.receive(1, undefined, now, 'x');
-    assert.deepEqual(
-      retry.map((m) => m.id),
-      expected.deliver.map((m) => m.id),
-      'a1 is in flight and its group locked: a new receive returns nothing, a replay returns a1',
-    );
-  },
-);
+void test('Given a receive with a ReceiveRequestAttemptId, when its message has its visibility changed and changed back, then a retry is a new receive, not a replay', () => {
+  const clock = new ManualClock();
+  const store = new QueueStore(clock);
+  const q = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: 'attempt-changed.fifo' },
+    { FifoQueue: 'true', VisibilityTimeout: '30' },
+    {},
+  ).queue;
+  const model = new Model(0, 30 * S, 345_600 * S, false, 'queue', null);
+  const now = clock.now();
+  const plan = model.send('a', 'd1', 'a1', now);
+  assert.ok('dedupId' in plan);
+  const sent = q.sendMessage(
+    { id: 'a1', body: 'a1', md5OfBody: 'md5', senderId: ACCOUNT, groupId: 'a', deduplicationId: 'd1' },
+    now,
+  );
+  model.stored('a1', 'a1', 'a', 'd1', false, sent.sequenceNumber ?? '', now);
+  assert.deepEqual(
+    model.receive(1, undefined, 'x', now).deliver.map((m) => m.id),
+    ['a1'],
+  );
+  const [a1] = q.receive(1, undefined, now, 'x');
+  assert.ok(a1 !== undefined);
+  const handle = q.receiptHandle(a1);
+  model.handed([{ id: 'a1', handle }], 'x', now);
+  for (const seconds of [60, 30]) {
+    assert.deepEqual(model.changeVisibility(handle, seconds * S, now), OK);
+    q.changeVisibility(handle, seconds * S, now);
+  }
+  const expected = model.receive(1, undefined, 'x', now);
+  assert.equal(expected.replay, null, 'the model: the retry is a new receive');
+  const retry = q.receive(1, undefined, now, 'x');
+  assert.deepEqual(
+    retry.map((m) => m.id),
+    expected.deliver.map((m) => m.id),
+    'a1 is in flight and its group locked: a new receive returns nothing, a replay returns a1',
+  );
+});

@@ -46,6 +46,7 @@ const MESSAGE_PERSISTED = [
   'firstReceiveAt',
   'lastReceiveAt',
   'receiptNonce',
+  'visibilityChanged',
   'body',
   'md5OfBody',
   'attributes',
@@ -137,6 +138,7 @@ function fullMessage(body: string): Message {
   m.firstReceiveAt = 1_767_225_601_000;
   m.lastReceiveAt = 1_767_225_620_000;
   m.receiptNonce = 'a1b2c3d41f';
+  m.visibilityChanged = true;
   m.sequenceNumber = '17672256001230000001';
   m.deadLetterSourceArn = 'arn:aws:sqs:eu-west-1:123456789012:orders';
   m.heapIndex = 7;
@@ -202,6 +204,21 @@ test('Given a message without optional fields, when round-tripped, then they sta
   assert.equal(back.groupId, '');
   assert.equal(back.receiptNonce, '');
   assert.equal(back.state, 'visible');
+});
+
+test('Given a record of the version before visibilityChanged (18 header fields), when parsed, then the flag is false and every other field and the body are kept', () => {
+  const m = fullMessage('body text');
+  const rec = serializeMessage(m);
+  const US = '\u001f';
+  const parts = rec.split(US);
+  assert.equal(parts[0], '19');
+  // The header count, 18 fields, the body: drop the 19th field and say 18.
+  const older = ['18', ...parts.slice(1, 19), ...parts.slice(20)].join(US);
+  const back = deserializeMessage(m.id, older);
+  assert.equal(back.visibilityChanged, false);
+  assert.equal(back.body, 'body text');
+  assert.equal(back.deadLetterSourceArn, m.deadLetterSourceArn);
+  assert.equal(back.receiptNonce, m.receiptNonce);
 });
 
 test('Given a record with a header field this version does not know, when parsed, then it is skipped and the body kept', () => {
