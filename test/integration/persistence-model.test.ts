@@ -52,6 +52,7 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { snapshot } from '../helpers/snapshot.js';
 import type { Redis } from 'ioredis';
+import { Rng } from '../helpers/rng.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -66,51 +67,6 @@ const SEEDS =
     : process.env.PERSIST_MODEL_SEED.split(',').map(Number);
 const OPS = Number(process.env.PERSIST_MODEL_OPS ?? 500);
 const TRACE = process.env.PERSIST_MODEL_TRACE === '1';
-
-// ---- a small deterministic PRNG ---------------------------------------------------------------
-
-/** mulberry32. */
-class Rng {
-  private state: number;
-
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** In [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** An integer in [lo, hi]. */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    if (items.length === 0) throw new Error('pick from nothing');
-    return items[Math.floor(this.next() * items.length)] as T;
-  }
-
-  /** One of the keys, with the weights as given. */
-  weighted<K extends string>(weights: Readonly<Record<K, number>>): K {
-    const entries = Object.entries(weights) as Array<[K, number]>;
-    let r = this.next() * entries.reduce((s, [, w]) => s + w, 0);
-    for (const [k, w] of entries) {
-      r -= w;
-      if (r < 0) return k;
-    }
-    return (entries.at(-1) as [K, number])[0];
-  }
-}
 
 // ---- the queues a run plays with --------------------------------------------------------------
 

@@ -60,6 +60,13 @@ import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
 import type { Queue, QueueCounts, SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import {
+  pickHandle,
+  randomDelaySeconds,
+  randomRetentionSeconds,
+  randomVisibilitySeconds,
+  Rng,
+} from '../helpers/rng.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -84,51 +91,6 @@ const SEEDS =
   process.env.FIFO_MODEL_SEED === undefined
     ? Array.from({ length: SEED_COUNT }, (_, i) => 0xf1f0 + i * 7919)
     : [Number(process.env.FIFO_MODEL_SEED)];
-
-// ---- a small deterministic PRNG ---------------------------------------------------------------
-
-/** mulberry32: 32 bits of state, good enough to pick operations, and the same on every run. */
-class Rng {
-  private state: number;
-
-  constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** In [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-
-  /** An integer in [lo, hi]. */
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-
-  pick<T>(items: readonly T[]): T {
-    if (items.length === 0) throw new Error('pick from an empty list');
-    return items[Math.floor(this.next() * items.length)] as T;
-  }
-
-  /** One of the weighted choices. */
-  weighted<T extends string>(choices: ReadonlyArray<readonly [T, number]>): T {
-    const total = choices.reduce((sum, [, w]) => sum + w, 0);
-    let r = this.next() * total;
-    for (const [value, w] of choices) {
-      r -= w;
-      if (r < 0) return value;
-    }
-    return (choices[choices.length - 1] as readonly [T, number])[0];
-  }
-}
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -763,67 +725,8 @@ const OPS: ReadonlyArray<readonly [Op, number]> = [
   ['attributes', 4],
 ];
 
-/** Handles the queue never gave: malformed ones, and (added per run) one from another queue. */
-const MALFORMED_HANDLES = ['not-a-receipt-handle', '', Buffer.from('a:b:c').toString('base64')];
-
 /** Bodies that repeat, so ContentBasedDeduplication finds duplicates. */
 const BODY_POOL = 12;
-
-/** A DelaySeconds value for the queue: 0, short, or up to the 15 min maximum. */
-function randomDelaySeconds(rng: Rng): number {
-  switch (
-    rng.weighted([
-      ['zero', 4],
-      ['short', 3],
-      ['long', 1],
-    ])
-  ) {
-    case 'zero':
-      return 0;
-    case 'short':
-      return rng.int(1, 60);
-    case 'long':
-      return rng.int(61, 900);
-  }
-}
-
-/** A visibility timeout in whole seconds, as the API takes it: 0, short, or up to the 12 h limit. */
-function randomVisibilitySeconds(rng: Rng): number {
-  switch (
-    rng.weighted([
-      ['zero', 2],
-      ['short', 6],
-      ['long', 1],
-    ])
-  ) {
-    case 'zero':
-      return 0;
-    case 'short':
-      return rng.int(1, 120);
-    case 'long':
-      return rng.int(121, 43_200);
-  }
-}
-
-function randomRetentionSeconds(rng: Rng): number {
-  return rng.chance(0.3) ? 345_600 : rng.chance(0.4) ? rng.int(60, 600) : rng.int(601, 4 * 3600);
-}
-
-/**
- * Picks a receipt handle: mostly a real one, the latest or an older one (of a message received
- * more than once), of a live message or of one that is gone; sometimes one the queue never gave.
- */
-function pickHandle(rng: Rng, model: Model, foreign: string, older: number): string {
-  const bogus = (): string => rng.pick([...MALFORMED_HANDLES, foreign]);
-  if (rng.chance(0.06)) return bogus();
-  const wantOlder = rng.chance(older);
-  const candidates = model.messages.filter((m) => m.handles.length > (wantOlder ? 1 : 0));
-  if (candidates.length === 0) return bogus();
-  const live = candidates.filter((m) => m.gone === null);
-  const gone = candidates.filter((m) => m.gone !== null);
-  const m = live.length > 0 && (gone.length === 0 || rng.chance(0.8)) ? rng.pick(live) : rng.pick(gone);
-  return wantOlder ? rng.pick(m.handles.slice(0, -1)) : (m.handles[m.handles.length - 1] as string);
-}
 
 function run(seed: number, steps: number): void {
   const rng = new Rng(seed);
@@ -1061,7 +964,7 @@ function run(seed: number, steps: number): void {
           break;
         }
         case 'delete': {
-          const handle = pickHandle(rng, model, foreign, 0.3);
+          const handle = pickHandle(rng, model.messages, foreign, 0.3, 0.06);
           const who = describeHandle(model, handle, foreign, now);
           const expected = model.delete(handle, now);
           const actual = coreOutcome(() => q.deleteMessage(handle, now));
@@ -1070,7 +973,7 @@ function run(seed: number, steps: number): void {
           break;
         }
         case 'visibility': {
-          const handle = pickHandle(rng, model, foreign, 0.2);
+          const handle = pickHandle(rng, model.messages, foreign, 0.2, 0.06);
           const target = model.messages.find((m) => m.handles.includes(handle));
           let seconds = randomVisibilitySeconds(rng);
           if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(0.25)) {
