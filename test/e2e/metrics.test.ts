@@ -14,6 +14,7 @@ import {
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { metricValue } from '../helpers/prometheus.js';
 
 let server: RunningServer;
 
@@ -26,18 +27,6 @@ async function scrape(): Promise<string> {
   const res = await fetch(`${server.controlUrl}/metrics`);
   assert.equal(res.status, 200);
   return res.text();
-}
-
-/** One sample's value (0 when the series is absent); labels must all match, others may exist. */
-function value(text: string, name: string, labels: Record<string, string>): number {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m === null || m[1] !== name) continue;
-    const found: Record<string, string> = {};
-    for (const [, k = '', v = ''] of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) found[k] = v;
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(m[3]);
-  }
-  return 0;
 }
 
 test('Given sends, receives, deletes and a dead-lettered message, when /metrics is scraped, then each counter moved by that much', async () => {
@@ -84,7 +73,7 @@ test('Given sends, receives, deletes and a dead-lettered message, when /metrics 
   const afterText = await scrape();
   const q = { tenant: '000000000000', region: 'us-east-1', queue: name };
   const delta = (metric: string, labels: Record<string, string>): number =>
-    value(afterText, metric, labels) - value(before, metric, labels);
+    metricValue(afterText, metric, labels) - metricValue(before, metric, labels);
 
   assert.equal(delta('sqs_messages_sent_total', q), 3);
   assert.equal(delta('sqs_messages_received_total', q), 3);
@@ -96,9 +85,9 @@ test('Given sends, receives, deletes and a dead-lettered message, when /metrics 
     delta('sqs_request_duration_seconds_count', { action: 'DeleteMessageBatch', protocol: 'json' }),
     1,
   );
-  assert.equal(value(afterText, 'sqs_queue_messages', { ...q, state: 'visible' }), 0);
-  assert.equal(value(afterText, 'sqs_queue_messages', { ...q, queue: dlqName, state: 'visible' }), 1);
-  assert.ok(value(afterText, 'process_cpu_user_seconds_total', {}) > 0);
+  assert.equal(metricValue(afterText, 'sqs_queue_messages', { ...q, state: 'visible' }), 0);
+  assert.equal(metricValue(afterText, 'sqs_queue_messages', { ...q, queue: dlqName, state: 'visible' }), 1);
+  assert.ok(metricValue(afterText, 'process_cpu_user_seconds_total', {}) > 0);
   assert.match(afterText, /^sqs_long_poll_waiters \d+$/m);
 });
 
@@ -112,5 +101,8 @@ test('Given a request that fails, when /metrics is scraped, then it is counted u
   assert.equal(res.status, 400);
   const after = await scrape();
   const labels = { action: 'GetQueueUrl', protocol: 'json', status: '400' };
-  assert.equal(value(after, 'sqs_requests_total', labels) - value(before, 'sqs_requests_total', labels), 1);
+  assert.equal(
+    metricValue(after, 'sqs_requests_total', labels) - metricValue(before, 'sqs_requests_total', labels),
+    1,
+  );
 });

@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import { b64, boto3Calls, ok, type Boto3Result, type Boto3Run } from './boto3.js';
 import { md5Hex, md5OfAttributes } from './md5.js';
 import { startServer, uniqueName, type RunningServer } from './server.js';
+import { metricValue } from './prometheus.js';
 
 export type Boto3Protocol = 'query' | 'json';
 
@@ -75,18 +76,6 @@ const E = {
   },
 } as const satisfies Record<string, ExpectedError>;
 
-/** One sample of /metrics (0 when absent); the given labels must all match. */
-function metric(text: string, name: string, labels: Record<string, string>): number {
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (m === null || m[1] !== name) continue;
-    const found: Record<string, string> = {};
-    for (const [, k = '', v = ''] of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) found[k] = v;
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(m[3]);
-  }
-  return 0;
-}
-
 export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   const { python, protocol, client } = opts;
   const testOpts = opts.skip === undefined ? {} : { skip: opts.skip };
@@ -129,7 +118,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       const text = await res.text();
       const other = protocol === 'json' ? 'query' : 'json';
       const seen = (p: string): number =>
-        metric(text, 'sqs_requests_total', { action: 'ListQueues', protocol: p, status: '200' });
+        metricValue(text, 'sqs_requests_total', { action: 'ListQueues', protocol: p, status: '200' });
       assert.ok(seen(protocol) >= 1, `ListQueues counted under protocol="${protocol}"`);
       assert.equal(seen(other), 0, `ListQueues counted under protocol="${other}"`);
     },

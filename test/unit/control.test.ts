@@ -11,6 +11,7 @@ import {
   type QueueStats,
 } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
+import { samples } from '../helpers/prometheus.js';
 
 /** A logger whose lines go to an array instead of stdout. */
 function memoryLogger(): { logger: ReturnType<typeof createLogger>; lines: string[] } {
@@ -35,18 +36,11 @@ function controlPlane(
   return { app, metrics, lines };
 }
 
-/** The value of one sample in Prometheus text, or undefined when the series is absent. */
+/** The value of one sample in Prometheus text with exactly these labels, or undefined when absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found: Record<string, string> = {};
-    for (const [, key = '', value = ''] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
-      found[key] = value;
-    }
-    if (Object.entries(labels).every(([key, value]) => found[key] === value)) {
-      if (Object.keys(found).length === Object.keys(labels).length) return Number(match[3]);
-    }
+  for (const s of samples(text)) {
+    if (s.name !== name || Object.keys(s.labels).length !== Object.keys(labels).length) continue;
+    if (Object.entries(labels).every(([key, value]) => s.labels[key] === value)) return s.value;
   }
   return undefined;
 }
