@@ -53,6 +53,7 @@ import {
   pinSelf,
   readCpuSeconds,
   readRss,
+  waitForReady,
 } from './bench/proc.js';
 import { RawPool } from './bench/rawhttp.js';
 import { SqsCodec } from './bench/sqs.js';
@@ -279,18 +280,7 @@ async function startServer(
   let out = '';
   proc.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
   proc.stderr?.setEncoding('utf8').on('data', (c: string) => (out += c));
-  const deadline = Date.now() + readyTimeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${controlPort}/ready`);
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`server not ready:\n${out}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitForReady(proc, controlPort, readyTimeoutMs, () => out);
   const readyMs = performance.now() - t0;
   return {
     proc,

@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort, hasTaskset } from './proc.js';
+import { freePort, hasTaskset, waitForReady } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
 
@@ -59,18 +59,7 @@ let out = '';
 server.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
 const exited = new Promise((r) => server.once('exit', r));
 
-const deadline = Date.now() + 10_000;
-for (;;) {
-  try {
-    const res = await fetch(`http://127.0.0.1:${controlPort}/ready`);
-    await res.arrayBuffer();
-    if (res.status === 200) break;
-  } catch {
-    // not listening yet
-  }
-  if (server.exitCode !== null || Date.now() > deadline) throw new Error(`server not ready:\n${out}`);
-  await new Promise((r) => setTimeout(r, 20));
-}
+await waitForReady(server, controlPort, 10_000, () => out);
 
 const pool = new RawPool('127.0.0.1', port, 32);
 const codec = new SqsCodec('json', pool.hostHeader);

@@ -187,6 +187,30 @@ export function machineInfo(): MachineInfo {
   };
 }
 
+/**
+ * Polls shared-sqs's GET /ready on `controlPort` until 200; throws with the server's output when it
+ * exits first or `timeoutMs` passes.
+ */
+export async function waitForReady(
+  proc: { readonly exitCode: number | null },
+  controlPort: number,
+  timeoutMs: number,
+  output: () => string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${controlPort}/ready`);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`server not ready:\n${output()}`);
+    await sleep(10);
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
