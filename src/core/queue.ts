@@ -426,6 +426,7 @@ export class Queue {
         m.state !== 'inflight' ||
         m.receiveCount !== e.receiveCount ||
         m.receiptNonce !== e.nonce ||
+        // The deadline too: a message stored before visibilityChanged existed reads it as false.
         m.heapKey !== e.visibleAt ||
         m.visibilityChanged
       ) {
