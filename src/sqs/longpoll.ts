@@ -133,6 +133,14 @@ export class LongPoller {
       }
       if (got.length === 0) break;
       this.finish(w, got);
+      // VisibilityTimeout 0 left them receivable, so the next waiter would receive them again,
+      // and the one just served builds its receipt handles and receive counts from these
+      // messages only when its `await` resumes. That resumption was queued by finish(); the rest
+      // waits for a microtask queued after it.
+      if (got.some((m) => m.state === 'visible')) {
+        this.available(queue);
+        return;
+      }
     }
     this.armDeadline(queue, qw);
   }

@@ -4,7 +4,10 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { receiveMessage } from '../../src/sqs/actions/receive-message.js';
 import { LongPoller } from '../../src/sqs/longpoll.js';
+import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
 
 /*
  * Time here is two things moved together: the ManualClock the core and the poller read, and
@@ -327,4 +330,32 @@ void test('Given waiters receiving with VisibilityTimeout 0, when one message is
   await flush();
   assert.deepEqual(bodies(resultOf(a)), ['shared']);
   assert.deepEqual(bodies(resultOf(b)), ['shared']);
+});
+
+void test('Given two ReceiveMessage long polls with VisibilityTimeout 0, when one message is sent, then each gets its own receipt handle and receive count', async () => {
+  const svc: SqsServices = { store, clock, poller, mover: new MoveTaskRunner(store, clock) };
+  const q = queue();
+  const ctx: RequestContext = {
+    requestId: 'r',
+    accountId: '000000000000',
+    region: 'us-east-1',
+    baseUrl: 'http://localhost:4100',
+    senderId: '000000000000',
+    onAbort: () => undefined,
+  };
+  const input = {
+    QueueUrl: `http://localhost:4100/000000000000/${q.name}`,
+    VisibilityTimeout: 0,
+    WaitTimeSeconds: 20,
+    AttributeNames: ['ApproximateReceiveCount'],
+  };
+  const first = receiveMessage(svc, ctx, input);
+  const second = receiveMessage(svc, ctx, input);
+  q.send(msg('shared'), clock.now());
+  const [a, b] = (await Promise.all([first, second])).map((r) => r.Messages?.[0]);
+  assert.deepEqual(
+    [a?.Attributes?.ApproximateReceiveCount, b?.Attributes?.ApproximateReceiveCount],
+    ['1', '2'],
+  );
+  assert.notEqual(a?.ReceiptHandle, b?.ReceiptHandle);
 });
