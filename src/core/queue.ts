@@ -437,10 +437,11 @@ export class Queue {
       msgs.push(m);
     }
     // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
+    let unlocked = false;
     for (const m of msgs) {
       this.inflight.remove(m);
       if (vt === 0) {
-        this.returnToVisible(m, true);
+        if (this.returnToVisible(m, true)) unlocked = true;
       } else {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
@@ -459,6 +460,8 @@ export class Queue {
     // Same expiry as before; set() would move it to the back, so write it in place.
     attempts.replace(attemptId, record);
     this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
+    // A timeout of 0 unlocked their groups: long polls waiting on the queue can have them now.
+    if (unlocked) this.listener.available?.(this);
     return msgs;
   }
 

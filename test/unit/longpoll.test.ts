@@ -359,3 +359,15 @@ void test('Given two ReceiveMessage long polls with VisibilityTimeout 0, when on
   );
   assert.notEqual(a?.ReceiptHandle, b?.ReceiptHandle);
 });
+
+void test('Given a waiter on a FIFO queue whose only group is locked, when the receive that locked it is retried with VisibilityTimeout 0, then the waiter gets the message', async () => {
+  const q = queue('jobs.fifo', { FifoQueue: 'true' });
+  q.send(msg('locked', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
+  assert.equal(q.receive(1, 30 * S, clock.now(), 'attempt-1').length, 1);
+  const w = wait(q);
+  await flush();
+  // The retry returns the same message and handle, and makes it visible again at once.
+  assert.equal(q.receive(1, 0, clock.now(), 'attempt-1').length, 1);
+  await flush();
+  assert.deepEqual(bodies(resultOf(w)), ['locked']);
+});
