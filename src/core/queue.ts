@@ -152,6 +152,9 @@ export class Queue {
    * queues (a RedrivePolicy's target) are the store's: QueueStore.setAttributes.
    */
   setAttributes(attributes: Readonly<Record<string, string>>, now: number): void {
+    // Expiry is applied lazily: what the old MessageRetentionPeriod ended must be gone before a
+    // longer one is set, or it would come back.
+    this.tick(now);
     this.attributes = sharedDefaults(this.fifo, resolveAttributes(this.attributes, attributes));
     this.lastModifiedAt = now;
     this.cacheAttributes();

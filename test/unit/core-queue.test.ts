@@ -239,6 +239,13 @@ void test('Given messages sent at different times, when the oldest passes its re
   );
 });
 
+void test('Given a message past its retention period in a queue nothing touched since, when the period is raised, then the message stays gone', () => {
+  const q = newQueue({ MessageRetentionPeriod: '60' });
+  q.send(msg(), T0);
+  q.setAttributes({ MessageRetentionPeriod: '120' }, T0 + 90 * S);
+  assert.deepEqual(q.counts(T0 + 90 * S), { visible: 0, inflight: 0, delayed: 0 });
+});
+
 // ---- counts and purge ---------------------------------------------------------------------
 
 void test('Given visible, in-flight and delayed messages, when counted, then each state is counted apart', () => {
