@@ -48,7 +48,8 @@ export interface CoreListener {
   available?(queue: Queue): void;
   /**
    * A delayed or in-flight message now holds the queue's earliest deadline, so
-   * `nextTransitionAt()` may have moved earlier (a delayed send, a receive, a visibility change).
+   * `nextTransitionAt()` may have moved earlier (a delayed send, a receive, a visibility change;
+   * on a FIFO queue also a first message or a new MessageRetentionPeriod).
    */
   deadline?(queue: Queue): void;
   /**

@@ -159,6 +159,8 @@ export class Queue {
     this.lastModifiedAt = now;
     this.cacheAttributes();
     this.listener.change?.({ type: 'queue-put', queue: this });
+    // A shorter MessageRetentionPeriod brings a FIFO queue's retention deadline forward.
+    if (this.groups !== null) this.listener.deadline?.(this);
   }
 
   setTags(tags: Readonly<Record<string, string>>): void {
@@ -269,6 +271,9 @@ export class Queue {
     if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     if (msg.state === 'visible' && (g === undefined || g.heapIndex >= 0)) this.listener.available?.(this);
+    // FIFO: the first message of an empty queue brings a retention deadline (nextTransitionAt),
+    // which schedule() does not report when it comes before the message's delay ends.
+    else if (g !== undefined && this.head === msg) this.listener.deadline?.(this);
   }
 
   /**
@@ -601,11 +606,18 @@ export class Queue {
     return this.count;
   }
 
-  /** The earliest moment a delayed or in-flight message becomes visible; Infinity if none. */
+  /**
+   * The earliest moment a delayed or in-flight message becomes visible, or (FIFO) the oldest
+   * message's retention period ends, which unlocks its group if it was in flight or delayed;
+   * Infinity if none.
+   */
   nextTransitionAt(): number {
     const a = this.inflight.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
     const b = this.delayed.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
-    return Math.min(a, b);
+    if (this.groups === null || this.head === null) return Math.min(a, b);
+    const late = this.late?.peekOldest();
+    const oldest = late !== undefined && late.sentAt < this.head.sentAt ? late.sentAt : this.head.sentAt;
+    return Math.min(a, b, oldest + this.retentionMs);
   }
 
   /** Applies every deadline that has passed: delays end, visibility timeouts expire, retention ends. */

@@ -11,8 +11,9 @@ import type { QueueStore } from '../core/store.js';
  * - `available(queue)` from the core schedules one drain of that queue on a microtask, so the
  *   core's operation finishes before we receive from it again;
  * - while a queue has waiters, one timer per queue is armed for its next delay or visibility
- *   deadline, and re-armed when the core reports an earlier one (`deadline`); when it fires,
- *   `queue.tick()` moves messages and calls `available` itself;
+ *   deadline (FIFO: or retention deadline, which can unlock a group), and re-armed when the core
+ *   reports an earlier one (`deadline`); when it fires, `queue.tick()` moves messages and calls
+ *   `available` itself;
  * - a deleted queue calls `available` too, and its waiters are answered with no messages;
  * - each waiter has its own timeout timer, answered with no messages at its WaitTimeSeconds;
  * - a waiter whose client went away is dropped before it can take messages, so nothing is hidden

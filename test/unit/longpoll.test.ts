@@ -371,3 +371,18 @@ void test('Given a waiter on a FIFO queue whose only group is locked, when the r
   await flush();
   assert.deepEqual(bodies(resultOf(w)), ['locked']);
 });
+
+void test('Given a waiter behind a FIFO group locked by a message in flight, when that message reaches the end of its retention period, then the waiter gets the next message of the group', async () => {
+  const q = queue('jobs.fifo', { FifoQueue: 'true', MessageRetentionPeriod: '60' });
+  q.send(msg('first', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
+  await advance(30 * S);
+  q.send(msg('second', { groupId: 'g', deduplicationId: 'd2' }), clock.now());
+  assert.deepEqual(bodies(q.receive(1, 600 * S, clock.now())), ['first']);
+  await advance(15 * S);
+  const w = wait(q);
+  await advance(15 * S - 1);
+  assert.equal(resultOf(w), undefined);
+  // 60 s after it was sent, 'first' is gone, in flight or not, and its group is unlocked.
+  await advance(1);
+  assert.deepEqual(bodies(resultOf(w)), ['second']);
+});
