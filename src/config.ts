@@ -57,6 +57,8 @@ export interface Config {
   readonly auth: AuthMode;
   /** A JSON file of tenants and queues to create at start (src/startup-config.ts); undefined: none. */
   readonly configFile: string | undefined;
+  /** Requests the process sends itself after start so its hot code is compiled (src/http/warmup.ts); 0: none. */
+  readonly warmupRequests: number;
 }
 
 export interface RedisHostPort {
@@ -95,6 +97,7 @@ export const DEFAULTS = {
   queueDeletedRecently: true,
   redisPrefix: '{ssq}:',
   auth: 'off',
+  warmupRequests: 3000,
 } as const satisfies Partial<Config>;
 
 /** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
@@ -119,6 +122,7 @@ const STRING_FLAGS = [
   'admin-token',
   'auth',
   'config',
+  'warmup-requests',
 ] as const;
 const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently'] as const;
 type StringFlag = (typeof STRING_FLAGS)[number];
@@ -197,6 +201,13 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
       "request's Host, X-Forwarded-Proto and X-Forwarded-Host",
   },
   'log-level': { group: GROUP_SERVER, describe: `One of ${LOG_LEVELS.join(', ')}`, shownDefault: 'info' },
+  'warmup-requests': {
+    group: GROUP_SERVER,
+    describe:
+      'Requests the process sends to a private copy of its data plane after start, so that a failover ' +
+      'or a restart under load does not meet cold code; 0 turns the warm-up off',
+    shownDefault: String(DEFAULTS.warmupRequests),
+  },
   'queue-deleted-recently': {
     group: GROUP_SERVER,
     describe:
@@ -534,6 +545,14 @@ function parsePort(raw: Raw<string> | undefined, fallback: number): number {
   return port;
 }
 
+function parseWarmupRequests(raw: Raw<string> | undefined): number {
+  if (raw === undefined) return DEFAULTS.warmupRequests;
+  const text = raw.value.trim();
+  const n = /^\d{1,7}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 0 && n <= 1_000_000)) fail(raw, 'must be a whole number from 0 to 1000000');
+  return n;
+}
+
 function parseHost(raw: Raw<string> | undefined): string {
   if (raw === undefined) return DEFAULTS.host;
   let host = raw.value.trim();
@@ -793,6 +812,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     queueDeletedRecently: src.boolean('queue-deleted-recently')?.value ?? DEFAULTS.queueDeletedRecently,
     auth: parseAuth(src.string('auth')),
     configFile: parseConfigFile(src.string('config')),
+    warmupRequests: parseWarmupRequests(src.string('warmup-requests')),
   };
 }
 

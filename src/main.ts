@@ -6,6 +6,7 @@ import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
+import type { WarmUp } from './http/warmup.js';
 import type { ActivePassive } from './ha/active.js';
 import { Metrics } from './http/metrics.js';
 import { createLogger, flushLogger } from './log.js';
@@ -204,9 +205,31 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
         : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
   );
 
+  // A follower warms its code while it waits to lead, so that a takeover does not hand the full
+  // load to a cold process; a serving instance does not, as its own traffic does it and the
+  // warm-up would compete with it (src/http/warmup.ts).
+  let warmUp: WarmUp | undefined;
+  if (ha !== undefined && config.warmupRequests > 0) {
+    const leader = ha;
+    const { startWarmUp } = await import('./http/warmup.js');
+    logger.info({ requests: config.warmupRequests }, 'warm-up started');
+    warmUp = startWarmUp({
+      requests: config.warmupRequests,
+      accountId: config.accountId,
+      region: config.region,
+      commits: true,
+      until: () => leader.serving,
+    });
+    void warmUp.done.then(({ requests, ms, error }) => {
+      if (error === undefined) logger.info({ requests, ms }, 'warm-up done');
+      else logger.warn({ requests, ms, error }, 'warm-up failed: the first requests as leader may be slow');
+    });
+  }
+
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      await warmUp?.stop();
       // The leader drains, flushes, releases the lock and announces it before the planes close.
       await ha?.stop();
       logger.info('stopping: answering long polls, then closing both planes');

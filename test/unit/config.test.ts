@@ -35,6 +35,7 @@ const DEFAULT_CONFIG: Config = {
   queueDeletedRecently: true,
   auth: 'off',
   configFile: undefined,
+  warmupRequests: 3000,
 };
 
 /** Asserts that parsing fails with a ConfigError whose one-line message matches `pattern`. */
@@ -221,6 +222,22 @@ void describe('parseConfig: validation', () => {
 
   void test('Given the same non-zero port for both planes, when parsing, then it is an error', () => {
     assertConfigError(['--port', '5000', '--control-port', '5000'], {}, /must differ \(both 5000\)/);
+  });
+
+  void test('Given --warmup-requests or its variable, when parsing, then it is the count; 0 turns it off', () => {
+    assert.equal(parseConfig(['--warmup-requests', '0'], {}).warmupRequests, 0);
+    assert.equal(parseConfig([], { SHARED_SQS_WARMUP_REQUESTS: '500' }).warmupRequests, 500);
+    assert.equal(parseConfig(['--warmup-requests', '1000000'], {}).warmupRequests, 1_000_000);
+  });
+
+  void test('Given a negative, fractional or too large --warmup-requests, when parsing, then it is an error', () => {
+    for (const bad of ['-1', '1.5', 'many', '1000001', '']) {
+      assertConfigError(
+        ['--warmup-requests', bad],
+        {},
+        /^--warmup-requests (must be a whole number from 0 to 1000000|needs a value)/,
+      );
+    }
   });
 
   void test('Given an 11-digit --account-id, when parsing, then it is an error', () => {

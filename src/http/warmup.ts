@@ -1,0 +1,206 @@
+/**
+ * A new process runs its JavaScript cold: interpreted until V8 has seen each function often enough
+ * to compile it. Measured (docs/performance.md, "Persistence"): a server started and at once sent
+ * SendMessage at half its peak rate fell behind for its first second and built a backlog whose p99
+ * was 250-450 ms, against 5-25 ms once a few thousand requests had gone through it. A passive
+ * instance answers nothing but 503s until it takes over, so a failover hands the full load to
+ * code in that state.
+ *
+ * So a follower sends itself a few thousand requests of the common actions while it waits to lead,
+ * over both protocols and through the real HTTP stack, to a data plane of its own: a private store,
+ * no Redis, no metrics, no log, on a Unix socket in a directory only this user can enter. Nothing
+ * of it is visible outside the process, and the data plane's code is the same code the real one
+ * runs. A serving instance does not warm up: measured, a warm-up beside the traffic of a server
+ * just started made that traffic's backlog seconds long instead of a fraction of one.
+ */
+import { Agent, request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { systemClock } from '../core/clock.js';
+import { QueueStore } from '../core/store.js';
+import { LongPoller } from '../sqs/longpoll.js';
+import { MoveTaskRunner } from '../sqs/movetasks.js';
+import { buildDataPlane } from './data.js';
+
+export interface WarmUpOptions {
+  /** About how many requests to send in all. */
+  readonly requests: number;
+  readonly accountId: string;
+  readonly region: string;
+  /** Whether the real data plane waits for a Redis commit, so the warm-up's takes that path too. */
+  readonly commits: boolean;
+  /** Stops the warm-up once true (checked before each request): the instance began to serve. */
+  readonly until?: () => boolean;
+}
+
+export interface WarmUp {
+  /** Resolves with what was sent when the warm-up is over (or was stopped); never rejects. */
+  readonly done: Promise<{ requests: number; ms: number; error?: string }>;
+  /** Ends the warm-up early (shutdown); resolves once its plane is closed. */
+  stop(): Promise<void>;
+}
+
+class Ended extends Error {}
+
+const BODY = 'warm-up message body '.repeat(12);
+/** Parallel connections: enough to give the plane the same turns with several requests in them. */
+const CONNECTIONS = 4;
+
+export function startWarmUp(opts: WarmUpOptions): WarmUp {
+  let stopped = false;
+  const over = (): boolean => stopped || (opts.until?.() ?? false);
+  const dir = mkdtempSync(path.join(tmpdir(), 'shared-sqs-warmup-'));
+  const socketPath = path.join(dir, 'data.sock');
+  const store = new QueueStore(systemClock);
+  const services = {
+    store,
+    clock: systemClock,
+    poller: new LongPoller(store, systemClock),
+    mover: new MoveTaskRunner(store, systemClock),
+  };
+  const plane = buildDataPlane({
+    services,
+    logger: pino({ level: 'silent' }),
+    accountId: opts.accountId,
+    region: opts.region,
+    baseUrl: 'http://localhost',
+    isServing: () => true,
+    ...(opts.commits ? { commit: () => Promise.resolve() } : {}),
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const t0 = performance.now();
+  let sent = 0;
+
+  const post = (headers: Record<string, string>, body: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      // Checked before every request, so a takeover waits for at most the requests in flight.
+      if (over()) {
+        reject(new Ended());
+        return;
+      }
+      const req = request(
+        {
+          socketPath,
+          agent,
+          method: 'POST',
+          path: '/',
+          headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () =>
+            res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}: ${text}`)),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+      sent++;
+    });
+
+  const json = (action: string, input: object): Promise<string> =>
+    post(
+      { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': `AmazonSQS.${action}` },
+      JSON.stringify(input),
+    );
+  const query = (action: string, params: Record<string, string>): Promise<string> =>
+    post(
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      new URLSearchParams({ Action: action, Version: '2012-11-05', ...params }).toString(),
+    );
+
+  /** One client's share: sends, batches, receives and deletes on its own queue, in both protocols. */
+  async function client(n: number, rounds: number): Promise<void> {
+    const jsonUrl = (
+      JSON.parse(await json('CreateQueue', { QueueName: `warm-json-${n}` })) as { QueueUrl: string }
+    ).QueueUrl;
+    const queryUrl = /<QueueUrl>([^<]+)<\/QueueUrl>/.exec(
+      await query('CreateQueue', { QueueName: `warm-query-${n}` }),
+    )?.[1];
+    if (queryUrl === undefined) throw new Error('CreateQueue over Query: no QueueUrl');
+    const attributes = { kind: { DataType: 'String', StringValue: 'warm-up' } };
+    for (let r = 0; r < rounds; r++) {
+      await json('SendMessage', { QueueUrl: jsonUrl, MessageBody: BODY });
+      await json('SendMessage', { QueueUrl: jsonUrl, MessageBody: BODY, MessageAttributes: attributes });
+      await json('SendMessageBatch', {
+        QueueUrl: jsonUrl,
+        Entries: Array.from({ length: 10 }, (_, i) => ({ Id: `m${i}`, MessageBody: BODY })),
+      });
+      const received = JSON.parse(
+        await json('ReceiveMessage', {
+          QueueUrl: jsonUrl,
+          MaxNumberOfMessages: 10,
+          MessageAttributeNames: ['All'],
+          MessageSystemAttributeNames: ['All'],
+        }),
+      ) as { Messages?: { ReceiptHandle: string }[] };
+      const handles = (received.Messages ?? []).map((m) => m.ReceiptHandle);
+      if (handles.length > 0) {
+        await json('DeleteMessageBatch', {
+          QueueUrl: jsonUrl,
+          Entries: handles.map((h, i) => ({ Id: `d${i}`, ReceiptHandle: h })),
+        });
+      }
+      await query('SendMessage', { QueueUrl: queryUrl, MessageBody: BODY });
+      const batch: Record<string, string> = { QueueUrl: queryUrl };
+      for (let i = 1; i <= 10; i++) {
+        batch[`SendMessageBatchRequestEntry.${i}.Id`] = `m${i}`;
+        batch[`SendMessageBatchRequestEntry.${i}.MessageBody`] = BODY;
+      }
+      await query('SendMessageBatch', batch);
+      const xml = await query('ReceiveMessage', {
+        QueueUrl: queryUrl,
+        MaxNumberOfMessages: '10',
+        'AttributeName.1': 'All',
+        'MessageAttributeName.1': 'All',
+      });
+      const deletes: Record<string, string> = { QueueUrl: queryUrl };
+      let i = 0;
+      for (const m of xml.matchAll(/<ReceiptHandle>([^<]+)<\/ReceiptHandle>/g)) {
+        i++;
+        deletes[`DeleteMessageBatchRequestEntry.${i}.Id`] = `d${i}`;
+        deletes[`DeleteMessageBatchRequestEntry.${i}.ReceiptHandle`] = m[1] as string;
+      }
+      if (i > 0) await query('DeleteMessageBatch', deletes);
+    }
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      agent.destroy();
+      await plane.close();
+      services.poller.closeAll();
+      services.mover.close();
+      rmSync(dir, { recursive: true, force: true });
+    })());
+
+  // Requests per round of one client: 8 or so, so `requests` / 8 rounds across the clients.
+  const rounds = Math.max(1, Math.ceil(opts.requests / 8 / CONNECTIONS));
+  const done = (async () => {
+    let error: string | undefined;
+    try {
+      await plane.listen({ path: socketPath });
+      await Promise.all(Array.from({ length: CONNECTIONS }, (_, n) => client(n, rounds)));
+    } catch (e) {
+      // A warm-up that fails costs only its speed-up; the caller logs the reason.
+      if (!(e instanceof Ended) && !stopped) error = e instanceof Error ? e.message : String(e);
+    }
+    await close();
+    const result = { requests: sent, ms: Math.round(performance.now() - t0) };
+    return error === undefined ? result : { ...result, error };
+  })();
+  return {
+    done,
+    stop: async () => {
+      stopped = true;
+      await close();
+      await done;
+    },
+  };
+}
