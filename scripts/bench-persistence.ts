@@ -9,9 +9,18 @@
  * 2. latency at half of peak: SendMessage at a fixed rate (half the median Redis send rate, or
  *    half of --rate), open loop (latency counted from when each request was due, so a stall is not
  *    hidden), with Redis and memory-only, --rounds times each; the median and worst p99 are printed.
+ *    Each run starts a new server, and its first --warmup seconds (default 3) at the same rate are
+ *    not counted: a cold server (interpreted code, V8 compiling on the same pinned CPU) falls behind
+ *    the rate at first, and on a slower VM the backlog it builds took up to 2 s to drain, which with
+ *    the old 1 s warm-up put p99s of 0.1-0.4 s into the figure for steady state. The warm-up's own
+ *    p99 is printed beside it, so what a just-started server does under that load stays visible.
  *    With --drain N, N consumers (ReceiveMessage of 10, 1 s long poll, + DeleteMessageBatch) keep
  *    the queue near empty meanwhile, so the server's heap does not grow with a backlog.
- * 3. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
+ * 3. takeover: the same fixed rate sent to a follower (--leader-election) the moment it took over
+ *    from a leader stopped with SIGTERM, the follower having waited 3 s beside the leader with its
+ *    warm-up (src/http/warmup.ts) on and off, --rounds times each; the p99 of the first --warmup
+ *    seconds after the takeover and of the --duration seconds after them are printed.
+ * 4. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
@@ -24,8 +33,9 @@
  * `--node-flags "..."` passes Node/V8 flags to the servers (e.g. `--single-threaded`, which keeps
  * V8's compiler and GC threads from competing with the event loop on the server's one core).
  *
- * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0,
- * load generator on CPU 1; Redis is not pinned unless --redis-cpus LIST is given (taskset -c LIST).
+ * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0
+ * (--server-cpus LIST to change that, e.g. 0,1 for not pinned), load generator on CPU 1; Redis is
+ * not pinned unless --redis-cpus LIST is given (taskset -c LIST).
  * On a shared machine, --nice N (e.g. -10) runs Redis, the servers and bench.ts at a higher
  * priority than the rest, and --wait-idle S is passed to bench.ts. Not by default: above the
  * kernel's own worker threads, which complete Redis's fsyncs, it slows every `appendfsync always`
@@ -53,6 +63,7 @@ import {
   pinSelf,
   readCpuSeconds,
   readRss,
+  sleep,
   waitForReady,
 } from './bench/proc.js';
 import { RawPool } from './bench/rawhttp.js';
@@ -65,6 +76,7 @@ const { values: opt } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '3' },
     clients: { type: 'string', default: '32' },
     fsync: { type: 'string', default: 'always' },
     'aof-rewrite': { type: 'string', default: 'auto' },
@@ -76,6 +88,7 @@ const { values: opt } = parseArgs({
     'node-flags': { type: 'string', default: '' },
     'wait-idle': { type: 'string', default: '0' },
     'redis-cpus': { type: 'string', default: '' },
+    'server-cpus': { type: 'string', default: '0' },
     drain: { type: 'string', default: '0' },
     json: { type: 'string' },
     // Internal: the loader measurement, run in a child process.
@@ -256,6 +269,7 @@ async function startServer(
   extra: string[],
   logLevel = 'warn',
   readyTimeoutMs = 600_000,
+  readyPath = '/ready',
 ): Promise<Server & { readyMs: number }> {
   const port = await freePort();
   const controlPort = await freePort();
@@ -274,13 +288,13 @@ async function startServer(
   ];
   const t0 = performance.now();
   const [cmd, argv] = hasTaskset()
-    ? niced('taskset', ['-c', '0', process.execPath, ...args])
+    ? niced('taskset', ['-c', opt['server-cpus'], process.execPath, ...args])
     : niced(process.execPath, args);
   const proc = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
   proc.stderr?.setEncoding('utf8').on('data', (c: string) => (out += c));
-  await waitForReady(proc, controlPort, readyTimeoutMs, () => out);
+  await waitForReady(proc, controlPort, readyTimeoutMs, () => out, readyPath);
   const readyMs = performance.now() - t0;
   return {
     proc,
@@ -306,6 +320,7 @@ async function fixedRate(
   max: number;
   sendLagP99: number;
   sendLagMax: number;
+  warmupP99: number;
   sent: number;
   errors: number;
 }> {
@@ -329,12 +344,13 @@ async function fixedRate(
     }
   });
   const hist = new Histogram();
+  const warmHist = new Histogram();
   /** How late the load generator itself issued each request: its own stalls, not the server's. */
   const sendLag = new Histogram();
   let errors = 0;
   let sent = 0;
   const inflight = new Set<Promise<void>>();
-  const warmupNs = 1e9;
+  const warmupNs = Number(opt.warmup) * 1e9;
   const start = process.hrtime.bigint();
   const endNs = BigInt(Math.round(seconds * 1e9 + warmupNs));
   for (;;) {
@@ -349,7 +365,7 @@ async function fixedRate(
       const p = pool.post(request, false).then(
         (r) => {
           if (r.status !== 200) errors++;
-          else if (measured) hist.recordSince(dueNs);
+          else (measured ? hist : warmHist).recordSince(dueNs);
         },
         () => void errors++,
       );
@@ -374,6 +390,7 @@ async function fixedRate(
     max: s.max ?? NaN,
     sendLagP99: lag.p99 ?? NaN,
     sendLagMax: lag.max ?? NaN,
+    warmupP99: warmHist.summaryMs().p99 ?? NaN,
     sent,
     errors,
   };
@@ -588,7 +605,7 @@ try {
   if (!skip.has('latency') && Number.isFinite(redisSendRate)) {
     const rate = Math.round(redisSendRate / 2);
     log(
-      `\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s, ${rounds} rounds` +
+      `\nSendMessage at ${rate} msgs/s (half the Redis peak), open loop, ${durationS} s after ${opt.warmup} s of warm-up, ${rounds} rounds` +
         (drainers > 0 ? `, ${drainers} consumers draining the queue:` : ':'),
     );
     type Run = Awaited<ReturnType<typeof fixedRate>> & {
@@ -608,7 +625,7 @@ try {
           const seen = await serverSide(server.controlPort);
           runs[mode].push({ ...r, redisEvents, server: seen });
           log(
-            `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (${r.sent} sent, ${r.errors} errors; ` +
+            `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (warm-up p99 ${r.warmupP99} ms; ${r.sent} sent, ${r.errors} errors; ` +
               `the load generator's own lag p99 ${r.sendLagP99} ms, max ${r.sendLagMax} ms)` +
               `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
               (mode === 'redis'
@@ -621,7 +638,7 @@ try {
         }
       }
     }
-    const out: Record<string, unknown> = { rate };
+    const out: Record<string, unknown> = { rate, warmupS: Number(opt.warmup) };
     for (const mode of ['memory', 'redis'] as const) {
       const p99s = runs[mode].map((r) => r.p99);
       out[mode] = { runs: runs[mode], medianP99: median(p99s), worstP99: Math.max(...p99s) };
@@ -630,6 +647,48 @@ try {
       );
     }
     report.latency = out;
+  }
+
+  if (!skip.has('takeover') && Number.isFinite(redisSendRate)) {
+    const rate = Math.round(redisSendRate / 2);
+    log(
+      `\nSendMessage at ${rate} msgs/s to a follower just after it took over (${opt.warmup} s, then ${durationS} s), ` +
+        `its warm-up on and off, ${rounds} rounds:`,
+    );
+    const variants = { warm: [] as string[], cold: ['--warmup-requests', '0'] };
+    const out: Record<string, { first: number[]; after: number[] }> = {};
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, flags] of Object.entries(variants)) {
+        await redis.client.flushall();
+        const ha = ['--redis-addr', `127.0.0.1:${redis.port}`, '--leader-election'];
+        const leader = await startServer([...ha, '--warmup-requests', '0']);
+        let follower: Server | undefined;
+        try {
+          follower = await startServer([...ha, ...flags], 'warn', 60_000, '/health');
+          // The same wait for both: long enough for the default warm-up on this machine.
+          await sleep(3_000);
+          await leader.stop();
+          await waitForReady(follower.proc, follower.controlPort, 30_000, follower.output);
+          const r = await fixedRate(follower, rate, durationS);
+          (out[name] ??= { first: [], after: [] }).first.push(r.warmupP99);
+          out[name].after.push(r.p99);
+          log(
+            `  ${name}: first ${opt.warmup} s p99 ${r.warmupP99} ms, then p99 ${r.p99} ms, max ${r.max} ms ` +
+              `(${r.sent} sent, ${r.errors} errors)`,
+          );
+        } finally {
+          await follower?.stop();
+          if (leader.proc.exitCode === null) await leader.stop();
+        }
+      }
+    }
+    for (const [name, o] of Object.entries(out)) {
+      log(
+        `  ${name} over ${rounds} rounds: first ${opt.warmup} s p99 median ${fmt(median(o.first), 1)} ms, ` +
+          `then median ${fmt(median(o.after), 1)} ms`,
+      );
+    }
+    report.takeover = { rate, ...out };
   }
 
   if (!skip.has('load')) {

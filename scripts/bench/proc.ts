@@ -188,19 +188,20 @@ export function machineInfo(): MachineInfo {
 }
 
 /**
- * Polls shared-sqs's GET /ready on `controlPort` until 200; throws with the server's output when it
- * exits first or `timeoutMs` passes.
+ * Polls shared-sqs's GET /ready (or `path`: /health for a follower) on `controlPort` until 200;
+ * throws with the server's output when it exits first or `timeoutMs` passes.
  */
 export async function waitForReady(
   proc: { readonly exitCode: number | null },
   controlPort: number,
   timeoutMs: number,
   output: () => string,
+  path = '/ready',
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const res = await fetch(`http://127.0.0.1:${controlPort}/ready`);
+      const res = await fetch(`http://127.0.0.1:${controlPort}${path}`);
       await res.arrayBuffer();
       if (res.status === 200) return;
     } catch {
