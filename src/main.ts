@@ -217,12 +217,12 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       requests: config.warmupRequests,
       accountId: config.accountId,
       region: config.region,
-      commits: true,
+      writes: true,
       until: () => leader.serving,
     });
-    void warmUp.done.then(({ requests, ms, error }) => {
-      if (error === undefined) logger.info({ requests, ms }, 'warm-up done');
-      else logger.warn({ requests, ms, error }, 'warm-up failed: the first requests as leader may be slow');
+    void warmUp.done.then(({ error, ...done }) => {
+      if (error === undefined) logger.info(done, 'warm-up done');
+      else logger.warn({ ...done, error }, 'warm-up failed: the first requests as leader may be slow');
     });
   }
 

@@ -7,19 +7,26 @@
  * code in that state.
  *
  * So a follower sends itself a few thousand requests of the common actions while it waits to lead,
- * over both protocols and through the real HTTP stack, to a data plane of its own: a private store,
- * no Redis, no metrics, no log, on a Unix socket in a directory only this user can enter. Nothing
- * of it is visible outside the process, and the data plane's code is the same code the real one
- * runs. A serving instance does not warm up: measured, a warm-up beside the traffic of a server
- * just started made that traffic's backlog seconds long instead of a fraction of one.
+ * over both protocols and through the real HTTP stack, to a data plane of its own: a private store
+ * whose changes a Writer of its own writes through ioredis to a stand-in that answers like Redis,
+ * no metrics, no log, both sockets in a directory only this user can enter. Nothing of it is
+ * visible outside the process, and the code it runs is the code a leader runs. A serving instance
+ * does not warm up: measured, a warm-up beside the traffic of a server just started made that
+ * traffic's backlog seconds long instead of a fraction of one.
  */
 import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { QueueStore } from '../core/store.js';
+import { keysFor } from '../persistence/keys.js';
+import { redisOptions } from '../persistence/redis.js';
+import { ScriptCode } from '../persistence/scripts.js';
+import { Writer } from '../persistence/writer.js';
 import { LongPoller } from '../sqs/longpoll.js';
 import { MoveTaskRunner } from '../sqs/movetasks.js';
 import { buildDataPlane } from './data.js';
@@ -29,15 +36,19 @@ export interface WarmUpOptions {
   readonly requests: number;
   readonly accountId: string;
   readonly region: string;
-  /** Whether the real data plane waits for a Redis commit, so the warm-up's takes that path too. */
-  readonly commits: boolean;
+  /**
+   * Whether the real data plane writes through to Redis: then the warm-up's store has a Writer
+   * too, with an ioredis client talking to a stand-in that answers every command (below), so the
+   * writer, the record codec and ioredis are warmed as well, and the real Redis sees nothing.
+   */
+  readonly writes: boolean;
   /** Stops the warm-up once true (checked before each request): the instance began to serve. */
   readonly until?: () => boolean;
 }
 
 export interface WarmUp {
   /** Resolves with what was sent when the warm-up is over (or was stopped); never rejects. */
-  readonly done: Promise<{ requests: number; ms: number; error?: string }>;
+  readonly done: Promise<{ requests: number; ms: number; writerBatches: number; error?: string }>;
   /** Ends the warm-up early (shutdown); resolves once its plane is closed. */
   stop(): Promise<void>;
 }
@@ -60,6 +71,22 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     poller: new LongPoller(store, systemClock),
     mover: new MoveTaskRunner(store, systemClock),
   };
+  let standIn: Server | undefined;
+  let redis: Redis | undefined;
+  let writer: Writer | undefined;
+  if (opts.writes) {
+    const redisPath = path.join(dir, 'redis.sock');
+    standIn = createServer(answerEveryCommand);
+    standIn.listen(redisPath);
+    redis = new Redis({
+      ...redisOptions({ url: 'redis://localhost', connectionName: 'shared-sqs:warm-up' }),
+      path: redisPath,
+      replyMapping: 'legacy',
+    });
+    redis.on('error', () => undefined);
+    writer = new Writer({ redis, keys: keysFor('{warm-up}:'), unavailable: (cause) => cause });
+    writer.attach(store);
+  }
   const plane = buildDataPlane({
     services,
     logger: pino({ level: 'silent' }),
@@ -67,7 +94,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     region: opts.region,
     baseUrl: 'http://localhost',
     isServing: () => true,
-    ...(opts.commits ? { commit: () => Promise.resolve() } : {}),
+    ...(writer === undefined ? {} : { commit: () => writer.commit() }),
   });
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const t0 = performance.now();
@@ -177,6 +204,9 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
       await plane.close();
       services.poller.closeAll();
       services.mover.close();
+      await writer?.close();
+      redis?.disconnect();
+      await new Promise((resolve) => (standIn === undefined ? resolve(undefined) : standIn.close(resolve)));
       rmSync(dir, { recursive: true, force: true });
     })());
 
@@ -185,6 +215,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
   const done = (async () => {
     let error: string | undefined;
     try {
+      await redis?.connect();
       await plane.listen({ path: socketPath });
       await Promise.all(Array.from({ length: CONNECTIONS }, (_, n) => client(n, rounds)));
     } catch (e) {
@@ -192,7 +223,11 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
       if (!(e instanceof Ended) && !stopped) error = e instanceof Error ? e.message : String(e);
     }
     await close();
-    const result = { requests: sent, ms: Math.round(performance.now() - t0) };
+    const result = {
+      requests: sent,
+      ms: Math.round(performance.now() - t0),
+      writerBatches: writer?.stats.batches ?? 0,
+    };
     return error === undefined ? result : { ...result, error };
   })();
   return {
@@ -203,4 +238,64 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
       await done;
     },
   };
+}
+
+/**
+ * A stand-in for Redis on the warm-up's own socket: it reads RESP commands and answers each one as
+ * the writer and ioredis's connection set-up need (INFO for the ready check, OK codes for the
+ * writer's scripts), and keeps nothing.
+ */
+function answerEveryCommand(socket: Socket): void {
+  let pending: Buffer = Buffer.alloc(0);
+  socket.on('error', () => undefined);
+  socket.on('data', (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let replies = '';
+    let at = 0;
+    for (;;) {
+      const command = nextCommand(pending, at);
+      if (command === undefined) break;
+      at = command.end;
+      replies += reply(command.name);
+    }
+    pending = pending.subarray(at);
+    if (replies !== '') socket.write(replies);
+  });
+}
+
+const INFO = '# Server\r\nredis_version:7.0.15\r\nloading:0\r\n';
+
+function reply(name: string): string {
+  switch (name) {
+    case 'info':
+      return `$${Buffer.byteLength(INFO)}\r\n${INFO}\r\n`;
+    case 'evalsha':
+    case 'eval':
+      return `:${ScriptCode.OK}\r\n`;
+    default:
+      return '+OK\r\n';
+  }
+}
+
+/** The next whole command (a RESP array of bulk strings) from `at`: its name and where it ends. */
+function nextCommand(b: Buffer, at: number): { name: string; end: number } | undefined {
+  let p = at;
+  const header = (): number | undefined => {
+    const eol = b.indexOf('\r\n', p);
+    if (eol < 0) return undefined;
+    const n = Number(b.toString('latin1', p + 1, eol));
+    p = eol + 2;
+    return n;
+  };
+  if (p >= b.length) return undefined;
+  const parts = header();
+  if (parts === undefined) return undefined;
+  let name = '';
+  for (let i = 0; i < parts; i++) {
+    const len = header();
+    if (len === undefined || b.length < p + len + 2) return undefined;
+    if (i === 0) name = b.toString('latin1', p, p + len).toLowerCase();
+    p += len + 2;
+  }
+  return { name, end: p };
 }

@@ -28,6 +28,7 @@ interface WarmUpLine {
   msg: string;
   requests: number;
   ms: number;
+  writerBatches: number;
 }
 
 function warmUpLines(s: RunningServer): WarmUpLine[] {
@@ -98,6 +99,8 @@ test(
     const line = await until('the warm-up line', () => warmUpLines(follower)[1]);
     assert.equal(line.msg, 'warm-up done', follower.stdout());
     assert.ok(line.requests >= 2000, `requests ${line.requests}`);
+    // Its store had a writer, which wrote to the warm-up's own stand-in for Redis, not to Redis.
+    assert.ok(line.writerBatches > 0, `writer batches ${line.writerBatches}`);
     assert.equal(await ready(follower), false, 'the follower does not serve');
 
     assert.deepEqual(readdirSync(tmp), [], 'the warm-up socket directory is removed');
