@@ -15,7 +15,7 @@
  * traffic's backlog seconds long instead of a fraction of one.
  */
 import { Agent, request } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -55,6 +55,42 @@ export interface WarmUp {
 
 class Ended extends Error {}
 
+const DIR_PREFIX = 'shared-sqs-warmup-';
+
+/**
+ * A process killed (kill -9) while it warmed up left its directory behind: the next warm-up removes
+ * those whose process is gone. The pid in the name is the owner's; one reused by another process
+ * only keeps its directory for longer.
+ */
+function removeStaleDirs(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(DIR_PREFIX)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(DIR_PREFIX.length))?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || alive(pid)) continue;
+    try {
+      rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
+    } catch {
+      // Another user's directory: not ours to remove.
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, under another user.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 const BODY = 'warm-up message body '.repeat(12);
 /** Parallel connections: enough to give the plane the same turns with several requests in them. */
 const CONNECTIONS = 4;
@@ -62,7 +98,8 @@ const CONNECTIONS = 4;
 export function startWarmUp(opts: WarmUpOptions): WarmUp {
   let stopped = false;
   const over = (): boolean => stopped || (opts.until?.() ?? false);
-  const dir = mkdtempSync(path.join(tmpdir(), 'shared-sqs-warmup-'));
+  removeStaleDirs();
+  const dir = mkdtempSync(path.join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   const socketPath = path.join(dir, 'data.sock');
   const store = new QueueStore(systemClock);
   const services = {

@@ -8,8 +8,10 @@
  * Every test file stops what it starts (`after(() => server.stop())`).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
 
@@ -79,6 +81,20 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
+/**
+ * The servers' TMPDIR: one directory per test process, removed when it exits, so that what a server
+ * killed with -9 leaves there (a follower's warm-up sockets, src/http/warmup.ts) goes with it.
+ */
+let serverTmp: string | undefined;
+function serverTmpDir(): string {
+  if (serverTmp === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'ssq-servers-'));
+    serverTmp = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return serverTmp;
+}
+
 /** Spawns `node dist/main.js ...args` and collects its output; does not wait for anything. */
 export function spawnMain(
   args: readonly string[],
@@ -94,7 +110,7 @@ export function spawnMain(
   }
   const proc = spawn(process.execPath, [MAIN_JS, ...args], {
     cwd: PROJECT_ROOT,
-    env: cleanEnv(env),
+    env: cleanEnv({ TMPDIR: serverTmpDir(), ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -4,7 +4,8 @@
  * soon as the instance takes over, and a serving instance does not run one.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -85,6 +86,12 @@ test(
     const prefix = uniquePrefix();
     const tmp = mkdtempSync(join(tmpdir(), 'ssq-warmup-test-'));
     t.after(() => rmSync(tmp, { recursive: true, force: true }));
+    // What a warm-up killed with -9 leaves: the follower removes it, since its process is gone,
+    // and leaves a live process's directory and everything else alone.
+    const deadPid = spawnSync('true').pid;
+    const stale = `shared-sqs-warmup-${deadPid}-AbC123`;
+    const live = `shared-sqs-warmup-${process.pid}-XyZ789`;
+    for (const d of [stale, live, 'something-else']) mkdirSync(join(tmp, d));
     const leader = await startServer({ args: haArgs(prefix, 0) });
     t.after(() => leader.stop());
     await until('the first instance to lead', async () => ((await ready(leader)) ? true : undefined));
@@ -103,7 +110,11 @@ test(
     assert.ok(line.writerBatches > 0, `writer batches ${line.writerBatches}`);
     assert.equal(await ready(follower), false, 'the follower does not serve');
 
-    assert.deepEqual(readdirSync(tmp), [], 'the warm-up socket directory is removed');
+    assert.deepEqual(
+      readdirSync(tmp).sort(),
+      [live, 'something-else'].sort(),
+      'the warm-up removed its own directory and the stale one',
+    );
     assert.deepEqual(await keysUnder(redis.client, prefix), keysBefore, 'Redis holds what it held before');
     const counted = [...samples(await metrics(follower))].filter(
       (x) => x.name.startsWith('sqs_') && x.value > 0,
