@@ -337,7 +337,11 @@ export function computeChecks(results: readonly Result[]): Check[] {
     });
   };
   const pct = (v: number, limit: number): string => `${Math.abs((v / limit - 1) * 100).toFixed(0)} %`;
-  /** A throughput ratio check, judged per server core (see perCore), the measured ratio shown too. */
+  /**
+   * A throughput ratio check, shown per server core (see perCore) and as measured, and met only
+   * when both are: a run in which the server idled a little must not turn a measured 0.78× into a
+   * "met" 0.80× (it did once, on a VM where the issue's req/s ratio fell short).
+   */
   const addRatio = (
     target: string,
     protocol: Protocol,
@@ -351,11 +355,11 @@ export function computeChecks(results: readonly Result[]): Check[] {
     add(
       target,
       protocol,
-      r.perCore ?? r.value,
+      r.value === null || r.perCore === null ? r.value : Math.min(r.value, r.perCore),
       limit,
       'min',
-      (x) =>
-        `${x.toFixed(2)}× per server core (${fmtNum(perCore(a, field))} vs ${fmtNum(perCore(b, field))}); ` +
+      () =>
+        `${fmtRatio(r.perCore)} per server core (${fmtNum(perCore(a, field))} vs ${fmtNum(perCore(b, field))}); ` +
         `measured ${fmtRatio(r.value)} (${fmtNum(a[field])} vs ${fmtNum(b[field])})`,
       gap,
       a.errors > 0,
