@@ -217,7 +217,6 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       requests: config.warmupRequests,
       accountId: config.accountId,
       region: config.region,
-      writes: true,
       until: () => leader.serving,
     });
     void warmUp.done.then(({ error, ...done }) => {

@@ -16,7 +16,7 @@
  */
 import { Agent, request } from 'node:http';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -36,12 +36,6 @@ export interface WarmUpOptions {
   readonly requests: number;
   readonly accountId: string;
   readonly region: string;
-  /**
-   * Whether the real data plane writes through to Redis: then the warm-up's store has a Writer
-   * too, with an ioredis client talking to a stand-in that answers every command (below), so the
-   * writer, the record codec and ioredis are warmed as well, and the real Redis sees nothing.
-   */
-  readonly writes: boolean;
   /** Stops the warm-up once true (checked before each request): the instance began to serve. */
   readonly until?: () => boolean;
 }
@@ -108,22 +102,18 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     poller: new LongPoller(store, systemClock),
     mover: new MoveTaskRunner(store, systemClock),
   };
-  let standIn: Server | undefined;
-  let redis: Redis | undefined;
-  let writer: Writer | undefined;
-  if (opts.writes) {
-    const redisPath = path.join(dir, 'redis.sock');
-    standIn = createServer(answerEveryCommand);
-    standIn.listen(redisPath);
-    redis = new Redis({
-      ...redisOptions({ url: 'redis://localhost', connectionName: 'shared-sqs:warm-up' }),
-      path: redisPath,
-      replyMapping: 'legacy',
-    });
-    redis.on('error', () => undefined);
-    writer = new Writer({ redis, keys: keysFor('{warm-up}:'), unavailable: (cause) => cause });
-    writer.attach(store);
-  }
+  // Its store writes through a Writer of its own, as a leader's does, to a stand-in for Redis.
+  const redisPath = path.join(dir, 'redis.sock');
+  const standIn = createServer(answerEveryCommand);
+  standIn.listen(redisPath);
+  const redis = new Redis({
+    ...redisOptions({ url: 'redis://localhost', connectionName: 'shared-sqs:warm-up' }),
+    path: redisPath,
+    replyMapping: 'legacy',
+  });
+  redis.on('error', () => undefined);
+  const writer = new Writer({ redis, keys: keysFor('{warm-up}:'), unavailable: (cause) => cause });
+  writer.attach(store);
   const plane = buildDataPlane({
     services,
     logger: pino({ level: 'silent' }),
@@ -131,7 +121,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     region: opts.region,
     baseUrl: 'http://localhost',
     isServing: () => true,
-    ...(writer === undefined ? {} : { commit: () => writer.commit() }),
+    commit: () => writer.commit(),
   });
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const t0 = performance.now();
@@ -241,9 +231,9 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
       await plane.close();
       services.poller.closeAll();
       services.mover.close();
-      await writer?.close();
-      redis?.disconnect();
-      await new Promise((resolve) => (standIn === undefined ? resolve(undefined) : standIn.close(resolve)));
+      await writer.close();
+      redis.disconnect();
+      await new Promise((resolve) => standIn.close(resolve));
       rmSync(dir, { recursive: true, force: true });
     })());
 
@@ -252,7 +242,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
   const done = (async () => {
     let error: string | undefined;
     try {
-      await redis?.connect();
+      await redis.connect();
       await plane.listen({ path: socketPath });
       await Promise.all(Array.from({ length: CONNECTIONS }, (_, n) => client(n, rounds)));
     } catch (e) {
@@ -263,7 +253,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     const result = {
       requests: sent,
       ms: Math.round(performance.now() - t0),
-      writerBatches: writer?.stats.batches ?? 0,
+      writerBatches: writer.stats.batches,
     };
     return error === undefined ? result : { ...result, error };
   })();
