@@ -86,6 +86,8 @@ function alive(pid: number): boolean {
 }
 
 const BODY = 'warm-up message body '.repeat(12);
+/** What one round of a client sends: five JSON requests and four Query ones (client() below). */
+const REQUESTS_PER_ROUND = 9;
 /** Parallel connections: enough to give the plane the same turns with several requests in them. */
 const CONNECTIONS = 4;
 
@@ -237,8 +239,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
       rmSync(dir, { recursive: true, force: true });
     })());
 
-  // Requests per round of one client: 8 or so, so `requests` / 8 rounds across the clients.
-  const rounds = Math.max(1, Math.ceil(opts.requests / 8 / CONNECTIONS));
+  const rounds = Math.max(1, Math.ceil(opts.requests / REQUESTS_PER_ROUND / CONNECTIONS));
   const done = (async () => {
     let error: string | undefined;
     try {
