@@ -56,7 +56,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import type { CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
 import type { Queue, QueueCounts, SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -67,6 +67,7 @@ import {
   randomVisibilitySeconds,
   Rng,
 } from '../helpers/rng.js';
+import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../helpers/model.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -94,16 +95,9 @@ const SEEDS =
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
-/** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
-const coverage = new Map<string, number>();
-function hit(rule: string): void {
-  coverage.set(rule, (coverage.get(rule) ?? 0) + 1);
-}
+const coverage = new Coverage();
 
 // ---- the reference model ----------------------------------------------------------------------
-
-type Outcome = { readonly ok: true } | { readonly error: CoreErrorCode };
-const OK: Outcome = { ok: true };
 
 type LiveState = Exclude<MessageState, 'deleted'>;
 type Scope = 'queue' | 'messageGroup';
@@ -228,9 +222,10 @@ class Model {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
         const state = this.state(m, now);
         m.gone = 'expired';
-        hit(`expired while ${state}`);
+        coverage.hit(`expired while ${state}`);
         const v = this.view(m.group, now);
-        if (state === 'inflight' && v.live.length > 0 && !v.locked) hit('expired: its group unlocked');
+        if (state === 'inflight' && v.live.length > 0 && !v.locked)
+          coverage.hit('expired: its group unlocked');
       }
     }
     for (const d of this.deadLetters) if (!d.gone && now >= d.movedAt + DLQ_RETENTION_MS) d.gone = true;
@@ -327,11 +322,11 @@ class Model {
   send(group: string | undefined, explicit: string | undefined, body: string, now: number): SendPlan {
     this.tick(now);
     if (group === undefined) {
-      hit('send: no MessageGroupId');
+      coverage.hit('send: no MessageGroupId');
       return { error: 'MissingParameter' };
     }
     if (explicit === undefined && !this.contentBased) {
-      hit('send: no deduplication id, no content-based deduplication');
+      coverage.hit('send: no deduplication id, no content-based deduplication');
       return { error: 'InvalidParameterValue' };
     }
     const dedupId = explicit ?? sha256(body);
@@ -340,21 +335,23 @@ class Model {
       r.scope === this.scope && (this.scope === 'queue' || r.group === group);
     const seen = sameId.find((r) => now < r.at + DEDUP_WINDOW_MS && matches(r));
     if (seen !== undefined) {
-      hit(explicit === undefined ? 'send: duplicate by content' : 'send: duplicate by explicit id');
-      if (explicit !== undefined && seen.byContent) hit('send: explicit id equal to an earlier body hash');
+      coverage.hit(explicit === undefined ? 'send: duplicate by content' : 'send: duplicate by explicit id');
+      if (explicit !== undefined && seen.byContent)
+        coverage.hit('send: explicit id equal to an earlier body hash');
       const original = this.byId.get(seen.messageId);
-      hit(`send: duplicate of a ${original?.gone ?? 'live'} message`);
-      if (seen.group !== group) hit('send: duplicate from another group (scope queue)');
-      if (now === seen.at + DEDUP_WINDOW_MS - 1) hit('send: duplicate 1 ms before the window ends');
+      coverage.hit(`send: duplicate of a ${original?.gone ?? 'live'} message`);
+      if (seen.group !== group) coverage.hit('send: duplicate from another group (scope queue)');
+      if (now === seen.at + DEDUP_WINDOW_MS - 1) coverage.hit('send: duplicate 1 ms before the window ends');
       return { duplicateOf: seen };
     }
     if (sameId.some((r) => matches(r) && now === r.at + DEDUP_WINDOW_MS))
-      hit('send: same id exactly when the window ends: new');
-    else if (sameId.some(matches)) hit('send: same id after the window: new');
+      coverage.hit('send: same id exactly when the window ends: new');
+    else if (sameId.some(matches)) coverage.hit('send: same id after the window: new');
     if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope === 'messageGroup' && r.group !== group))
-      if (this.scope === 'messageGroup') hit('send: same id in another group (scope messageGroup): new');
+      if (this.scope === 'messageGroup')
+        coverage.hit('send: same id in another group (scope messageGroup): new');
     if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope !== this.scope))
-      hit('send: same id under the other DeduplicationScope: new');
+      coverage.hit('send: same id under the other DeduplicationScope: new');
     return { dedupId };
   }
 
@@ -426,26 +423,27 @@ class Model {
       if (rec !== undefined && now < rec.at + ATTEMPT_WINDOW_MS) {
         const why = this.broken(rec, now);
         if (why === null) {
-          hit('attempt: retried, same messages');
-          if (now === rec.at + ATTEMPT_WINDOW_MS - 1) hit('attempt: retried 1 ms before its 5 minutes end');
-          if (vt === 0) hit('attempt: retried with visibility 0');
+          coverage.hit('attempt: retried, same messages');
+          if (now === rec.at + ATTEMPT_WINDOW_MS - 1)
+            coverage.hit('attempt: retried 1 ms before its 5 minutes end');
+          if (vt === 0) coverage.hit('attempt: retried with visibility 0');
           // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
           for (const e of rec.entries) this.find(e.id).visibleAt = now + vt;
           return { replay: rec, deliver: [], deadLettered: [] };
         }
-        hit(`attempt: retried after ${why}`);
+        coverage.hit(`attempt: retried after ${why}`);
         this.attempts.delete(attemptId);
       } else if (rec !== undefined) {
-        hit(
+        coverage.hit(
           now === rec.at + ATTEMPT_WINDOW_MS
             ? 'attempt: retried exactly when its 5 minutes end'
             : 'attempt: retried after its 5 minutes',
         );
         this.attempts.delete(attemptId);
       } else if (this.purgedAttempts.has(attemptId)) {
-        hit('attempt: retried after a purge');
+        coverage.hit('attempt: retried after a purge');
       } else {
-        hit('attempt: first use');
+        coverage.hit('attempt: first use');
       }
     }
     // views() lists the groups by their first live message, oldest first.
@@ -468,13 +466,13 @@ class Model {
             movedAt: now,
             gone: false,
           });
-          hit('receive: dead-lettered');
+          coverage.hit('receive: dead-lettered');
           if (v.run.indexOf(m) < v.run.length - 1)
-            hit('receive: dead-lettered, the next of its group goes on');
+            coverage.hit('receive: dead-lettered, the next of its group goes on');
           continue;
         }
         if (m.receiveCount > 0 && v.run.indexOf(m) < v.run.length - 1 && deliver.length + 1 < max)
-          hit('receive: redelivered before the later messages of its group');
+          coverage.hit('receive: redelivered before the later messages of its group');
         m.receiveCount++;
         if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
         m.lastReceiveAt = now;
@@ -483,7 +481,7 @@ class Model {
         deliver.push(m);
       }
     }
-    if (vt === 0 && deliver.length > 0) hit('receive: visibility 0');
+    if (vt === 0 && deliver.length > 0) coverage.hit('receive: visibility 0');
     return { replay: null, deliver, deadLettered };
   }
 
@@ -520,23 +518,23 @@ class Model {
     this.tick(now);
     const m = this.byHandle.get(handle);
     if (m === undefined) {
-      hit('delete: foreign or malformed handle');
+      coverage.hit('delete: foreign or malformed handle');
       return { error: 'ReceiptHandleIsInvalid' };
     }
     if (m.gone !== null) {
-      hit(`delete: message ${m.gone} already`);
+      coverage.hit(`delete: message ${m.gone} already`);
       return OK;
     }
     const latest = m.handles[m.handles.length - 1] === handle;
     const state = this.state(m, now);
     if (!latest || state !== 'inflight') {
-      hit(`delete: ${latest ? 'current' : 'older'} handle of a ${state} message`);
+      coverage.hit(`delete: ${latest ? 'current' : 'older'} handle of a ${state} message`);
       return { error: 'InvalidParameterValue' };
     }
-    hit('delete: current handle of an inflight message');
+    coverage.hit('delete: current handle of an inflight message');
     m.gone = 'deleted';
     const v = this.view(m.group, now);
-    if (!v.locked && v.live.length > 0) hit('delete: unlocks its group');
+    if (!v.locked && v.live.length > 0) coverage.hit('delete: unlocks its group');
     return OK;
   }
 
@@ -550,33 +548,33 @@ class Model {
     this.tick(now);
     const m = this.byHandle.get(handle);
     if (m === undefined) {
-      hit('visibility: foreign or malformed handle');
+      coverage.hit('visibility: foreign or malformed handle');
       return { error: 'ReceiptHandleIsInvalid' };
     }
     if (m.gone !== null) {
-      hit(`visibility: message ${m.gone}`);
+      coverage.hit(`visibility: message ${m.gone}`);
       return { error: 'InvalidParameterValue' };
     }
     if (m.handles[m.handles.length - 1] !== handle) {
-      hit(`visibility: older handle of a ${this.state(m, now)} message`);
+      coverage.hit(`visibility: older handle of a ${this.state(m, now)} message`);
       return { error: 'InvalidParameterValue' };
     }
     if (this.state(m, now) !== 'inflight') {
-      hit('visibility: message not in flight');
+      coverage.hit('visibility: message not in flight');
       return { error: 'MessageNotInflight' };
     }
     if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
-      hit('visibility: beyond 12 h after the receive');
+      coverage.hit('visibility: beyond 12 h after the receive');
       return { error: 'InvalidParameterValue' };
     }
-    hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
+    coverage.hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
     if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
-      hit('visibility: exactly 12 h after the receive');
+      coverage.hit('visibility: exactly 12 h after the receive');
     m.visibleAt = now + timeoutMs;
     m.visibilityChanges++;
     if (timeoutMs === 0) {
       const v = this.view(m.group, now);
-      if (!v.locked) hit('visibility: 0 unlocks its group');
+      if (!v.locked) coverage.hit('visibility: 0 unlocks its group');
     }
     return OK;
   }
@@ -585,11 +583,11 @@ class Model {
   purge(now: number): Outcome {
     this.tick(now);
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
-      hit('purge: within 60 s of the last');
+      coverage.hit('purge: within 60 s of the last');
       return { error: 'PurgeQueueInProgress' };
     }
-    hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
-    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) hit('purge: exactly 60 s after the last');
+    coverage.hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
+    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) coverage.hit('purge: exactly 60 s after the last');
     this.lastPurgeAt = now;
     for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
     for (const id of this.attempts.keys()) this.purgedAttempts.add(id);
@@ -627,16 +625,6 @@ class Model {
 }
 
 // ---- the core, reduced to the same terms ------------------------------------------------------
-
-function coreOutcome(fn: () => void): Outcome {
-  try {
-    fn();
-    return OK;
-  } catch (e) {
-    if (e instanceof CoreError) return { error: e.code };
-    throw e;
-  }
-}
 
 function coreSnapshot(q: Queue, now: number): Snapshot[] {
   q.counts(now); // applies the deadlines that passed, as every operation does
@@ -813,7 +801,8 @@ function run(seed: number, steps: number): void {
             }
             // A per-message DelaySeconds of 0 is the only one that reaches a FIFO queue's core.
             const delaySeconds = rng.chance(0.2) ? 0 : undefined;
-            if (delaySeconds === 0 && model.delayMs > 0) hit('send: DelaySeconds 0 with a queue delay');
+            if (delaySeconds === 0 && model.delayMs > 0)
+              coverage.hit('send: DelaySeconds 0 with a queue delay');
             const plan = model.send(group, explicit, body, now);
             const part = `${id}[${group ?? 'no group'} ${explicit === undefined ? 'content' : explicit.slice(0, 8)} ${body}]`;
             const message: NewMessage = {
@@ -868,7 +857,7 @@ function run(seed: number, steps: number): void {
             );
             lastSequence = BigInt(seq);
             model.stored(id, body, group as string, plan.dedupId, explicit === undefined, seq, now);
-            hit(model.delayMs > 0 ? 'send: new, delayed by the queue' : 'send: new, not delayed');
+            coverage.hit(model.delayMs > 0 ? 'send: new, delayed by the queue' : 'send: new, not delayed');
           }
           break;
         }
@@ -913,20 +902,20 @@ function run(seed: number, steps: number): void {
             const lockedWaiting = [...before.values()].filter(
               (v) => v.locked && v.live.some((x) => x.state === 'visible'),
             );
-            if (lockedWaiting.length > 0) hit('receive: a locked group held back');
+            if (lockedWaiting.length > 0) coverage.hit('receive: a locked group held back');
             if ([...before.values()].some((v) => !v.locked && v.live[0]?.state === 'delayed'))
-              hit('receive: a group held back by its delayed first message');
+              coverage.hit('receive: a group held back by its delayed first message');
             if (
               [...before.values()].some((v) => v.run.length > 0 && v.run.length < v.live.length && !v.locked)
             )
-              hit('receive: a group stops at a delayed message');
-            if (eligible > max) hit('receive: more eligible than max');
-            else if (eligible > 0) hit('receive: every eligible message');
-            else if (model.live().length > 0) hit('receive: none eligible, some waiting');
+              coverage.hit('receive: a group stops at a delayed message');
+            if (eligible > max) coverage.hit('receive: more eligible than max');
+            else if (eligible > 0) coverage.hit('receive: every eligible message');
+            else if (model.live().length > 0) coverage.hit('receive: none eligible, some waiting');
             if (new Set(plan.deliver.map((m) => m.group)).size > 1)
-              hit('receive: several groups in one call');
+              coverage.hit('receive: several groups in one call');
             if (plan.deliver.length > new Set(plan.deliver.map((m) => m.group)).size)
-              hit('receive: several messages of one group in one call');
+              coverage.hit('receive: several messages of one group in one call');
             assert.equal(
               got.length,
               plan.deliver.length,
@@ -1012,7 +1001,7 @@ function run(seed: number, steps: number): void {
             const off = rng.int(-1, 1);
             ms = Math.max(0, rng.pick(deadlines.get(kind) ?? []) - now + off);
             const side = off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms';
-            hit(`advance: to a ${kind} end ${side}`);
+            coverage.hit(`advance: to a ${kind} end ${side}`);
             what = ` (${kind} end ${side})`;
           } else if (how === 'ms') {
             ms = rng.int(0, 999);
@@ -1125,27 +1114,13 @@ function run(seed: number, steps: number): void {
         }
       }
     }
-    if (lastDlqSequence > 0n) hit('dead-letter queue: SequenceNumbers checked');
+    if (lastDlqSequence > 0n) coverage.hit('dead-letter queue: SequenceNumbers checked');
   } catch (e) {
     if (e instanceof Error) {
       e.message += `\n  replay: FIFO_MODEL_SEED=${seed} FIFO_MODEL_STEPS=${step}\n  last steps:\n    ${trace.slice(-15).join('\n    ')}`;
     }
     throw e;
   }
-}
-
-function show(o: Outcome): string {
-  return 'ok' in o ? 'ok' : o.error;
-}
-
-/** A handle as the trace shows it: whose, which of its handles, and the message's state then. */
-function describeHandle(model: Model, handle: string, foreign: string, now: number): string {
-  if (handle === foreign) return 'handle of another queue';
-  const m = model.messages.find((x) => x.handles.includes(handle));
-  if (m === undefined) return `malformed handle ${JSON.stringify(handle)}`;
-  model.tick(now);
-  const i = m.handles.indexOf(handle) + 1;
-  return `${m.id} handle ${i}/${m.handles.length} (${m.gone ?? model.state(m, now)})`;
 }
 
 for (const seed of SEEDS) {
@@ -1231,8 +1206,7 @@ const EXPECTED_RULES = [
 
 if (process.env.FIFO_MODEL_SEED === undefined && STEPS >= 400) {
   void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
-    const missing = EXPECTED_RULES.filter((r) => (coverage.get(r) ?? 0) === 0);
-    assert.deepEqual(missing, [], `never exercised; seen: ${JSON.stringify(Object.fromEntries(coverage))}`);
+    coverage.assertAllHit(EXPECTED_RULES);
   });
 }
 

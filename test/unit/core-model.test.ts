@@ -25,7 +25,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { MessageState } from '../../src/core/message.js';
 import type { Queue, QueueCounts } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -36,6 +35,7 @@ import {
   randomVisibilitySeconds,
   Rng,
 } from '../helpers/rng.js';
+import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../helpers/model.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -57,16 +57,9 @@ const SEEDS =
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
-/** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
-const coverage = new Map<string, number>();
-function hit(rule: string): void {
-  coverage.set(rule, (coverage.get(rule) ?? 0) + 1);
-}
+const coverage = new Coverage();
 
 // ---- the reference model ----------------------------------------------------------------------
-
-type Outcome = { readonly ok: true } | { readonly error: CoreErrorCode };
-const OK: Outcome = { ok: true };
 
 type LiveState = Exclude<MessageState, 'deleted'>;
 
@@ -113,7 +106,7 @@ class Model {
     for (const m of this.messages) {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
         m.gone = 'expired';
-        hit(`expired while ${this.state(m, now)}`);
+        coverage.hit(`expired while ${this.state(m, now)}`);
       }
     }
   }
@@ -191,8 +184,8 @@ class Model {
     const timeout = visibilityMs ?? this.visibilityMs;
     for (const { id, handle } of got) {
       const m = this.find(id);
-      hit(m.receiveCount === 0 ? 'receive: first' : 'receive: again');
-      if (timeout === 0) hit('receive: visibility 0');
+      coverage.hit(m.receiveCount === 0 ? 'receive: first' : 'receive: again');
+      if (timeout === 0) coverage.hit('receive: visibility 0');
       m.receiveCount++;
       if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
       m.lastReceiveAt = now;
@@ -212,15 +205,15 @@ class Model {
     this.tick(now);
     const m = this.byHandle.get(handle);
     if (m === undefined) {
-      hit('delete: foreign or malformed handle');
+      coverage.hit('delete: foreign or malformed handle');
       return { error: 'ReceiptHandleIsInvalid' };
     }
     if (m.gone !== null) {
-      hit(`delete: message ${m.gone} already`);
+      coverage.hit(`delete: message ${m.gone} already`);
       return OK;
     }
     const latest = m.handles[m.handles.length - 1] === handle;
-    hit(`delete: ${latest ? 'latest' : 'older'} handle of a ${this.state(m, now)} message`);
+    coverage.hit(`delete: ${latest ? 'latest' : 'older'} handle of a ${this.state(m, now)} message`);
     m.gone = 'deleted';
     return OK;
   }
@@ -235,28 +228,28 @@ class Model {
     this.tick(now);
     const m = this.byHandle.get(handle);
     if (m === undefined) {
-      hit('visibility: foreign or malformed handle');
+      coverage.hit('visibility: foreign or malformed handle');
       return { error: 'ReceiptHandleIsInvalid' };
     }
     if (m.gone !== null) {
-      hit(`visibility: message ${m.gone}`);
+      coverage.hit(`visibility: message ${m.gone}`);
       return { error: 'InvalidParameterValue' };
     }
     if (m.handles[m.handles.length - 1] !== handle) {
-      hit(`visibility: older handle of a ${this.state(m, now)} message`);
+      coverage.hit(`visibility: older handle of a ${this.state(m, now)} message`);
       return { error: 'InvalidParameterValue' };
     }
     if (this.state(m, now) !== 'inflight') {
-      hit('visibility: message not in flight');
+      coverage.hit('visibility: message not in flight');
       return { error: 'MessageNotInflight' };
     }
     if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
-      hit('visibility: beyond 12 h after the receive');
+      coverage.hit('visibility: beyond 12 h after the receive');
       return { error: 'InvalidParameterValue' };
     }
-    hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
+    coverage.hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
     if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
-      hit('visibility: exactly 12 h after the receive');
+      coverage.hit('visibility: exactly 12 h after the receive');
     m.visibleAt = now + timeoutMs;
     return OK;
   }
@@ -265,11 +258,11 @@ class Model {
   purge(now: number): Outcome {
     this.tick(now);
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
-      hit('purge: within 60 s of the last');
+      coverage.hit('purge: within 60 s of the last');
       return { error: 'PurgeQueueInProgress' };
     }
-    hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
-    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) hit('purge: exactly 60 s after the last');
+    coverage.hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
+    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) coverage.hit('purge: exactly 60 s after the last');
     this.lastPurgeAt = now;
     for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
     return OK;
@@ -294,16 +287,6 @@ class Model {
 }
 
 // ---- the core, reduced to the same terms ------------------------------------------------------
-
-function coreOutcome(fn: () => void): Outcome {
-  try {
-    fn();
-    return OK;
-  } catch (e) {
-    if (e instanceof CoreError) return { error: e.code };
-    throw e;
-  }
-}
 
 function coreSnapshot(q: Queue, now: number): Snapshot[] {
   q.counts(now); // applies the deadlines that passed, as every operation does
@@ -393,7 +376,7 @@ function run(seed: number, steps: number): void {
             assert.equal(msg.id, id, where);
             model.send(id, body, delaySeconds, now);
             const d = delaySeconds ?? model.delayMs / S;
-            hit(
+            coverage.hit(
               `send: ${d > 0 ? 'delayed' : 'not delayed'} by ${delaySeconds === undefined ? 'the queue' : 'the message'}`,
             );
             ids.push(`${id}${delaySeconds === undefined ? '' : `+${delaySeconds}s`}`);
@@ -406,9 +389,9 @@ function run(seed: number, steps: number): void {
           const vtSeconds = rng.chance(0.4) ? undefined : randomVisibilitySeconds(rng);
           const vtMs = vtSeconds === undefined ? undefined : vtSeconds * S;
           const receivable = model.receivable(now);
-          if (receivable.size > max) hit('receive: more visible than max');
-          else if (receivable.size > 0) hit('receive: every visible message');
-          else if (model.live().length > 0) hit('receive: none visible, some delayed or in flight');
+          if (receivable.size > max) coverage.hit('receive: more visible than max');
+          else if (receivable.size > 0) coverage.hit('receive: every visible message');
+          else if (model.live().length > 0) coverage.hit('receive: none visible, some delayed or in flight');
           const got = q.receive(max, vtMs, now);
           const ids = got.map((m) => m.id);
           note(`receive max=${max} vt=${vtSeconds ?? 'default'} -> [${ids.join(' ')}]`);
@@ -488,7 +471,9 @@ function run(seed: number, steps: number): void {
             // To a moment something changes, or 1 ms either side of it: where off-by-ones hide.
             const off = rng.int(-1, 1);
             ms = Math.max(0, rng.pick(deadlines) - now + off);
-            hit(`advance: to a deadline ${off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms'}`);
+            coverage.hit(
+              `advance: to a deadline ${off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms'}`,
+            );
           } else if (how === 'ms') {
             ms = rng.int(0, 999);
           } else if (how === 'minutes') {
@@ -534,20 +519,6 @@ function run(seed: number, steps: number): void {
     }
     throw e;
   }
-}
-
-function show(o: Outcome): string {
-  return 'ok' in o ? 'ok' : o.error;
-}
-
-/** A handle as the trace shows it: whose, which of its handles, and the message's state then. */
-function describeHandle(model: Model, handle: string, foreign: string, now: number): string {
-  if (handle === foreign) return 'handle of another queue';
-  const m = model.messages.find((x) => x.handles.includes(handle));
-  if (m === undefined) return `malformed handle ${JSON.stringify(handle)}`;
-  model.tick(now);
-  const i = m.handles.indexOf(handle) + 1;
-  return `${m.id} handle ${i}/${m.handles.length} (${m.gone ?? model.state(m, now)})`;
 }
 
 for (const seed of SEEDS) {
@@ -598,7 +569,6 @@ const EXPECTED_RULES = [
 
 if (process.env.MODEL_SEED === undefined && STEPS >= 400) {
   void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
-    const missing = EXPECTED_RULES.filter((r) => (coverage.get(r) ?? 0) === 0);
-    assert.deepEqual(missing, [], `never exercised; seen: ${JSON.stringify(Object.fromEntries(coverage))}`);
+    coverage.assertAllHit(EXPECTED_RULES);
   });
 }

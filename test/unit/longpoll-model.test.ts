@@ -79,6 +79,7 @@ import type {
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
 import { Rng } from '../helpers/rng.js';
+import { Coverage } from '../helpers/model.js';
 
 const S = 1000;
 const ACCOUNT = '000000000000';
@@ -126,11 +127,7 @@ const SLOTS: ReadonlyArray<{
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
-/** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
-const coverage = new Map<string, number>();
-function hit(rule: string): void {
-  coverage.set(rule, (coverage.get(rule) ?? 0) + 1);
-}
+const coverage = new Coverage();
 
 // ---- the model --------------------------------------------------------------------------------
 
@@ -188,7 +185,7 @@ class ModelQueue {
   tick(now: number): void {
     for (const m of this.messages) {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
-        hit(`expired while ${state(m, now)}${this.fifo ? ' (FIFO)' : ''}`);
+        coverage.hit(`expired while ${state(m, now)}${this.fifo ? ' (FIFO)' : ''}`);
         m.gone = 'expired';
         m.goneAt = now;
       }
@@ -459,8 +456,9 @@ class Run {
     this.replies = [];
     let served = 0;
     for (const r of replies) if (this.reply(r)) served++;
-    if (served >= 2) hit(`wake: ${served >= 3 ? 'three or more' : 'two'} waiters served at one moment`);
-    if (served >= 2 && this.op === 'batch') hit('wake: one SendMessageBatch served several waiters');
+    if (served >= 2)
+      coverage.hit(`wake: ${served >= 3 ? 'three or more' : 'two'} waiters served at one moment`);
+    if (served >= 2 && this.op === 'batch') coverage.hit('wake: one SendMessageBatch served several waiters');
   }
 
   // ---- receiving ------------------------------------------------------------------------------
@@ -491,7 +489,7 @@ class Run {
     const wait = (waitSeconds ?? q.waitSeconds) * S;
     const replay = retryOf !== undefined ? this.replayable(q, retryOf) : undefined;
     if (retryOf !== undefined) {
-      hit(
+      coverage.hit(
         replay !== undefined ? `retry: replayed, visibility ${vtSeconds === 0 ? '0' : 'set'}` : 'retry: new',
       );
       // The core drops a record that no longer holds; the retry is then a new receive.
@@ -536,7 +534,7 @@ class Run {
       );
     }
     if (req.parked)
-      hit(
+      coverage.hit(
         `park: ${q.fifo ? 'FIFO' : 'standard'}, wait from ${waitSeconds === undefined ? 'queue' : 'request'}`,
       );
   }
@@ -618,9 +616,9 @@ class Run {
           this.fail(`(1) ${req.label} got nothing, but ${this.receivableText(q)}`);
         return false;
       }
-      if (req.aborted) hit('waiter: client went away');
-      else if (q.deletedAt === now) hit('waiter: queue deleted');
-      else if (now === req.start + req.waitMs) hit('waiter: timed out at its deadline');
+      if (req.aborted) coverage.hit('waiter: client went away');
+      else if (q.deletedAt === now) coverage.hit('waiter: queue deleted');
+      else if (now === req.start + req.waitMs) coverage.hit('waiter: timed out at its deadline');
       else if (now < req.start + req.waitMs) {
         this.fail(
           `(3) ${req.label} got an empty answer ${req.start + req.waitMs - now} ms before its deadline (wait ${req.waitMs} ms)`,
@@ -635,7 +633,7 @@ class Run {
     if (q.deletedAt !== null) this.fail(`(5) ${req.label} got ${got.length} message(s) of a deleted queue`);
     if (req.parked && now >= req.start + req.waitMs) {
       if (now > req.start + req.waitMs) this.fail(`(3) ${req.label} was answered after its deadline`);
-      hit('waiter: served at its deadline');
+      coverage.hit('waiter: served at its deadline');
     }
     const msgs = got.map((m) => {
       const mm = q.messages.find((x) => x.id === m.MessageId);
@@ -703,13 +701,13 @@ class Run {
       });
     }
     if (!req.parked) return false;
-    hit(
+    coverage.hit(
       `wake: ${this.wakeReason(
         q,
         msgs.map((x) => x.mm),
       )}`,
     );
-    if (vt === 0) hit('wake: waiter with VisibilityTimeout 0');
+    if (vt === 0) coverage.hit('wake: waiter with VisibilityTimeout 0');
     return true;
   }
 
@@ -809,7 +807,9 @@ class Run {
         );
         m.m.visibleAt = now + seconds * S;
         m.m.visibilityChanged = true;
-        hit(`visibility: ${seconds === 0 ? 'set to 0' : 'changed'} (${m.q.fifo ? 'FIFO' : 'standard'})`);
+        coverage.hit(
+          `visibility: ${seconds === 0 ? 'set to 0' : 'changed'} (${m.q.fifo ? 'FIFO' : 'standard'})`,
+        );
         break;
       }
       case 'delete': {
@@ -819,7 +819,7 @@ class Run {
         this.note(`delete ${m.m.label} (${m.q.name}, ${state(m.m, now)})`);
         sync(deleteMessage(this.svc, this.ctx(), { QueueUrl: m.q.url, ReceiptHandle: m.m.handle as string }));
         m.m.gone = 'deleted';
-        hit(`delete: ${state(m.m, now)} (${m.q.fifo ? 'FIFO' : 'standard'})`);
+        coverage.hit(`delete: ${state(m.m, now)} (${m.q.fifo ? 'FIFO' : 'standard'})`);
         break;
       }
       case 'purge': {
@@ -839,7 +839,7 @@ class Run {
           for (const m of q.live(now)) m.gone = 'purged';
           // ReceiveRequestAttemptId records do not survive a purge (compatibility.md).
           q.attempts.clear();
-          hit(`purge: ${this.parked().some((r) => r.queue === q) ? 'with' : 'without'} waiters`);
+          coverage.hit(`purge: ${this.parked().some((r) => r.queue === q) ? 'with' : 'without'} waiters`);
         }
         break;
       }
@@ -850,7 +850,7 @@ class Run {
         sync(deleteQueue(this.svc, this.ctx(), { QueueUrl: q.url }));
         q.deletedAt = now;
         for (const m of q.live(now)) m.gone = 'queue deleted';
-        hit(`delete queue: ${waiting > 0 ? 'with' : 'without'} waiters`);
+        coverage.hit(`delete queue: ${waiting > 0 ? 'with' : 'without'} waiters`);
         break;
       }
       case 'create-queue': {
@@ -884,7 +884,7 @@ class Run {
         else if (name === 'VisibilityTimeout') q.visibilityMs = value * S;
         else if (name === 'MessageRetentionPeriod') q.retentionMs = value * S;
         else q.waitSeconds = value;
-        hit(`attributes: ${name}`);
+        coverage.hit(`attributes: ${name}`);
         break;
       }
       case 'abort': {
@@ -978,7 +978,7 @@ class Run {
         goneAt: 0,
       };
       q.messages.push(m);
-      hit(`send: ${delayMs > 0 ? 'delayed' : 'visible'} (${q.fifo ? 'FIFO' : 'standard'})`);
+      coverage.hit(`send: ${delayMs > 0 ? 'delayed' : 'visible'} (${q.fifo ? 'FIFO' : 'standard'})`);
       return m;
     };
     return { fields, model };
@@ -1086,7 +1086,6 @@ const EXPECTED_RULES = [
 
 if (process.env.LP_MODEL_SEED === undefined && process.env.LP_MODEL_SEEDS === undefined && STEPS >= 300) {
   void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
-    const missing = EXPECTED_RULES.filter((r) => (coverage.get(r) ?? 0) === 0);
-    assert.deepEqual(missing, [], `never exercised; seen: ${JSON.stringify(Object.fromEntries(coverage))}`);
+    coverage.assertAllHit(EXPECTED_RULES);
   });
 }
