@@ -198,8 +198,10 @@ export class MoveTasks {
         if (n > 0) this.emit({ type: 'move-task-put', task });
         return n;
       }
+      // Copied before it is taken out: taking it out frees its body.
+      const copy = redriven(msg, dest);
       source.takeOut(msg, now);
-      dest.sendMessage(redriven(msg, dest), now);
+      dest.sendMessage(copy, now);
       task.moved++;
       n++;
     }

@@ -20,6 +20,7 @@
  *
  * Queues change rarely, so their record is JSON.
  */
+import type { Bodies } from '../core/bodies.js';
 import type { AttemptRecord, DedupRecord } from '../core/fifo.js';
 import { Message, type MessageAttributes, type MessageState } from '../core/message.js';
 import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
@@ -93,7 +94,7 @@ export function serializeMessage(m: Message): string {
 }
 
 /** Builds the Message a record describes; `id` is the record's field name in its queue's hash. */
-export function deserializeMessage(id: string, record: string): Message {
+export function deserializeMessage(id: string, record: string, bodies: Bodies): Message {
   // A cursor over the header instead of split(): no array, and numbers are read in place, so a
   // million messages loaded leave as little garbage as possible behind them.
   const r = new Cursor(id, record);
@@ -124,8 +125,8 @@ export function deserializeMessage(id: string, record: string): Message {
   const m = new Message(
     {
       id,
-      // Slices of the record: copied, or each would keep the whole record alive.
-      body: ownString(r.rest()),
+      // A slice of the record, copied into `bodies`.
+      body: r.rest(),
       md5OfBody: ownString(md5OfBody),
       md5OfAttributes,
       md5OfSystemAttributes,
@@ -137,6 +138,7 @@ export function deserializeMessage(id: string, record: string): Message {
     },
     seq,
     sentAt,
+    bodies,
   );
   m.state = state;
   m.heapKey = heapKey;
