@@ -1,4 +1,3 @@
-import { readBody, type Bodies, type BodyRef, type Chunk } from './bodies.js';
 import type { HeapItem } from './heap.js';
 import { ownString } from './strings.js';
 
@@ -99,7 +98,7 @@ class Extras {
  * bookkeeping (Delivery) and the rarer fields (Extras) hang off it only when set, behind accessors
  * of the same names.
  */
-export class Message implements HeapItem, BodyRef {
+export class Message implements HeapItem {
   // Heap membership: for `delayed` and `inflight`, heapKey is when the message becomes visible.
   heapKey = 0;
   heapIndex = -1;
@@ -112,13 +111,8 @@ export class Message implements HeapItem, BodyRef {
   private delivery: Delivery | null = null;
   private extras: Extras | null = null;
 
-  // The body, in its store's Buffers (bodies.ts); freed by the queue when the message leaves it.
-  bodyChunk: Chunk | null = null;
-  bodyOffset = 0;
-  bodyBytes = 0;
-  bodySlot = -1;
-
   readonly id: string;
+  readonly body: string;
   readonly md5OfBody: string;
   readonly senderId: string;
 
@@ -126,12 +120,12 @@ export class Message implements HeapItem, BodyRef {
     m: NewMessage,
     readonly seq: number,
     readonly sentAt: number,
-    bodies: Bodies,
   ) {
-    // Not copied (strings.ts): id and MD5 are own strings already wherever a message is made
-    // (uuid(), JSON.parse, parseForm, crypto.hash, the codec).
+    // Not copied (strings.ts): id, body and MD5 are own strings already wherever a message is made
+    // (uuid(), JSON.parse, parseForm, crypto.hash, the codec), and copying the body was a
+    // tenth of a batch send's own work.
     this.id = m.id;
-    bodies.put(this, m.body);
+    this.body = m.body;
     this.md5OfBody = m.md5OfBody;
     // Usually one string shared by every message of its sender: not copied.
     this.senderId = m.senderId;
@@ -152,11 +146,6 @@ export class Message implements HeapItem, BodyRef {
       x.deduplicationId = ownOptional(m.deduplicationId);
       this.extras = x;
     }
-  }
-
-  /** Decoded anew on each read: read it once per use. */
-  get body(): string {
-    return readBody(this);
   }
 
   /** One more receive at `now`, with the new receipt handle's nonce. */

@@ -198,10 +198,8 @@ export class MoveTasks {
         if (n > 0) this.emit({ type: 'move-task-put', task });
         return n;
       }
-      // Copied before it is taken out: taking it out frees its body.
-      const copy = redriven(msg, dest);
       source.takeOut(msg, now);
-      dest.sendMessage(copy, now);
+      dest.sendMessage(redriven(msg, dest), now);
       task.moved++;
       n++;
     }

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
 import { CoreError } from './errors.js';
-import { freeBody, type Bodies } from './bodies.js';
 import type { CoreListener } from './events.js';
 import {
   contentDedupId,
@@ -125,8 +124,6 @@ export class Queue {
     tags: Record<string, string>,
     now: number,
     private readonly listener: CoreListener,
-    /** Where its messages' bodies are kept: the store's, shared by all its queues. */
-    private readonly bodies: Bodies,
     uid?: string,
   ) {
     this.accountId = id.accountId;
@@ -200,7 +197,7 @@ export class Queue {
    */
   sendMessage(m: NewMessage, now: number): SendResult {
     if (this.fifo) return this.sendFifo(m, now);
-    const msg = new Message(m, this.nextSeq++, now, this.bodies);
+    const msg = new Message(m, this.nextSeq++, now);
     this.enqueue(msg, m.delaySeconds === undefined ? this.delayMs : m.delaySeconds * 1000, now);
     return { messageId: msg.id, sequenceNumber: undefined, message: msg };
   }
@@ -240,7 +237,6 @@ export class Queue {
       dedupId === m.deduplicationId ? m : { ...m, deduplicationId: dedupId },
       this.nextSeq++,
       now,
-      this.bodies,
     );
     msg.sequenceNumber = this.takeSequenceNumber(now);
     const record: DedupRecord = {
@@ -306,7 +302,6 @@ export class Queue {
       },
       this.nextSeq++,
       this.fifo ? now : src.sentAt,
-      this.bodies,
     );
     msg.receiveCount = src.receiveCount;
     msg.firstReceiveAt = src.firstReceiveAt;
@@ -509,9 +504,8 @@ export class Queue {
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
     this.deadLettered++;
-    // Copied before it is removed: removing frees its body.
-    dlq.acceptDeadLetter(msg, this.arn, now);
     this.remove(msg);
+    dlq.acceptDeadLetter(msg, this.arn, now);
   }
 
   /**
@@ -570,17 +564,6 @@ export class Queue {
     }
   }
 
-  /**
-   * Marks every message deleted and frees its body, without unlinking one by one: for a purge,
-   * and for a queue being deleted (its bodies are in the store's chunks, which outlive it).
-   */
-  dropMessages(): void {
-    for (let m = this.head; m !== null; m = m.next) {
-      m.state = 'deleted';
-      freeBody(m);
-    }
-  }
-
   purge(now: number): void {
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
       throw new CoreError(
@@ -589,7 +572,7 @@ export class Queue {
       );
     }
     this.lastPurgeAt = now;
-    this.dropMessages();
+    for (let m = this.head; m !== null; m = m.next) m.state = 'deleted';
     this.received = null;
     this.count = 0;
     this.head = this.tail = this.vhead = this.vtail = null;
@@ -700,10 +683,7 @@ export class Queue {
    * (and changes nothing) for a `deleted` message.
    */
   restoreMessage(msg: Message): boolean {
-    if (msg.state === 'deleted') {
-      freeBody(msg);
-      return false;
-    }
+    if (msg.state === 'deleted') return false;
     // Its receipt handles given out before the restart must still find it.
     if (msg.receiveCount > 0) (this.received ??= new Map()).set(msg.id, msg);
     this.linkSent(msg);
@@ -839,7 +819,6 @@ export class Queue {
         return;
     }
     msg.state = 'deleted';
-    freeBody(msg);
     this.received?.delete(msg.id);
     this.unlinkSent(msg);
     if (this.late !== null) {

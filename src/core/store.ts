@@ -1,5 +1,4 @@
 import { defaultAttributes, resolveAttributes, validateAttributes } from './attributes.js';
-import { Bodies } from './bodies.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
@@ -33,8 +32,6 @@ export class QueueStore {
   readonly moveTasks: MoveTasks;
   /** Tenants and their keys (tenants.ts); their changes go to the same listener as the queues'. */
   readonly tenants: Tenants;
-  /** Every queue's message bodies, outside the V8 heap (bodies.ts). */
-  readonly bodies = new Bodies();
 
   constructor(
     readonly clock: Clock,
@@ -138,7 +135,7 @@ export class QueueStore {
       this.recentlyDeleted.delete(key);
     }
     this.checkRedrive({ arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName }, valid);
-    const queue = new Queue(id, resolved, tags, now, this.listener, this.bodies);
+    const queue = new Queue(id, resolved, tags, now, this.listener);
     this.queues.set(ownString(key), queue);
     this.listener.change?.({ type: 'queue-put', queue });
     return { queue, created: true };
@@ -157,14 +154,13 @@ export class QueueStore {
     createdAt: number,
     uid: string,
   ): Queue {
-    return new Queue(id, attributes, tags, createdAt, this.listener, this.bodies, uid);
+    return new Queue(id, attributes, tags, createdAt, this.listener, uid);
   }
 
   delete(queue: Queue): void {
     if (this.queues.get(queue.key) !== queue) return;
     this.queues.delete(queue.key);
     queue.deleted = true;
-    queue.dropMessages();
     if (this.options.deletedRecentlyMs > 0) {
       const now = this.clock.now();
       this.recentlyDeleted.set(queue.key, now);

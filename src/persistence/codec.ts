@@ -20,7 +20,6 @@
  *
  * Queues change rarely, so their record is JSON.
  */
-import type { Bodies } from '../core/bodies.js';
 import type { AttemptRecord, DedupRecord } from '../core/fifo.js';
 import { Message, type MessageAttributes, type MessageState } from '../core/message.js';
 import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
@@ -94,7 +93,7 @@ export function serializeMessage(m: Message): string {
 }
 
 /** Builds the Message a record describes; `id` is the record's field name in its queue's hash. */
-export function deserializeMessage(id: string, record: string, bodies: Bodies): Message {
+export function deserializeMessage(id: string, record: string): Message {
   // A cursor over the header instead of split(): no array, and numbers are read in place, so a
   // million messages loaded leave as little garbage as possible behind them.
   const r = new Cursor(id, record);
@@ -125,8 +124,8 @@ export function deserializeMessage(id: string, record: string, bodies: Bodies): 
   const m = new Message(
     {
       id,
-      // A slice of the record, copied into `bodies`.
-      body: r.rest(),
+      // Slices of the record: copied, or each would keep the whole record alive.
+      body: ownString(r.rest()),
       md5OfBody: ownString(md5OfBody),
       md5OfAttributes,
       md5OfSystemAttributes,
@@ -138,7 +137,6 @@ export function deserializeMessage(id: string, record: string, bodies: Bodies): 
     },
     seq,
     sentAt,
-    bodies,
   );
   m.state = state;
   m.heapKey = heapKey;

@@ -15,7 +15,6 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { freeBody } from '../core/bodies.js';
 import type { Message } from '../core/message.js';
 import type { QueueStore } from '../core/store.js';
 import { CodecError, deserializeMessage, deserializeQueue, deserializeTenant } from './codec.js';
@@ -124,7 +123,7 @@ async function load(
         const rec = flat[i + 1] as string;
         bytes += rec.length;
         try {
-          messages[loaded++] = deserializeMessage(id, rec, store.bodies);
+          messages[loaded++] = deserializeMessage(id, rec);
         } catch (e) {
           throw withContext(e, `message ${id} in ${key}`);
         }
@@ -181,10 +180,7 @@ export function dropRepeatedIds(messages: Message[]): void {
   const seen = new Set<string>();
   let n = 0;
   for (const m of messages) {
-    if (seen.has(m.id)) {
-      freeBody(m);
-      continue;
-    }
+    if (seen.has(m.id)) continue;
     seen.add(m.id);
     messages[n++] = m;
   }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Bodies } from '../../src/core/bodies.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { ChangeEvent, CoreListener } from '../../src/core/events.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
@@ -36,14 +35,7 @@ function recorder(): Recorder {
 }
 
 function newQueue(attributes: Record<string, string> = {}, listener: CoreListener = {}, name = 'q1'): Queue {
-  return new Queue(
-    { accountId: '000000000000', region: 'us-east-1', name },
-    attributes,
-    {},
-    T0,
-    listener,
-    new Bodies(),
-  );
+  return new Queue({ accountId: '000000000000', region: 'us-east-1', name }, attributes, {}, T0, listener);
 }
 
 function only(messages: Message[]): Message {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Bodies } from '../../src/core/bodies.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
@@ -62,9 +61,8 @@ const MESSAGE_PERSISTED = [
 ];
 
 const QUEUE_STRUCTURE = new Set([
-  // The store's listener and body chunks: a restored queue is bound to its new store's.
+  // The store's listener: a restored queue is bound to its new store's.
   'listener',
-  'bodies',
   // Message structures: filled by the loader through restoreMessage.
   'received',
   'count',
@@ -112,8 +110,6 @@ const QUEUE_PERSISTED = [
   'deduplicationScope',
 ];
 
-const bodies = new Bodies();
-
 /** A message with every field set to something other than its default. */
 function fullMessage(body: string): Message {
   const m = new Message(
@@ -135,7 +131,6 @@ function fullMessage(body: string): Message {
     },
     123_456,
     1_767_225_600_123,
-    bodies,
   );
   m.state = 'inflight';
   m.heapKey = 1_767_225_630_123;
@@ -150,7 +145,7 @@ function fullMessage(body: string): Message {
   return m;
 }
 
-const blank = new Message({ id: '', body: '', md5OfBody: '', senderId: '' }, 0, 0, bodies);
+const blank = new Message({ id: '', body: '', md5OfBody: '', senderId: '' }, 0, 0);
 
 function field(o: object, k: string): unknown {
   return (o as Record<string, unknown>)[k];
@@ -158,14 +153,11 @@ function field(o: object, k: string): unknown {
 
 /**
  * A Message's fields: its own, and those of the records it keeps the rarer ones in (receive
- * bookkeeping, FIFO and attribute fields), which it shows under the same names; and its body,
- * which it keeps as a place in its store's chunks (bodies.ts) and shows as `body`.
+ * bookkeeping, FIFO and attribute fields), which it shows under the same names.
  */
 function messageFields(m: Message): string[] {
   const holders = ['delivery', 'extras'];
-  const bodyPlace = ['bodyChunk', 'bodyOffset', 'bodyBytes', 'bodySlot'];
-  const keys = Object.keys(m).filter((k) => !holders.includes(k) && !bodyPlace.includes(k));
-  keys.push('body');
+  const keys = Object.keys(m).filter((k) => !holders.includes(k));
   for (const h of holders) {
     const record = field(m, h);
     assert.ok(record !== null && typeof record === 'object', `fullMessage() leaves no ${h} record`);
@@ -194,7 +186,7 @@ test('Given the fixture message, then it sets every persisted field to a non-def
 test('Given a message with every field set, when serialized and parsed, then every persisted field is equal', () => {
   for (const body of ['hello', '', 'line\nbreak \u001f US "quoted" {json} ✓ 𝄞', 'x'.repeat(300_000)]) {
     const m = fullMessage(body);
-    const back = deserializeMessage(m.id, serializeMessage(m), bodies);
+    const back = deserializeMessage(m.id, serializeMessage(m));
     for (const k of MESSAGE_PERSISTED) assert.deepEqual(field(back, k), field(m, k), `field ${k}`);
     // Structure starts empty: the queue links it in.
     assert.equal(back.heapIndex, -1);
@@ -203,8 +195,8 @@ test('Given a message with every field set, when serialized and parsed, then eve
 });
 
 test('Given a message without optional fields, when round-tripped, then they stay undefined and empty strings stay empty', () => {
-  const m = new Message({ id: 'i', body: 'b', md5OfBody: 'm', senderId: 's', groupId: '' }, 1, 2, bodies);
-  const back = deserializeMessage('i', serializeMessage(m), bodies);
+  const m = new Message({ id: 'i', body: 'b', md5OfBody: 'm', senderId: 's', groupId: '' }, 1, 2);
+  const back = deserializeMessage('i', serializeMessage(m));
   assert.equal(back.attributes, undefined);
   assert.equal(back.systemAttributes, undefined);
   assert.equal(back.md5OfAttributes, undefined);
@@ -222,7 +214,7 @@ test('Given a record of the version before visibilityChanged (18 header fields),
   assert.equal(parts[0], '19');
   // The header count, 18 fields, the body: drop the 19th field and say 18.
   const older = ['18', ...parts.slice(1, 19), ...parts.slice(20)].join(US);
-  const back = deserializeMessage(m.id, older, bodies);
+  const back = deserializeMessage(m.id, older);
   assert.equal(back.visibilityChanged, false);
   assert.equal(back.body, 'body text');
   assert.equal(back.deadLetterSourceArn, m.deadLetterSourceArn);
@@ -237,14 +229,14 @@ test('Given a record with a header field this version does not know, when parsed
   const body = parts.pop() as string;
   parts[0] = String(Number(parts[0]) + 1);
   const newer = [...parts, 'future', body].join(US);
-  const back = deserializeMessage('id', newer, bodies);
+  const back = deserializeMessage('id', newer);
   assert.equal(back.body, 'body text');
   assert.equal(back.receiveCount, 3);
 });
 
 test('Given a damaged record, when parsed, then a CodecError names the message', () => {
-  assert.throws(() => deserializeMessage('m-1', 'garbage', bodies), CodecError);
-  assert.throws(() => deserializeMessage('m-1', '16\u001fx\u001f', bodies), /m-1/);
+  assert.throws(() => deserializeMessage('m-1', 'garbage'), CodecError);
+  assert.throws(() => deserializeMessage('m-1', '16\u001fx\u001f'), /m-1/);
 });
 
 test('Given a queue, tenant or attributes record that is JSON but not an object, when parsed, then a CodecError that says so, not a TypeError', () => {
@@ -261,7 +253,7 @@ test('Given a queue, tenant or attributes record that is JSON but not an object,
   assert.ok(rec.includes(attributes));
   for (const bad of ['null', '7', '[]']) {
     assert.throws(
-      () => deserializeMessage('m-1', rec.replace(attributes, bad), bodies),
+      () => deserializeMessage('m-1', rec.replace(attributes, bad)),
       codecError('message m-1: attributes'),
       bad,
     );
@@ -330,7 +322,7 @@ test('Given received and never-received messages, when their queue is restored f
 
   const other = new QueueStore(clock);
   const back = deserializeQueue(serializeQueue(queue), other);
-  const restored = ['a', 'b', 'c'].map((id, i) => deserializeMessage(id, records[i] as string, bodies));
+  const restored = ['a', 'b', 'c'].map((id, i) => deserializeMessage(id, records[i] as string));
   restored.sort((x, y) => x.seq - y.seq);
   for (const m of restored) assert.equal(back.restoreMessage(m), true);
   other.restore(back);
@@ -370,7 +362,7 @@ test('Given a record written before FIFO fields existed (16 header fields), when
   const parts = serializeMessage(fullMessage('old')).split(US);
   const body = parts.pop() as string;
   const old = ['16', ...parts.slice(1, 17), body].join(US);
-  const back = deserializeMessage('id', old, bodies);
+  const back = deserializeMessage('id', old);
   assert.equal(back.body, 'old');
   assert.equal(back.deduplicationId, '"starts with a quote');
   assert.equal(back.sequenceNumber, undefined);
