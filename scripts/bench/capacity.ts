@@ -98,6 +98,7 @@ try {
   await sleep(1_000);
 
   const before = await serverSums(controlPort);
+  const cpuBefore = process.cpuUsage();
   let done = 0;
   let sent = 0;
   const perSecond: number[] = [];
@@ -116,7 +117,11 @@ try {
     }
     await sleep(1);
   }
-  const completed = done / ((performance.now() - start) / 1000);
+  const elapsedS = (performance.now() - start) / 1000;
+  const completed = done / elapsedS;
+  const cpu = process.cpuUsage(cpuBefore);
+  // Near 100 % means the generator, not the server, set the rate completed.
+  const generatorPct = ((cpu.user + cpu.system) / 1e6 / elapsedS) * 100;
   clearInterval(tick);
   const after = await serverSums(controlPort);
   await Promise.all(inflight);
@@ -127,7 +132,7 @@ try {
   const commitMs = ((after.commitSum - before.commitSum) / (after.commitCount - before.commitCount)) * 1000;
   console.log(
     `offered ${rate}/s over ${clients} connections (appendfsync ${opt.fsync}): completed ${completed.toFixed(0)}/s ` +
-      `(per second: ${perSecond.join(', ')})\n` +
+      `(per second: ${perSecond.join(', ')}); load generator ${generatorPct.toFixed(0)} % of a core\n` +
       `  server: ${perRequestMs.toFixed(2)} ms per SendMessage on average, of which ${commitMs.toFixed(2)} ms waiting for Redis; ` +
       `${clients} / that = ${((clients / perRequestMs) * 1000).toFixed(0)}/s, the most the connections could complete`,
   );
