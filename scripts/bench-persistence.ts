@@ -196,6 +196,8 @@ interface BenchRow {
   stealCpuPct: number;
   errors: number;
   errorSamples: string[];
+  /** Redis mode: AOF rewrites Redis started during the run (a forked child on the same CPUs). */
+  aofRewrites?: number;
 }
 
 /** One scenario of scripts/bench.ts, through its --json output. */
@@ -458,6 +460,13 @@ async function latencyEvents(client: Redis): Promise<{ event: string; maxMs: num
   return rows.map(([event, , , maxMs]) => ({ event, maxMs }));
 }
 
+/** AOF rewrites Redis has started: those finished since it started, and one running now. */
+async function aofRewrites(client: Redis): Promise<number> {
+  const info = await client.info('persistence');
+  const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
+  return field('aof_rewrites') + field('aof_rewrite_in_progress');
+}
+
 async function usedMemory(client: Redis): Promise<number> {
   const info = await client.info('memory');
   return Number(/used_memory:(\d+)/.exec(info)?.[1]);
@@ -568,7 +577,9 @@ try {
         const entry = (rows[scenario] ??= { memory: [], redis: [] });
         const mem = runBench(scenario, undefined);
         await redis.client.flushall();
+        const rewritesBefore = await aofRewrites(redis.client);
         const red = runBench(scenario, redis.port);
+        red.aofRewrites = (await aofRewrites(redis.client)) - rewritesBefore;
         await redis.client.flushall();
         entry.memory.push(mem);
         entry.redis.push(red);
@@ -582,8 +593,8 @@ try {
         log(
           `  round ${r + 1} ${scenario}: memory ${fmt(mem.msgsPerSec)} msgs/s (${fmt(mem.perCore)}/core, ` +
             `p99 ${mem.p99} ms, other CPU ${fmt(mem.otherCpuPct)} %, steal ${fmt(mem.stealCpuPct)} %), redis ${fmt(red.msgsPerSec)} msgs/s ` +
-            `(${fmt(red.perCore)}/core, p99 ${red.p99} ms, other CPU ${fmt(red.otherCpuPct)} %, steal ${fmt(red.stealCpuPct)} %) = ` +
-            `${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
+            `(${fmt(red.perCore)}/core, p99 ${red.p99} ms, other CPU ${fmt(red.otherCpuPct)} %, steal ${fmt(red.stealCpuPct)} %, ` +
+            `AOF rewrites started ${red.aofRewrites}) = ${fmt((red.msgsPerSec / mem.msgsPerSec) * 100)} %`,
         );
       }
     }
@@ -614,7 +625,8 @@ try {
           `${fmt(median(red.map((x) => x.p50)), 1)}/${fmt(median(red.map((x) => x.p99)), 1)}`.padEnd(19) +
           `${[...memory, ...red].reduce((n, x) => n + x.errors, 0)}` +
           `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')}; median ` +
-          `${fmt(median(ratios) * 100)} %; per server core ${fmt(median(coreRatios) * 100)} %)`,
+          `${fmt(median(ratios) * 100)} %; per server core ${fmt(median(coreRatios) * 100)} %; ` +
+          `AOF rewrites started per Redis run ${red.map((x) => x.aofRewrites ?? 'n/a').join(', ')})`,
       );
       if (scenario === 'send' && !Number.isFinite(redisSendRate)) redisSendRate = d;
     }
@@ -629,6 +641,7 @@ try {
     );
     type Run = Awaited<ReturnType<typeof fixedRate>> & {
       redisEvents: { event: string; maxMs: number }[];
+      aofRewrites: number;
       server: Awaited<ReturnType<typeof serverSide>>;
     };
     const runs: Record<'memory' | 'redis', Run[]> = { memory: [], redis: [] };
@@ -639,17 +652,20 @@ try {
         const server = await startServer(mode === 'redis' ? ['--redis-addr', `127.0.0.1:${redis.port}`] : []);
         try {
           await redis.client.call('LATENCY', 'RESET');
+          const rewritesBefore = await aofRewrites(redis.client);
           const r = await fixedRate(server, rate, durationS);
+          const rewrites = (await aofRewrites(redis.client)) - rewritesBefore;
           const redisEvents = mode === 'redis' ? await latencyEvents(redis.client) : [];
           const seen = await serverSide(server.controlPort);
-          runs[mode].push({ ...r, redisEvents, server: seen });
+          runs[mode].push({ ...r, redisEvents, aofRewrites: rewrites, server: seen });
           log(
             `  ${mode.padEnd(6)}: p50 ${r.p50} ms, p99 ${r.p99} ms, max ${r.max} ms (warm-up p99 ${r.warmupP99} ms; ${r.sent} sent, ${r.errors} errors; ` +
               `the load generator's own lag p99 ${r.sendLagP99} ms, max ${r.sendLagMax} ms)` +
               `; the server's own p99 ≤ ${seen.p99Bound} ms, event-loop lag max ${seen.lagMaxMs} ms` +
               (mode === 'redis'
                 ? `; its Redis commit wait p50 ≤ ${seen.commitP50Bound} ms, p99 ≤ ${seen.commitP99Bound} ms` +
-                  `; Redis's slow events (≥ ${LATENCY_THRESHOLD_MS} ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}`
+                  `; Redis's slow events (≥ ${LATENCY_THRESHOLD_MS} ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}` +
+                  `; AOF rewrites started ${rewrites}`
                 : ''),
           );
         } finally {
