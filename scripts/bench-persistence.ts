@@ -27,6 +27,8 @@
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
  *
+ * Each Redis run also reports how many AOF rewrites Redis started meanwhile (`INFO persistence`):
+ * a run with one is a different run (the forked child competes for the same CPUs).
  * `--aof-rewrite off` turns off Redis's automatic AOF rewrite (`auto-aof-rewrite-percentage 0`);
  * by default (auto) Redis rewrites as it does unconfigured: each run starts from a flushed keyspace,
  * so the AOF doubles within seconds and the rewrite (a forked child) runs during the run, on the
