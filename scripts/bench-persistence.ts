@@ -18,11 +18,17 @@
  *    1 s of rest: the fixed rate then meets compiled code and no backlog of its own start.
  *    With --drain N, N consumers (ReceiveMessage of 10, 1 s long poll, + DeleteMessageBatch) keep
  *    the queue near empty meanwhile, so the server's heap does not grow with a backlog.
- * 3. takeover: the same fixed rate sent to a follower (--leader-election) the moment it took over
+ * 3. capacity: SendMessage offered at --capacity-rate (default 30,000/s, above what the server
+ *    takes) to a Redis-mode server, open loop, --rounds times: the rate the --clients connections
+ *    completed, the server's mean time per SendMessage and mean commit wait (its /metrics), and
+ *    --clients / that mean, the most they could complete. One request is in flight per connection
+ *    and every reply waits for its commit, so that bound, not the server's CPU, is what a backlog
+ *    drains at; the load generator's CPU is printed to show it did not set the rate.
+ * 4. takeover: the same fixed rate sent to a follower (--leader-election) the moment it took over
  *    from a leader stopped with SIGTERM, the follower having waited 3 s beside the leader with its
  *    warm-up (src/http/warmup.ts) on and off, --rounds times each; the p99 of the first --warmup
  *    seconds after the takeover and of the --duration seconds after them are printed.
- * 4. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
+ * 5. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
@@ -30,8 +36,8 @@
  * Each Redis run also reports how many AOF rewrites Redis started meanwhile (`INFO persistence`):
  * a run with one is a different run (the forked child competes for the same CPUs).
  * `--aof-rewrite off` turns off Redis's automatic AOF rewrite (`auto-aof-rewrite-percentage 0`);
- * by default (auto) Redis rewrites as it does unconfigured: each run starts from a flushed keyspace,
- * so the AOF doubles within seconds and the rewrite (a forked child) runs during the run, on the
+ * by default (auto) Redis rewrites as it does unconfigured: the datasets here are small, so the AOF
+ * reaches the 64 MB minimum within seconds and the rewrite (a forked child) runs during the run, on the
  * same two cores as everything else.
  *
  * `--node-flags "..."` passes Node/V8 flags to the servers (e.g. `--single-threaded`, which keeps
@@ -95,6 +101,7 @@ const { values: opt } = parseArgs({
     'redis-cpus': { type: 'string', default: '' },
     'server-cpus': { type: 'string', default: '0' },
     drain: { type: 'string', default: '0' },
+    'capacity-rate': { type: 'string', default: '30000' },
     json: { type: 'string' },
     // Internal: the loader measurement, run in a child process.
     phase: { type: 'string' },
@@ -330,6 +337,13 @@ async function fixedRate(
   warmupP99: number;
   sent: number;
   errors: number;
+  /** Replies received during the measured seconds, per second: what the connections got through. */
+  completedPerSec: number;
+  /** The load generator's CPU over the measured seconds, in % of a core (near 100: it set the rate). */
+  generatorCpuPct: number;
+  /** The server's mean time per SendMessage and mean Redis commit wait over them (its /metrics). */
+  serverMeanMs: number;
+  commitMeanMs: number;
 }> {
   const pool = new RawPool('127.0.0.1', server.port, clients);
   const codec = new SqsCodec('json', pool.hostHeader);
@@ -376,9 +390,16 @@ async function fixedRate(
   const warmupNs = Number(opt.warmup) * 1e9;
   const start = process.hrtime.bigint();
   const endNs = BigInt(Math.round(seconds * 1e9 + warmupNs));
+  let measuring = false;
+  let completed = 0;
+  let window: { at: number; cpu: NodeJS.CpuUsage; sums: MetricSums } | undefined;
   for (;;) {
     const elapsed = process.hrtime.bigint() - start;
     if (elapsed >= endNs) break;
+    if (window === undefined && elapsed >= BigInt(warmupNs)) {
+      window = { at: performance.now(), cpu: process.cpuUsage(), sums: await metricSums(server.controlPort) };
+      measuring = true;
+    }
     const due = Math.floor((Number(elapsed) / 1e9) * rate);
     while (sent < due) {
       const dueNs = start + BigInt(Math.round((sent / rate) * 1e9));
@@ -388,7 +409,10 @@ async function fixedRate(
       const p = pool.post(request, false).then(
         (r) => {
           if (r.status !== 200) errors++;
-          else (measured ? hist : warmHist).recordSince(dueNs);
+          else {
+            (measured ? hist : warmHist).recordSince(dueNs);
+            if (measuring) completed++;
+          }
         },
         () => void errors++,
       );
@@ -400,6 +424,11 @@ async function fixedRate(
     // Redis's latency monitor saw. The wait (~1 ms) counts against us: latency is from the due time.
     await new Promise((r) => setTimeout(r, 1));
   }
+  measuring = false;
+  const windowS = window === undefined ? NaN : (performance.now() - window.at) / 1000;
+  const cpu = process.cpuUsage(window?.cpu);
+  const sums = await metricSums(server.controlPort);
+  const before = window?.sums;
   await Promise.all(inflight);
   producing = false;
   await Promise.all(drained);
@@ -416,7 +445,38 @@ async function fixedRate(
     warmupP99: warmHist.summaryMs().p99 ?? NaN,
     sent,
     errors,
+    completedPerSec: completed / windowS,
+    generatorCpuPct: ((cpu.user + cpu.system) / 1e6 / windowS) * 100,
+    serverMeanMs: before === undefined ? NaN : meanMs(before.duration, sums.duration),
+    commitMeanMs: before === undefined ? NaN : meanMs(before.commit, sums.commit),
   };
+}
+
+interface MetricSums {
+  /** SendMessage durations (JSON), and the Redis commit waits: [sum in s, count]. */
+  duration: [number, number];
+  commit: [number, number];
+}
+
+/** The sums and counts of two of the server's histograms, from its /metrics. */
+async function metricSums(controlPort: number): Promise<MetricSums> {
+  const text = await (await fetch(`http://127.0.0.1:${controlPort}/metrics`)).text();
+  const value = (name: string, labels: string): number =>
+    Number(new RegExp(`^${name}${labels.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  const series = (name: string, labels: string): [number, number] => [
+    value(`${name}_sum`, labels),
+    value(`${name}_count`, labels),
+  ];
+  return {
+    duration: series('sqs_request_duration_seconds', '{action="SendMessage",protocol="json"}'),
+    // Memory-only servers have no such series: NaN.
+    commit: series('sqs_redis_commit_wait_seconds', ''),
+  };
+}
+
+/** The mean (ms) of what a histogram observed between two readings. */
+function meanMs(before: [number, number], after: [number, number]): number {
+  return ((after[0] - before[0]) / (after[1] - before[1])) * 1000;
 }
 
 /**
@@ -467,6 +527,13 @@ async function aofRewrites(client: Redis): Promise<number> {
   const info = await client.info('persistence');
   const field = (name: string): number => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
   return field('aof_rewrites') + field('aof_rewrite_in_progress');
+}
+
+/** `run`'s result, and how many AOF rewrites Redis started while it ran. */
+async function countingRewrites<T>(client: Redis, run: () => Promise<T>): Promise<[T, number]> {
+  const before = await aofRewrites(client);
+  const result = await run();
+  return [result, (await aofRewrites(client)) - before];
 }
 
 async function usedMemory(client: Redis): Promise<number> {
@@ -579,9 +646,10 @@ try {
         const entry = (rows[scenario] ??= { memory: [], redis: [] });
         const mem = runBench(scenario, undefined);
         await redis.client.flushall();
-        const rewritesBefore = await aofRewrites(redis.client);
-        const red = runBench(scenario, redis.port);
-        red.aofRewrites = (await aofRewrites(redis.client)) - rewritesBefore;
+        const [red, rewrites] = await countingRewrites(redis.client, () =>
+          Promise.resolve(runBench(scenario, redis.port)),
+        );
+        red.aofRewrites = rewrites;
         await redis.client.flushall();
         entry.memory.push(mem);
         entry.redis.push(red);
@@ -654,9 +722,9 @@ try {
         const server = await startServer(mode === 'redis' ? ['--redis-addr', `127.0.0.1:${redis.port}`] : []);
         try {
           await redis.client.call('LATENCY', 'RESET');
-          const rewritesBefore = await aofRewrites(redis.client);
-          const r = await fixedRate(server, rate, durationS);
-          const rewrites = (await aofRewrites(redis.client)) - rewritesBefore;
+          const [r, rewrites] = await countingRewrites(redis.client, () =>
+            fixedRate(server, rate, durationS),
+          );
           const redisEvents = mode === 'redis' ? await latencyEvents(redis.client) : [];
           const seen = await serverSide(server.controlPort);
           runs[mode].push({ ...r, redisEvents, aofRewrites: rewrites, server: seen });
@@ -684,6 +752,32 @@ try {
       );
     }
     report.latency = out;
+  }
+
+  if (!skip.has('capacity')) {
+    const rate = Number(opt['capacity-rate']);
+    log(
+      `\nCapacity: SendMessage offered at ${rate} msgs/s to a Redis-mode server over ${clients} connections, ` +
+        `${durationS} s after ${opt.warmup} s, ${rounds} rounds:`,
+    );
+    const runs = [];
+    for (let round = 0; round < rounds; round++) {
+      await redis.client.flushall();
+      const server = await startServer(['--redis-addr', `127.0.0.1:${redis.port}`]);
+      try {
+        const [r, rewrites] = await countingRewrites(redis.client, () => fixedRate(server, rate, durationS));
+        runs.push({ ...r, aofRewrites: rewrites });
+        log(
+          `  completed ${fmt(r.completedPerSec)} msgs/s (load generator ${fmt(r.generatorCpuPct)} % of a core); ` +
+            `the server: ${fmt(r.serverMeanMs, 2)} ms per SendMessage on average, of which ${fmt(r.commitMeanMs, 2)} ms ` +
+            `waiting for Redis; ${clients} / that = ${fmt((clients / r.serverMeanMs) * 1000)} msgs/s, the most the ` +
+            `connections could complete (${r.errors} errors; AOF rewrites started ${rewrites})`,
+        );
+      } finally {
+        await server.stop();
+      }
+    }
+    report.capacity = { rate, runs };
   }
 
   if (!skip.has('takeover') && Number.isFinite(redisSendRate)) {
