@@ -14,9 +14,7 @@ import { keysFor } from './persistence/keys.js';
 import type { Persistence } from './persistence/persistence.js';
 import type { RedisTarget } from './persistence/redis.js';
 import { SqsError } from './sqs/errors.js';
-import { LongPoller } from './sqs/longpoll.js';
-import { MoveTaskRunner } from './sqs/movetasks.js';
-import type { SqsServices } from './sqs/service.js';
+import { servicesFor, type SqsServices } from './sqs/service.js';
 
 /**
  * Wiring: one store, one long-poll scheduler, two planes. Without Redis the state lives in this
@@ -37,7 +35,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
   let firstStore = true;
   let current = serving(newStore());
-  function serving(store: QueueStore): { store: QueueStore; poller: LongPoller; mover: MoveTaskRunner } {
+  function serving(store: QueueStore): SqsServices {
     if (startup !== undefined) {
       try {
         applyStartupConfig(store, startup, config, logger.child({ component: 'config' }));
@@ -49,7 +47,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     }
     firstStore = false;
     // The runner picks up move tasks that were RUNNING in a store loaded from Redis.
-    return { store, poller: new LongPoller(store, clock), mover: new MoveTaskRunner(store, clock) };
+    return servicesFor(store, clock);
   }
   const services: SqsServices = {
     get store() {

@@ -14,9 +14,7 @@ import { decodeJson, encodeJson } from '../../src/protocol/json.js';
 import { parseForm } from '../../src/protocol/form.js';
 import { decodeQuery, encodeQueryResult } from '../../src/protocol/query.js';
 import { actions } from '../../src/sqs/actions/index.js';
-import { LongPoller } from '../../src/sqs/longpoll.js';
-import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
-import type { Action, RequestContext, SqsServices } from '../../src/sqs/service.js';
+import { servicesFor, type Action, type RequestContext, type SqsServices } from '../../src/sqs/service.js';
 import type { ActionName } from '../../src/sqs/model.generated.js';
 
 const { values: opt } = parseArgs({
@@ -36,12 +34,7 @@ const URL_ = `${BASE}/000000000000/bench`;
 
 function services(): SqsServices {
   const store = new QueueStore(systemClock);
-  const svc = {
-    store,
-    clock: systemClock,
-    poller: new LongPoller(store, systemClock),
-    mover: new MoveTaskRunner(store, systemClock),
-  };
+  const svc = servicesFor(store, systemClock);
   store.create({ accountId: '000000000000', region: 'us-east-1', name: 'bench' }, {}, {});
   return svc;
 }

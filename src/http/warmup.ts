@@ -27,8 +27,7 @@ import { keysFor } from '../persistence/keys.js';
 import { redisOptions } from '../persistence/redis.js';
 import { ScriptCode } from '../persistence/scripts.js';
 import { Writer } from '../persistence/writer.js';
-import { LongPoller } from '../sqs/longpoll.js';
-import { MoveTaskRunner } from '../sqs/movetasks.js';
+import { servicesFor } from '../sqs/service.js';
 import { buildDataPlane } from './data.js';
 
 export interface WarmUpOptions {
@@ -98,12 +97,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
   const dir = mkdtempSync(path.join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   const socketPath = path.join(dir, 'data.sock');
   const store = new QueueStore(systemClock);
-  const services = {
-    store,
-    clock: systemClock,
-    poller: new LongPoller(store, systemClock),
-    mover: new MoveTaskRunner(store, systemClock),
-  };
+  const services = servicesFor(store, systemClock);
   // Its store writes through a Writer of its own, as a leader's does, to a stand-in for Redis.
   const redisPath = path.join(dir, 'redis.sock');
   const standIn = createServer(answerEveryCommand);

@@ -3,8 +3,8 @@ import { CoreError } from '../core/errors.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { missingParameter, queueDoesNotExist, SqsError } from './errors.js';
-import type { LongPoller } from './longpoll.js';
-import type { MoveTaskRunner } from './movetasks.js';
+import { LongPoller } from './longpoll.js';
+import { MoveTaskRunner } from './movetasks.js';
 import type { ActionName, ActionTypes } from './model.generated.js';
 
 /** What an action knows of the request it serves; never which protocol carried it. */
@@ -27,6 +27,11 @@ export interface SqsServices {
   readonly poller: LongPoller;
   /** Runs message move tasks in the background (one per store, like the poller). */
   readonly mover: MoveTaskRunner;
+}
+
+/** The services over `store`: a long-poll scheduler and a move-task runner of its own. */
+export function servicesFor(store: QueueStore, clock: Clock): SqsServices {
+  return { store, clock, poller: new LongPoller(store, clock), mover: new MoveTaskRunner(store, clock) };
 }
 
 type Output<A extends ActionName> = ActionTypes[A]['output'];
