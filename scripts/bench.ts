@@ -30,9 +30,7 @@ import type { Report } from './bench/report.js';
 import { runScenario } from './bench/scenarios.js';
 import type { BenchConfig, Result } from './bench/scenarios.js';
 import { PROTOCOLS } from './bench/sqs.js';
-import type { Protocol } from './bench/sqs.js';
 import { killStartedServers, ROOT, SCENARIO_NAMES, TARGET_NAMES, TARGETS } from './bench/targets.js';
-import type { ScenarioName } from './bench/targets.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -95,6 +93,10 @@ Options:
   --shared-sqs-entry F  shared-sqs entry point (default dist/main.js)
   --shared-sqs-args A   extra arguments for shared-sqs, space-separated
   --cpu-prof DIR        start the servers with --cpu-prof, profiles written to DIR on exit
+  --rounds N            go over every scenario and target N times (default 1); each ratio and target
+                        check is then the round of median value, all rounds' values beside it. Runs
+                        of one scenario follow one another across targets either way, so a ratio
+                        compares runs made minutes apart at most
   --repeat N            run every scenario N times and keep, per run, the attempt with the fewest errors
                         and then the least CPU used by other processes meanwhile (default 1)
   --wait-idle S         on a shared machine: before each attempt, wait up to S s until the rest of the
@@ -143,6 +145,7 @@ function parseCommandLine() {
         'shared-sqs-args': { type: 'string' },
         'cpu-prof': { type: 'string' },
         repeat: { type: 'string' },
+        rounds: { type: 'string' },
         'wait-idle': { type: 'string' },
         'idle-threshold': { type: 'string' },
         nice: { type: 'string' },
@@ -204,6 +207,16 @@ function writeOut(file: string, text: string): void {
   writeFileSync(file, text);
 }
 
+/** Results in table order: by target, protocol and scenario, then round. */
+function resultOrder(r: Result): number {
+  return (
+    TARGET_NAMES.indexOf(r.target) * 1e6 +
+    PROTOCOLS.indexOf(r.protocol) * 1e5 +
+    SCENARIO_NAMES.indexOf(r.scenario) * 1e3 +
+    (r.round ?? 0)
+  );
+}
+
 function finish(report: Report): void {
   console.log('\n' + formatTable(report.results));
   const analysis = formatAnalysis(report.ratios, report.checks);
@@ -237,13 +250,11 @@ if (args['from-json']) {
   if (!report) fail('--from-json needs a file');
   const byKey = new Map<string, Result>();
   for (const rep of reports) {
-    for (const r of rep.results) byKey.set(`${r.target}|${r.protocol}|${r.scenario}|${r.variant}`, r);
+    for (const r of rep.results) {
+      byKey.set(`${r.target}|${r.protocol}|${r.scenario}|${r.variant}|${r.round ?? ''}`, r);
+    }
   }
-  const order = (r: Result): number =>
-    TARGET_NAMES.indexOf(r.target) * 1000 +
-    PROTOCOLS.indexOf(r.protocol) * 100 +
-    SCENARIO_NAMES.indexOf(r.scenario);
-  report.results = [...byKey.values()].sort((a, b) => order(a) - order(b));
+  report.results = [...byKey.values()].sort((a, b) => resultOrder(a) - resultOrder(b));
   if (reports.length > 1) {
     report.notes = [...new Set(reports.flatMap((rep) => rep.notes))];
     report.notes.push(
@@ -268,6 +279,7 @@ const serverCpu = cpuList(args['server-cpu'], '0');
 const loadCpu = cpuList(args['load-cpu'], '1');
 const sharedSqsEntry = args['shared-sqs-entry'] ?? 'dist/main.js';
 const repeat = number('repeat', 1, 1, 1);
+const rounds = number('rounds', 1, 1, 1);
 const lockWaitS = number('lock-wait', 1800, 1800, 0);
 const lock = args['no-lock'] ? undefined : new MachineLock();
 const waitIdleS = number('wait-idle', 0, 0, 0);
@@ -359,51 +371,62 @@ function better(a: Result, b: Result): Result {
 }
 
 const results: Result[] = [];
-for (const target of targets) {
-  const def = TARGETS[target];
-  for (const protocol of protocols.filter((p: Protocol) => def.protocols.includes(p))) {
-    for (const scenario of scenarios.filter((s: ScenarioName) => def.scenarios.includes(s))) {
-      const kept = new Map<string, Result>();
-      const others = new Map<string, number[]>();
-      for (let attempt = 1; attempt <= repeat; attempt++) {
-        if (lock) {
-          const had = await lock.acquire(lockWaitS, (holder) =>
-            console.log(
-              `  (waiting for the bench run of pid ${holder} to finish its scenario: ${LOCK_FILE})`,
-            ),
-          );
-          if (!had)
-            notes.push(
-              `ran ${target} ${protocol} ${scenario} without the machine lock (waited ${lockWaitS} s)`,
+// Targets innermost: the runs a ratio compares follow one another, minutes apart at most, instead of
+// a whole target's runs apart; a VM whose speed drifts over the bench then moves both sides alike.
+for (let round = 1; round <= rounds; round++) {
+  for (const protocol of protocols) {
+    for (const scenario of scenarios) {
+      for (const target of targets) {
+        const def = TARGETS[target];
+        if (!def.protocols.includes(protocol) || !def.scenarios.includes(scenario)) continue;
+        const kept = new Map<string, Result>();
+        const others = new Map<string, number[]>();
+        for (let attempt = 1; attempt <= repeat; attempt++) {
+          if (lock) {
+            const had = await lock.acquire(lockWaitS, (holder) =>
+              console.log(
+                `  (waiting for the bench run of pid ${holder} to finish its scenario: ${LOCK_FILE})`,
+              ),
             );
+            if (!had)
+              notes.push(
+                `ran ${target} ${protocol} ${scenario} without the machine lock (waited ${lockWaitS} s)`,
+              );
+          }
+          if (waitIdleS > 0) {
+            const w = await waitForIdle(waitIdleS, idleThreshold);
+            if (!w.idle)
+              console.log(
+                `  (machine still busy after ${waitIdleS} s: other CPU ${w.otherPct.toFixed(0)} %)`,
+              );
+          }
+          const t0 = Date.now();
+          console.log(
+            `… ${target} ${protocol} ${scenario}` +
+              (rounds > 1 ? ` (round ${round} of ${rounds})` : '') +
+              (repeat > 1 ? ` (attempt ${attempt} of ${repeat})` : ''),
+          );
+          const rs = await runScenario(cfg, target, protocol, scenario).finally(() => lock?.release());
+          for (const r of rs) {
+            if (rounds > 1) r.round = round;
+            console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+            const prev = kept.get(r.variant);
+            kept.set(r.variant, prev ? better(prev, r) : r);
+            others.set(r.variant, [...(others.get(r.variant) ?? []), r.otherCpuPct ?? Number.NaN]);
+          }
         }
-        if (waitIdleS > 0) {
-          const w = await waitForIdle(waitIdleS, idleThreshold);
-          if (!w.idle)
-            console.log(`  (machine still busy after ${waitIdleS} s: other CPU ${w.otherPct.toFixed(0)} %)`);
+        for (const [variant, r] of kept) {
+          if (repeat > 1) {
+            r.extra['attempts'] = repeat;
+            r.extra['attemptsOtherCpuPct'] = (others.get(variant) ?? []).map((x) => Math.round(x)).join('/');
+          }
+          results.push(r);
         }
-        const t0 = Date.now();
-        console.log(
-          `… ${target} ${protocol} ${scenario}${repeat > 1 ? ` (attempt ${attempt} of ${repeat})` : ''}`,
-        );
-        const rs = await runScenario(cfg, target, protocol, scenario).finally(() => lock?.release());
-        for (const r of rs) {
-          console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
-          const prev = kept.get(r.variant);
-          kept.set(r.variant, prev ? better(prev, r) : r);
-          others.set(r.variant, [...(others.get(r.variant) ?? []), r.otherCpuPct ?? Number.NaN]);
-        }
-      }
-      for (const [variant, r] of kept) {
-        if (repeat > 1) {
-          r.extra['attempts'] = repeat;
-          r.extra['attemptsOtherCpuPct'] = (others.get(variant) ?? []).map((x) => Math.round(x)).join('/');
-        }
-        results.push(r);
       }
     }
   }
 }
+results.sort((a, b) => resultOrder(a) - resultOrder(b));
 
 const stolen = results.filter((r) => (r.stealCpuPct ?? 0) >= STEAL_NOTE_PCT);
 if (stolen.length > 0) {
@@ -427,6 +450,7 @@ const report: Report = {
     scenarios,
     quick: args.quick,
     repeat,
+    rounds,
     waitIdleS,
     nice: cfg.launch.nice ?? null,
     serverCpu: serverCpu ?? null,

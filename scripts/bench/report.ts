@@ -37,6 +37,9 @@ export interface Check {
   met: boolean | null;
   /** How far off it is when not met. */
   gap: string;
+  /** The figure compared with the target (a ratio, ms, MiB, ...), and which side of it passes. */
+  value: number | null;
+  kind: 'min' | 'max';
 }
 
 const MiB = 2 ** 20;
@@ -147,9 +150,14 @@ const COLUMNS = [
   'notes',
 ] as const;
 
+/** The target's name, and its round when there are several. */
+function who(r: Result): string {
+  return r.round === undefined ? r.target : `${r.target} #${r.round}`;
+}
+
 function row(r: Result): string[] {
   return [
-    r.target,
+    who(r),
     r.protocol,
     r.scenario + (r.variant ? ` (${r.variant})` : ''),
     fmtNum(r.msgsPerSec),
@@ -182,6 +190,79 @@ export function formatTable(results: readonly Result[]): string {
 }
 
 // ---------------------------------------------------------------- analysis
+
+/** The runs of each round (--rounds), in round order; runs without a round form one. */
+function byRound(results: readonly Result[]): Result[][] {
+  const rounds = [...new Set(results.map((r) => r.round ?? 0))].sort((a, b) => a - b);
+  return rounds.map((n) => results.filter((r) => (r.round ?? 0) === n));
+}
+
+/**
+ * Of the same figure computed in every round, the one of median value, told the values of all
+ * rounds. Each round's ratio compares runs made minutes apart at most, so a VM whose speed drifts
+ * over the whole bench moves both sides of it alike; the median leaves out a round that one
+ * disturbance spoilt. With an even count, the middle value on the failing side of a target.
+ */
+function medianOfRounds<T>(
+  perRound: readonly (readonly T[])[],
+  key: (t: T) => string,
+  value: (t: T) => number | null,
+  lowerIsWorse: (t: T) => boolean,
+  annotate: (t: T, values: readonly (number | null)[]) => T,
+): T[] {
+  const groups = new Map<string, T[]>();
+  for (const list of perRound) {
+    for (const t of list) groups.set(key(t), [...(groups.get(key(t)) ?? []), t]);
+  }
+  return [...groups.values()].map((ts) => {
+    const valued = ts
+      .filter((t) => Number.isFinite(value(t)))
+      .sort((a, b) => (value(a) ?? 0) - (value(b) ?? 0));
+    const first = ts[0]!;
+    if (valued.length === 0) return first;
+    const mid = lowerIsWorse(first)
+      ? Math.floor((valued.length - 1) / 2)
+      : Math.ceil((valued.length - 1) / 2);
+    return annotate(valued[mid]!, ts.map(value));
+  });
+}
+
+function fmtFigure(v: number | null): string {
+  if (v === null || !Number.isFinite(v)) return '–';
+  return Math.abs(v) >= 100 ? fmtNum(v) : v.toPrecision(3);
+}
+
+/** The ratios of a run; with --rounds, each ratio's round of median value. */
+export function computeRatios(results: readonly Result[]): Ratio[] {
+  const rounds = byRound(results);
+  if (rounds.length <= 1) return ratiosOf(results);
+  return medianOfRounds(
+    rounds.map(ratiosOf),
+    (r) => r.name,
+    (r) => r.value,
+    () => true,
+    (r, values) => ({
+      ...r,
+      detail: `${r.detail}; the median of ${values.length} rounds: ${values.map(fmtRatio).join(', ')}`,
+    }),
+  );
+}
+
+/** shared-sqs's figures against its targets; with --rounds, each check's round of median value. */
+export function computeChecks(results: readonly Result[]): Check[] {
+  const rounds = byRound(results);
+  if (rounds.length <= 1) return checksOf(results);
+  return medianOfRounds(
+    rounds.map(checksOf),
+    (c) => `${c.protocol}|${c.target}`,
+    (c) => c.value,
+    (c) => c.kind === 'min',
+    (c, values) => ({
+      ...c,
+      measured: `${c.measured}; the median of ${values.length} rounds: ${values.map(fmtFigure).join(', ')}`,
+    }),
+  );
+}
 
 function find(
   results: readonly Result[],
@@ -246,7 +327,7 @@ function rateRatio(
   };
 }
 
-export function computeRatios(results: readonly Result[]): Ratio[] {
+function ratiosOf(results: readonly Result[]): Ratio[] {
   const out: Ratio[] = [];
   const protos: Protocol[] = ['json', 'query'];
   for (const p of protos) {
@@ -310,7 +391,7 @@ export function computeRatios(results: readonly Result[]): Ratio[] {
   return out;
 }
 
-export function computeChecks(results: readonly Result[]): Check[] {
+function checksOf(results: readonly Result[]): Check[] {
   const out: Check[] = [];
   const [shallow, deep] = depthsOf(results);
   const add = (
@@ -324,7 +405,7 @@ export function computeChecks(results: readonly Result[]): Check[] {
     errored: boolean,
   ): void => {
     if (value === null || !Number.isFinite(value)) {
-      out.push({ target, protocol, measured: 'not measured', met: null, gap: '' });
+      out.push({ target, protocol, measured: 'not measured', met: null, gap: '', value: null, kind });
       return;
     }
     const met = (kind === 'min' ? value >= limit : value <= limit) && !errored;
@@ -334,6 +415,8 @@ export function computeChecks(results: readonly Result[]): Check[] {
       measured: show(value) + (errored ? ' (run had errors)' : ''),
       met,
       gap: met ? '' : unitGap(value),
+      value,
+      kind,
     });
   };
   const pct = (v: number, limit: number): string => `${Math.abs((v / limit - 1) * 100).toFixed(0)} %`;
@@ -581,7 +664,7 @@ const SCENARIO_TITLES: Record<ScenarioName, string> = {
 };
 
 function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[], string[][]] {
-  const base = (r: Result): string[] => [r.target, r.protocol];
+  const base = (r: Result): string[] => [who(r), r.protocol];
   const err = (r: Result): string => (r.errors > 0 ? `${r.errors} ⚠` : '0');
   switch (scenario) {
     case 'send':

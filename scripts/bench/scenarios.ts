@@ -38,6 +38,8 @@ export interface Result {
   scenario: ScenarioName;
   /** Distinguishes runs of one scenario (e.g. the queue depth of receive-delete). */
   variant: string;
+  /** With --rounds N > 1: which pass over the targets (1..N) this run belongs to. */
+  round?: number;
   errors: number;
   errorSamples: string[];
   durationS: number | null;
