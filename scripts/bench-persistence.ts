@@ -5,7 +5,8 @@
  *
  * 1. throughput: scripts/bench.ts's send, send-batch and receive-delete scenarios (JSON protocol,
  *    --clients connections), memory-only and with --redis-addr, alternating, --rounds times; the
- *    Redis keyspace is flushed before every run. Medians and the Redis/memory ratio are printed.
+ *    Redis keyspace is flushed before every run. Medians are printed, and the median of each
+ *    round's Redis/memory ratio (a round's two runs are neighbours, so a drifting VM moves both).
  * 2. latency at half of peak: SendMessage at a fixed rate (half the median Redis send rate, or
  *    half of --rate), open loop (latency counted from when each request was due, so a stall is not
  *    hidden), with Redis and memory-only, --rounds times each; the median and worst p99 are printed.
@@ -695,14 +696,14 @@ try {
         medianCoreRatio: median(coreRatios),
       };
       log(
-        `${scenario.padEnd(15)} ${fmt(m).padStart(13)} ${fmt(d).padStart(14)} ${fmt((d / m) * 100).padStart(6)} %` +
+        `${scenario.padEnd(15)} ${fmt(m).padStart(13)} ${fmt(d).padStart(14)} ${fmt(median(ratios) * 100).padStart(6)} %` +
           `   ${fmt(median(memory.map((x) => x.p50)), 1)}/${fmt(median(memory.map((x) => x.p99)), 1)}`.padEnd(
             22,
           ) +
           `${fmt(median(red.map((x) => x.p50)), 1)}/${fmt(median(red.map((x) => x.p99)), 1)}`.padEnd(19) +
           `${[...memory, ...red].reduce((n, x) => n + x.errors, 0)}` +
-          `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')}; median ` +
-          `${fmt(median(ratios) * 100)} %; per server core ${fmt(median(coreRatios) * 100)} %; ` +
+          `   (per-round ratios ${ratios.map((x) => `${fmt(x * 100)} %`).join(', ')}, whose median is the ratio column; ` +
+          `ratio of the two medians ${fmt((d / m) * 100)} %; per server core ${fmt(median(coreRatios) * 100)} %; ` +
           `AOF rewrites started per Redis run ${red.map((x) => x.aofRewrites ?? 'n/a').join(', ')})`,
       );
       if (scenario === 'send' && !Number.isFinite(redisSendRate)) redisSendRate = d;
