@@ -32,6 +32,11 @@ function send(target: Result['target'], reqPerSec: number, round?: number): Resu
   return r;
 }
 
+/** One round per [shared-sqs, bare fastify] pair of req/s. */
+function rounds(...pairs: [number, number][]): Result[] {
+  return pairs.flatMap(([s, f], i) => [send('shared-sqs', s, i + 1), send('fastify', f, i + 1)]);
+}
+
 const sendCheck = (results: Result[]) =>
   computeChecks(results).find((c) => c.target.startsWith('SendMessage ≥ 0.8×'));
 const sendRatio = (results: Result[]) =>
@@ -47,14 +52,7 @@ describe('bench report over rounds', () => {
   test('each round is paired with itself, and the round of median ratio is reported', () => {
     // The machine is twice as fast in round 2: pairing across rounds (30k / 80k, 60k / 40k) would
     // give 0.375 or 1.5; within rounds the ratios are 0.75, 0.75 and 0.9.
-    const rs = [
-      send('shared-sqs', 30_000, 1),
-      send('fastify', 40_000, 1),
-      send('shared-sqs', 60_000, 2),
-      send('fastify', 80_000, 2),
-      send('shared-sqs', 36_000, 3),
-      send('fastify', 40_000, 3),
-    ];
+    const rs = rounds([30_000, 40_000], [60_000, 80_000], [36_000, 40_000]);
     const ratio = sendRatio(rs);
     assert.equal(ratio?.value, 0.75);
     assert.match(ratio?.detail ?? '', /median of 3 rounds: 0\.75×, 0\.75×, 0\.90×/);
@@ -65,26 +63,14 @@ describe('bench report over rounds', () => {
   });
 
   test('a single disturbed round does not decide the verdict', () => {
-    const rs = [
-      send('shared-sqs', 34_000, 1),
-      send('fastify', 40_000, 1),
-      send('shared-sqs', 10_000, 2),
-      send('fastify', 40_000, 2),
-      send('shared-sqs', 33_000, 3),
-      send('fastify', 40_000, 3),
-    ];
+    const rs = rounds([34_000, 40_000], [10_000, 40_000], [33_000, 40_000]);
     const check = sendCheck(rs);
     assert.equal(check?.value, 0.825);
     assert.equal(check?.met, true);
   });
 
   test('with an even count of rounds, the middle value on the failing side is taken', () => {
-    const rs = [
-      send('shared-sqs', 34_000, 1),
-      send('fastify', 40_000, 1),
-      send('shared-sqs', 30_000, 2),
-      send('fastify', 40_000, 2),
-    ];
+    const rs = rounds([34_000, 40_000], [30_000, 40_000]);
     assert.equal(sendCheck(rs)?.value, 0.75);
     assert.equal(sendCheck(rs)?.met, false);
   });
