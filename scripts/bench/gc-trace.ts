@@ -8,7 +8,7 @@
  * connections, JSON protocol; the queue keeps every message, so the old generation grows), stops
  * the server and prints, per Mark-Compact: its pause, the marking done inside the pause (`mark`),
  * the helper threads' marking during the cycle (`background.mark`) and the main thread's
- * incremental steps; and the scavenges' count, median and longest pause. Needs `npm run build`.
+ * incremental steps; and the scavenges' count, median, longest and total pause. Needs `npm run build`.
  *
  * Example (docs/performance.md, "GC on one CPU"):
  *   npx tsx scripts/bench/gc-trace.ts --rate 8000 --seconds 6
@@ -105,4 +105,7 @@ for (const f of markCompacts) {
 if (markCompacts.length === 0) console.log('  no Mark-Compact');
 const at = (q: number): number =>
   scavenges[Math.min(scavenges.length - 1, Math.floor(q * scavenges.length))] ?? NaN;
-console.log(`  ${scavenges.length} scavenges: pause median ${at(0.5)} ms, longest ${at(1)} ms`);
+const total = Math.round(scavenges.reduce((a, b) => a + b, 0));
+console.log(
+  `  ${scavenges.length} scavenges: pause median ${at(0.5)} ms, longest ${at(1)} ms, ${total} ms in all`,
+);
