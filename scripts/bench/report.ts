@@ -419,7 +419,11 @@ function checksOf(results: readonly Result[]): Check[] {
       kind,
     });
   };
-  const pct = (v: number, limit: number): string => `${Math.abs((v / limit - 1) * 100).toFixed(0)} %`;
+  const pct = (v: number, limit: number): string => {
+    const off = Math.abs((v / limit - 1) * 100);
+    // A figure just under its target must not read "0 % short".
+    return `${off < 1 ? off.toFixed(2) : off.toFixed(0)} %`;
+  };
   /**
    * A throughput ratio check, shown per server core (see perCore) and as measured, and met only
    * when both are: a run in which the server idled a little must not turn a measured 0.78× into a
