@@ -93,10 +93,11 @@ Options:
   --shared-sqs-entry F  shared-sqs entry point (default dist/main.js)
   --shared-sqs-args A   extra arguments for shared-sqs, space-separated
   --cpu-prof DIR        start the servers with --cpu-prof, profiles written to DIR on exit
-  --rounds N            go over every scenario and target N times (default 1); each ratio and target
-                        check is then the round of median value, all rounds' values beside it. Runs
-                        of one scenario follow one another across targets either way, so a ratio
-                        compares runs made minutes apart at most
+  --rounds N            go over every scenario and target N times (default 1), the targets in reverse
+                        order every other round; each ratio and target check is then the round of
+                        median value, all rounds' values beside it. Runs of one scenario follow one
+                        another across targets either way, so a ratio compares runs made minutes
+                        apart at most
   --repeat N            run every scenario N times and keep, per run, the attempt with the fewest errors
                         and then the least CPU used by other processes meanwhile (default 1)
   --wait-idle S         on a shared machine: before each attempt, wait up to S s until the rest of the
@@ -373,10 +374,12 @@ function better(a: Result, b: Result): Result {
 const results: Result[] = [];
 // Targets innermost: the runs a ratio compares follow one another, minutes apart at most, instead of
 // a whole target's runs apart; a VM whose speed drifts over the bench then moves both sides alike.
+// Every other round takes them in reverse (A B, B A, ...), so that neither always runs first.
 for (let round = 1; round <= rounds; round++) {
+  const order = round % 2 === 1 ? targets : [...targets].reverse();
   for (const protocol of protocols) {
     for (const scenario of scenarios) {
-      for (const target of targets) {
+      for (const target of order) {
         const def = TARGETS[target];
         if (!def.protocols.includes(protocol) || !def.scenarios.includes(scenario)) continue;
         const kept = new Map<string, Result>();
