@@ -92,6 +92,8 @@ Options:
   --load-cpu LIST       pin the load generator with taskset (default 1; "none" to not pin)
   --shared-sqs-entry F  shared-sqs entry point (default dist/main.js)
   --shared-sqs-args A   extra arguments for shared-sqs, space-separated
+  --shared-sqs-node-flags F  Node/V8 flags for shared-sqs alone, space-separated (e.g.
+                        --shared-sqs-node-flags=--initial-old-space-size=512)
   --cpu-prof DIR        start the servers with --cpu-prof, profiles written to DIR on exit
   --rounds N            go over every scenario and target N times (default 1), the targets in reverse
                         order every other round; each ratio and target check is then the round of
@@ -144,6 +146,7 @@ function parseCommandLine() {
         'load-cpu': { type: 'string' },
         'shared-sqs-entry': { type: 'string' },
         'shared-sqs-args': { type: 'string' },
+        'shared-sqs-node-flags': { type: 'string' },
         'cpu-prof': { type: 'string' },
         repeat: { type: 'string' },
         rounds: { type: 'string' },
@@ -305,6 +308,7 @@ const cfg: BenchConfig = {
     cpuProfDir: args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined,
     sharedSqsEntry,
     sharedSqsArgs: (args['shared-sqs-args'] ?? '').split(' ').filter(Boolean),
+    sharedSqsNodeFlags: (args['shared-sqs-node-flags'] ?? '').split(' ').filter(Boolean),
     nice: args.nice === undefined ? undefined : Number(args.nice),
   },
   log: (line) => console.log(line),
@@ -461,6 +465,7 @@ const report: Report = {
     ...Object.fromEntries(Object.entries(cfg).filter(([k]) => k !== 'launch' && k !== 'log')),
     sharedSqsEntry,
     sharedSqsArgs: cfg.launch.sharedSqsArgs,
+    sharedSqsNodeFlags: cfg.launch.sharedSqsNodeFlags ?? [],
   },
   notes,
   loadAverage: { atStart: loadAvgAtStart, atEnd: os.loadavg()[0] ?? null },

@@ -80,6 +80,8 @@ export interface LaunchOptions {
   sharedSqsEntry: string;
   /** Extra arguments for shared-sqs. */
   sharedSqsArgs: readonly string[];
+  /** Node/V8 flags for shared-sqs alone (e.g. --initial-old-space-size=512: docs/operations.md). */
+  sharedSqsNodeFlags?: readonly string[];
   /** Extra arguments for the bare fastify server (e.g. --spin-us). */
   fastifyArgs?: readonly string[];
   /** Label for CPU profile file names. */
@@ -246,6 +248,7 @@ export async function launch(target: TargetName, opts: LaunchOptions): Promise<S
     case 'shared-sqs':
       args = [
         ...nodeFlags,
+        ...(opts.sharedSqsNodeFlags ?? []),
         opts.sharedSqsEntry,
         '--port',
         String(port),
