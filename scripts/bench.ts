@@ -29,8 +29,16 @@ import {
 import type { Report } from './bench/report.js';
 import { runScenario } from './bench/scenarios.js';
 import type { BenchConfig, Result } from './bench/scenarios.js';
-import { PROTOCOLS } from './bench/sqs.js';
-import { killStartedServers, ROOT, SCENARIO_NAMES, TARGET_NAMES, TARGETS } from './bench/targets.js';
+import { PROTOCOLS, type Protocol } from './bench/sqs.js';
+import {
+  killStartedServers,
+  ROOT,
+  SCENARIO_NAMES,
+  TARGET_NAMES,
+  TARGETS,
+  type ScenarioName,
+  type TargetName,
+} from './bench/targets.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -375,6 +383,55 @@ function better(a: Result, b: Result): Result {
   return (b.otherCpuPct ?? Number.POSITIVE_INFINITY) < (a.otherCpuPct ?? Number.POSITIVE_INFINITY) ? b : a;
 }
 
+/**
+ * One scenario of one target, --repeat times: per variant, the attempt `better` keeps, told the
+ * round it belongs to (with --rounds) and, with --repeat, the other CPU of every attempt.
+ */
+async function runKept(
+  target: TargetName,
+  protocol: Protocol,
+  scenario: ScenarioName,
+  round: number,
+): Promise<Result[]> {
+  const kept = new Map<string, Result>();
+  const others = new Map<string, number[]>();
+  for (let attempt = 1; attempt <= repeat; attempt++) {
+    if (lock) {
+      const had = await lock.acquire(lockWaitS, (holder) =>
+        console.log(`  (waiting for the bench run of pid ${holder} to finish its scenario: ${LOCK_FILE})`),
+      );
+      if (!had)
+        notes.push(`ran ${target} ${protocol} ${scenario} without the machine lock (waited ${lockWaitS} s)`);
+    }
+    if (waitIdleS > 0) {
+      const w = await waitForIdle(waitIdleS, idleThreshold);
+      if (!w.idle)
+        console.log(`  (machine still busy after ${waitIdleS} s: other CPU ${w.otherPct.toFixed(0)} %)`);
+    }
+    const t0 = Date.now();
+    console.log(
+      `… ${target} ${protocol} ${scenario}` +
+        (rounds > 1 ? ` (round ${round} of ${rounds})` : '') +
+        (repeat > 1 ? ` (attempt ${attempt} of ${repeat})` : ''),
+    );
+    const rs = await runScenario(cfg, target, protocol, scenario).finally(() => lock?.release());
+    for (const r of rs) {
+      if (rounds > 1) r.round = round;
+      console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+      const prev = kept.get(r.variant);
+      kept.set(r.variant, prev ? better(prev, r) : r);
+      others.set(r.variant, [...(others.get(r.variant) ?? []), r.otherCpuPct ?? Number.NaN]);
+    }
+  }
+  for (const [variant, r] of kept) {
+    if (repeat > 1) {
+      r.extra['attempts'] = repeat;
+      r.extra['attemptsOtherCpuPct'] = (others.get(variant) ?? []).map((x) => Math.round(x)).join('/');
+    }
+  }
+  return [...kept.values()];
+}
+
 const results: Result[] = [];
 // Targets innermost: the runs a ratio compares follow one another, minutes apart at most, instead of
 // a whole target's runs apart; a VM whose speed drifts over the bench then moves both sides alike.
@@ -385,49 +442,8 @@ for (let round = 1; round <= rounds; round++) {
     for (const scenario of scenarios) {
       for (const target of order) {
         const def = TARGETS[target];
-        if (!def.protocols.includes(protocol) || !def.scenarios.includes(scenario)) continue;
-        const kept = new Map<string, Result>();
-        const others = new Map<string, number[]>();
-        for (let attempt = 1; attempt <= repeat; attempt++) {
-          if (lock) {
-            const had = await lock.acquire(lockWaitS, (holder) =>
-              console.log(
-                `  (waiting for the bench run of pid ${holder} to finish its scenario: ${LOCK_FILE})`,
-              ),
-            );
-            if (!had)
-              notes.push(
-                `ran ${target} ${protocol} ${scenario} without the machine lock (waited ${lockWaitS} s)`,
-              );
-          }
-          if (waitIdleS > 0) {
-            const w = await waitForIdle(waitIdleS, idleThreshold);
-            if (!w.idle)
-              console.log(
-                `  (machine still busy after ${waitIdleS} s: other CPU ${w.otherPct.toFixed(0)} %)`,
-              );
-          }
-          const t0 = Date.now();
-          console.log(
-            `… ${target} ${protocol} ${scenario}` +
-              (rounds > 1 ? ` (round ${round} of ${rounds})` : '') +
-              (repeat > 1 ? ` (attempt ${attempt} of ${repeat})` : ''),
-          );
-          const rs = await runScenario(cfg, target, protocol, scenario).finally(() => lock?.release());
-          for (const r of rs) {
-            if (rounds > 1) r.round = round;
-            console.log(`  ${resultLine(r)}  [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
-            const prev = kept.get(r.variant);
-            kept.set(r.variant, prev ? better(prev, r) : r);
-            others.set(r.variant, [...(others.get(r.variant) ?? []), r.otherCpuPct ?? Number.NaN]);
-          }
-        }
-        for (const [variant, r] of kept) {
-          if (repeat > 1) {
-            r.extra['attempts'] = repeat;
-            r.extra['attemptsOtherCpuPct'] = (others.get(variant) ?? []).map((x) => Math.round(x)).join('/');
-          }
-          results.push(r);
+        if (def.protocols.includes(protocol) && def.scenarios.includes(scenario)) {
+          results.push(...(await runKept(target, protocol, scenario, round)));
         }
       }
     }
