@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { track } from '../helpers/children.js';
 import { freePort, spawnMain, type ExitStatus } from '../helpers/server.js';
 
 export const NGINX = '/usr/sbin/nginx';
@@ -283,6 +284,7 @@ export async function startNginx(upstreams: readonly number[]): Promise<Nginx> {
     const proc = spawn(NGINX, ['-p', dir, '-c', mainConf, '-g', `daemon off; ${global}`], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    track(proc, 'SIGTERM');
     let stderr = '';
     proc.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
@@ -402,14 +404,28 @@ export async function startCluster(
   const [pa, ca, pb, cb] = ports as [number, number, number, number];
   const a = new Instance('a', pa, ca, args);
   const b = new Instance('b', pb, cb, args);
-  const nginx = await startNginx([pa, pb]);
+  const ownRedis = async (): Promise<void> => {
+    if (opts.redis === undefined) await redis.stop();
+  };
+  const nginx = await startNginx([pa, pb]).catch(async (e: unknown) => {
+    await ownRedis();
+    throw e;
+  });
   const mode = opts.start ?? 'a-first';
-  if (mode === 'a-first') {
-    await a.start();
-    await until('a leads', () => a.ready(), 15_000);
-    await b.start();
-  } else if (mode === 'together') {
-    await Promise.all([a.start(), b.start()]);
+  try {
+    if (mode === 'a-first') {
+      await a.start();
+      await until('a leads', () => a.ready(), 15_000);
+      await b.start();
+    } else if (mode === 'together') {
+      await Promise.all([a.start(), b.start()]);
+    }
+  } catch (e) {
+    // The test never gets the cluster, so it cannot stop it: stop what was started here.
+    await Promise.allSettled([a.kill9(), b.kill9()]);
+    await nginx.stop();
+    await ownRedis();
+    throw e;
   }
   const cluster: Cluster = {
     redis,
@@ -436,7 +452,7 @@ export async function startCluster(
     stop: async () => {
       await Promise.allSettled([a.kill9(), b.kill9()]);
       await nginx.stop();
-      if (opts.redis === undefined) await redis.stop();
+      await ownRedis();
     },
   };
   return cluster;

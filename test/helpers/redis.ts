@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { track } from './children.js';
 import { freePort } from './server.js';
 
 export interface TestRedis {
@@ -41,6 +42,7 @@ export async function startRedis(opts: { aof?: boolean } = {}): Promise<TestRedi
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir];
     args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
     const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(p);
     proc = p;
     let out = '';
     exited = new Promise((resolve) => p.once('exit', () => resolve()));

@@ -20,6 +20,7 @@ import { Persistence } from '../../src/persistence/persistence.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { uniquePrefix } from '../helpers/redis.js';
+import { track } from '../helpers/children.js';
 import { freePort } from '../helpers/server.js';
 
 const MASTER = 'ssqmaster';
@@ -33,6 +34,7 @@ let masterPort: number;
 async function launch(args: string[], ready: RegExp): Promise<ChildProcess> {
   const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   procs.push(p);
+  track(p);
   let out = '';
   await new Promise<void>((resolve, reject) => {
     p.stdout?.setEncoding('utf8').on('data', (c: string) => {
