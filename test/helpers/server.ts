@@ -8,13 +8,15 @@
  * Every test file stops what it starts (`after(() => server.stop())`).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { freePort } from '../../scripts/bench/proc.js';
 import { track } from './children.js';
+
+export { freePort };
 
 /** The repository root: test/helpers/ is two levels below it. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -46,47 +48,6 @@ export interface RunningServer {
   logs(): string;
   stdout(): string;
   stderr(): string;
-}
-
-/**
- * The lowest port of the kernel's ephemeral range (ip_local_port_range): outgoing connections take
- * their local port from that range, so a port picked there with listen(0) can be taken by some
- * client's connection before the server binds it (seen in CI: EADDRINUSE on a port listen(0) gave).
- */
-function ephemeralLow(): number {
-  try {
-    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-    if (Number.isInteger(low) && low > 12_000) return low;
-  } catch {
-    // not Linux: fall through
-  }
-  return 32_768;
-}
-const PORT_LOW = 10_000;
-const PORT_HIGH = ephemeralLow();
-
-/** Resolves true when 127.0.0.1:`port` could be bound (and released it again). */
-async function bindable(port: number): Promise<boolean> {
-  const server = createServer();
-  const ok = await new Promise<boolean>((resolve) => {
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => resolve(true));
-  });
-  if (ok) await new Promise<void>((resolve) => server.close(() => resolve()));
-  return ok;
-}
-
-/**
- * A free TCP port on 127.0.0.1, chosen at random below the ephemeral range, where no outgoing
- * connection takes its port; another test file picking the same one is left to chance (1 in ~20k)
- * and to the starters' retries.
- */
-export async function freePort(): Promise<number> {
-  for (let i = 0; i < 1000; i++) {
-    const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - PORT_LOW));
-    if (await bindable(port)) return port;
-  }
-  throw new Error(`no free port in ${PORT_LOW}-${PORT_HIGH - 1} after 1000 tries`);
 }
 
 async function twoFreePorts(): Promise<[number, number]> {
