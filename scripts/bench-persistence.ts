@@ -41,8 +41,10 @@
  * reaches the 64 MB minimum within seconds and the rewrite (a forked child) runs during the run, on the
  * same two cores as everything else.
  *
- * `--node-flags "..."` passes Node/V8 flags to the servers (e.g. `--single-threaded`, which keeps
- * V8's compiler and GC threads from competing with the event loop on the server's one core).
+ * The servers run with the Node flags shared-sqs ships with (bin/shared-sqs.js's shebang);
+ * `--node-flags "..."` passes others instead (e.g. `--single-threaded`, which keeps V8's compiler
+ * and GC threads from competing with the event loop on the server's one core; `--node-flags=` for
+ * none).
  *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0
  * (--server-cpus LIST to change that, e.g. 0,1 for not pinned), load generator on CPU 1; Redis is
@@ -72,6 +74,7 @@ import {
   machineInfo,
   niceSelf,
   pinSelf,
+  productNodeFlags,
   readCpuSeconds,
   readRss,
   sleep,
@@ -97,7 +100,8 @@ const { values: opt } = parseArgs({
     'body-size': { type: 'string', default: '256' },
     skip: { type: 'string', default: '' },
     nice: { type: 'string', default: '0' },
-    'node-flags': { type: 'string', default: '' },
+    // Unset: the flags shared-sqs ships with (bin/shared-sqs.js); set, even to '', instead of them.
+    'node-flags': { type: 'string' },
     'wait-idle': { type: 'string', default: '0' },
     'redis-cpus': { type: 'string', default: '' },
     'server-cpus': { type: 'string', default: '0' },
@@ -131,7 +135,7 @@ const MAIN = path.join(ROOT, 'dist', 'main.js');
 /** Redis's latency monitor records events at least this long (reported after each latency run). */
 const LATENCY_THRESHOLD_MS = 10;
 /** Node/V8 flags for the servers, e.g. --single-threaded (see docs/performance.md, "Persistence"). */
-const nodeFlags = opt['node-flags'].split(' ').filter(Boolean);
+const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean) ?? productNodeFlags();
 
 if (opt.phase === 'load-child') {
   await loadChild(Number(opt.port));
@@ -640,7 +644,8 @@ const report: Record<string, unknown> = {
 const log = (line: string): void => console.log(line);
 log(
   `bench-persistence: ${machineInfo().nproc} × ${machineInfo().cpuModel}, node ${process.version}, ` +
-    `appendfsync ${opt.fsync}, AOF rewrite ${opt['aof-rewrite']}, ${clients} clients, ${durationS} s per run, ${rounds} rounds`,
+    `appendfsync ${opt.fsync}, AOF rewrite ${opt['aof-rewrite']}, ${clients} clients, ${durationS} s per run, ${rounds} rounds, ` +
+    `server node flags [${nodeFlags.join(' ')}]`,
 );
 
 const redis = await startRedis(opt.fsync);

@@ -15,6 +15,7 @@ import {
   machineInfo,
   niceSelf,
   pinSelf,
+  productNodeFlags,
   waitForIdle,
 } from './bench/proc.js';
 import {
@@ -100,8 +101,9 @@ Options:
   --load-cpu LIST       pin the load generator with taskset (default 1; "none" to not pin)
   --shared-sqs-entry F  shared-sqs entry point (default dist/main.js)
   --shared-sqs-args A   extra arguments for shared-sqs, space-separated
-  --shared-sqs-node-flags F  Node/V8 flags for shared-sqs alone, space-separated (e.g.
-                        --shared-sqs-node-flags=--initial-old-space-size=512)
+  --shared-sqs-node-flags F  Node/V8 flags for shared-sqs alone, space-separated, instead of
+                        those it ships with (bin/shared-sqs.js's: --initial-old-space-size=512);
+                        --shared-sqs-node-flags= for none
   --cpu-prof DIR        start the servers with --cpu-prof, profiles written to DIR on exit
   --rounds N            go over every scenario and target N times (default 1), the targets in reverse
                         order every other round; each ratio and target check is then the round of
@@ -316,7 +318,11 @@ const cfg: BenchConfig = {
     cpuProfDir: args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined,
     sharedSqsEntry,
     sharedSqsArgs: (args['shared-sqs-args'] ?? '').split(' ').filter(Boolean),
-    sharedSqsNodeFlags: (args['shared-sqs-node-flags'] ?? '').split(' ').filter(Boolean),
+    // Unset: as shipped (bin/shared-sqs.js); set, even to '', it replaces them.
+    sharedSqsNodeFlags:
+      args['shared-sqs-node-flags'] === undefined
+        ? productNodeFlags()
+        : args['shared-sqs-node-flags'].split(' ').filter(Boolean),
     nice: args.nice === undefined ? undefined : Number(args.nice),
   },
   log: (line) => console.log(line),
@@ -374,7 +380,8 @@ const startedAt = new Date();
 console.log(
   `bench: ${machine.nproc} × ${machine.cpuModel}, node ${machine.node}; servers on CPU ${serverCpu ?? 'any'}, ` +
     `load generator on CPU ${loadCpu ?? 'any'}; ${cfg.clients} clients, ${cfg.durationS} s per scenario` +
-    (args.quick ? ' (quick)' : ''),
+    (args.quick ? ' (quick)' : '') +
+    `; shared-sqs node flags [${(cfg.launch.sharedSqsNodeFlags ?? []).join(' ')}]`,
 );
 
 /** Of several attempts at one run, keep the one with the fewest errors, then the least disturbed. */

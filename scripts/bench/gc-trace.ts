@@ -3,7 +3,8 @@
  * rate, from V8's own trace (`--trace-gc-nvp`, one line per collection), so that GC settings can be
  * compared by their pauses rather than by end-to-end latency, which a shared VM's noise swamps.
  *
- * It starts `node [--node-flags] --trace-gc-nvp dist/main.js` under `taskset -c --cpus` (memory-only,
+ * It starts `node FLAGS --trace-gc-nvp dist/main.js` (FLAGS: --node-flags, by default the ones
+ * shared-sqs ships with, bin/shared-sqs.js's) under `taskset -c --cpus` (memory-only,
  * or with --redis-addr), sends --rate SendMessage/s of --body-size bytes for --seconds (open loop, 32
  * connections, JSON protocol; the queue keeps every message, so the old generation grows), stops
  * the server and prints, per Mark-Compact: its pause, the marking done inside the pause (`mark`),
@@ -18,7 +19,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort, hasTaskset, waitForReady } from './proc.js';
+import { freePort, hasTaskset, productNodeFlags, waitForReady } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
 
@@ -28,7 +29,8 @@ const { values: opt } = parseArgs({
     seconds: { type: 'string', default: '6' },
     'body-size': { type: 'string', default: '256' },
     cpus: { type: 'string', default: '0' },
-    'node-flags': { type: 'string', default: '' },
+    // Unset: the flags shared-sqs ships with (bin/shared-sqs.js); set, even to '', instead of them.
+    'node-flags': { type: 'string' },
     'redis-addr': { type: 'string' },
   },
 });
@@ -47,7 +49,8 @@ const num = (f: Map<string, string>, key: string): number => Number(f.get(key) ?
 
 const port = await freePort();
 const controlPort = await freePort();
-const nodeArgs = [...opt['node-flags'].split(' ').filter(Boolean), '--trace-gc-nvp', MAIN];
+const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean) ?? productNodeFlags();
+const nodeArgs = [...nodeFlags, '--trace-gc-nvp', MAIN];
 const serverArgs = ['--port', String(port), '--control-port', String(controlPort), '--host', '127.0.0.1'];
 if (opt['redis-addr'] !== undefined) serverArgs.push('--redis-addr', opt['redis-addr']);
 const argv = [...nodeArgs, ...serverArgs, '--log-level', 'warn'];
@@ -92,7 +95,7 @@ const scavenges = lines
   .sort((a, b) => a - b);
 console.log(
   `gc-trace: ${sent} SendMessage at ${rate}/s for ${seconds} s (${errors} errors), CPUs ${opt.cpus}, ` +
-    `node flags [${opt['node-flags']}], ${opt['redis-addr'] === undefined ? 'memory-only' : 'Redis'}`,
+    `node flags [${nodeFlags.join(' ')}], ${opt['redis-addr'] === undefined ? 'memory-only' : 'Redis'}`,
 );
 for (const f of markCompacts) {
   console.log(

@@ -157,6 +157,18 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free port in ${PORT_LOW}-${PORT_HIGH - 1} after 1000 tries`);
 }
 
+/**
+ * The Node flags shared-sqs is started with as shipped: those on bin/shared-sqs.js's shebang line
+ * (`npm start` and the systemd unit carry the same; test/unit/deploy-kit.test.ts checks).
+ */
+export function productNodeFlags(): string[] {
+  const bin = new URL('../../bin/shared-sqs.js', import.meta.url);
+  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
+  const m = /^#!\/usr\/bin\/env -S node((?: --\S+)*)$/.exec(shebang);
+  if (m === null) throw new Error(`bin/shared-sqs.js: unexpected first line ${JSON.stringify(shebang)}`);
+  return (m[1] ?? '').split(' ').filter(Boolean);
+}
+
 let tasksetOk: boolean | undefined;
 
 export function hasTaskset(): boolean {

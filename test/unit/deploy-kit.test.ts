@@ -1,17 +1,24 @@
 /**
  * The deployment kit as shipped: systemd/shared-sqs.service passes `systemd-analyze verify` with no
- * warning, and nginx/shared-sqs.conf passes `nginx -t` (rendered with loopback addresses, inside a
- * minimal main config, exactly as test/failover runs it).
+ * warning, nginx/shared-sqs.conf passes `nginx -t` (rendered with loopback addresses, inside a
+ * minimal main config, exactly as test/failover runs it), and every launcher (the bin, `npm start`,
+ * the unit) starts Node with the same flags.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { productNodeFlags } from '../../scripts/bench/proc.js';
 import { NGINX, renderNginxMain, renderNginxSnippet, run } from '../failover/harness.js';
+import { track } from '../helpers/children.js';
+import { cleanEnv, freePort } from '../helpers/server.js';
 
 const UNIT = fileURLToPath(new URL('../../systemd/shared-sqs.service', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/shared-sqs.js', import.meta.url));
+const PACKAGE = fileURLToPath(new URL('../../package.json', import.meta.url));
 
 test('Given systemd/shared-sqs.service, When systemd-analyze verifies it, Then it passes with no warning', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'ssq-unit-'));
@@ -48,4 +55,45 @@ test('Given nginx/shared-sqs.conf, Then it keeps the settings failover depends o
   assert.ok(read > 20, 'read timeout above the 20 s long poll');
   assert.match(text, /client_max_body_size 4m;/);
   assert.match(text, /X-Forwarded-Proto \$scheme;/);
+});
+
+test('Given the launchers, Then the bin, npm start and the systemd unit pass Node the same flags', () => {
+  const flags = productNodeFlags().join(' ');
+  assert.match(flags, /--initial-old-space-size=\d+/);
+  const pkg = JSON.parse(readFileSync(PACKAGE, 'utf8')) as { scripts: Record<string, string> };
+  assert.equal(pkg.scripts['start'], `node ${flags} dist/main.js`);
+  const execStart = /^ExecStart=(.*)$/m.exec(readFileSync(UNIT, 'utf8'))?.[1];
+  assert.equal(execStart, `/usr/bin/node ${flags} /opt/shared-sqs/dist/main.js`);
+});
+
+test('Given bin/shared-sqs.js run as a program, Then its shebang starts Node with those flags', async () => {
+  const [port, controlPort] = [await freePort(), await freePort()];
+  const proc = spawn(
+    BIN,
+    ['--port', String(port), '--control-port', String(controlPort), '--host', '127.0.0.1'],
+    {
+      env: cleanEnv(),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  track(proc);
+  let stderr = '';
+  proc.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exited = new Promise((resolve) => proc.once('close', resolve));
+  try {
+    let healthy = false;
+    for (let i = 0; i < 200 && proc.exitCode === null && !healthy; i++) {
+      healthy = await fetch(`http://127.0.0.1:${controlPort}/health`, { signal: AbortSignal.timeout(1000) })
+        .then((r) => r.status === 200)
+        .catch(() => false);
+      if (!healthy) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(healthy, `no /health from the bin:\n${stderr}`);
+    // The kernel runs `env -S node FLAGS BIN ARGS`, and env execs node in the same process.
+    const argv = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8').split('\0');
+    for (const flag of productNodeFlags()) assert.ok(argv.includes(flag), `${flag} not in ${argv.join(' ')}`);
+  } finally {
+    proc.kill('SIGTERM');
+    await exited;
+  }
 });
