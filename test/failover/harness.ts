@@ -411,6 +411,11 @@ export async function startCluster(
     await ownRedis();
     throw e;
   });
+  const stop = async (): Promise<void> => {
+    await Promise.allSettled([a.kill9(), b.kill9()]);
+    await nginx.stop();
+    await ownRedis();
+  };
   const mode = opts.start ?? 'a-first';
   try {
     if (mode === 'a-first') {
@@ -422,9 +427,7 @@ export async function startCluster(
     }
   } catch (e) {
     // The test never gets the cluster, so it cannot stop it: stop what was started here.
-    await Promise.allSettled([a.kill9(), b.kill9()]);
-    await nginx.stop();
-    await ownRedis();
+    await stop();
     throw e;
   }
   const cluster: Cluster = {
@@ -449,11 +452,7 @@ export async function startCluster(
       return found as Instance;
     },
     other: (i) => (i === a ? b : a),
-    stop: async () => {
-      await Promise.allSettled([a.kill9(), b.kill9()]);
-      await nginx.stop();
-      await ownRedis();
-    },
+    stop,
   };
   return cluster;
 }
