@@ -73,8 +73,8 @@ import {
   hasTaskset,
   machineInfo,
   niceSelf,
+  nodeFlagsOption,
   pinSelf,
-  productNodeFlags,
   readCpuSeconds,
   readRss,
   sleep,
@@ -135,7 +135,7 @@ const MAIN = path.join(ROOT, 'dist', 'main.js');
 /** Redis's latency monitor records events at least this long (reported after each latency run). */
 const LATENCY_THRESHOLD_MS = 10;
 /** Node/V8 flags for the servers, e.g. --single-threaded (see docs/performance.md, "Persistence"). */
-const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean) ?? productNodeFlags();
+const nodeFlags = nodeFlagsOption(opt['node-flags']);
 
 if (opt.phase === 'load-child') {
   await loadChild(Number(opt.port));

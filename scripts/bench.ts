@@ -14,8 +14,8 @@ import {
   MachineLock,
   machineInfo,
   niceSelf,
+  nodeFlagsOption,
   pinSelf,
-  productNodeFlags,
   waitForIdle,
 } from './bench/proc.js';
 import {
@@ -318,11 +318,7 @@ const cfg: BenchConfig = {
     cpuProfDir: args['cpu-prof'] ? path.resolve(args['cpu-prof']) : undefined,
     sharedSqsEntry,
     sharedSqsArgs: (args['shared-sqs-args'] ?? '').split(' ').filter(Boolean),
-    // Unset: as shipped (bin/shared-sqs.js); set, even to '', it replaces them.
-    sharedSqsNodeFlags:
-      args['shared-sqs-node-flags'] === undefined
-        ? productNodeFlags()
-        : args['shared-sqs-node-flags'].split(' ').filter(Boolean),
+    sharedSqsNodeFlags: nodeFlagsOption(args['shared-sqs-node-flags']),
     nice: args.nice === undefined ? undefined : Number(args.nice),
   },
   log: (line) => console.log(line),

@@ -19,7 +19,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { freePort, hasTaskset, productNodeFlags, waitForReady } from './proc.js';
+import { freePort, hasTaskset, nodeFlagsOption, waitForReady } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
 
@@ -49,7 +49,7 @@ const num = (f: Map<string, string>, key: string): number => Number(f.get(key) ?
 
 const port = await freePort();
 const controlPort = await freePort();
-const nodeFlags = opt['node-flags']?.split(' ').filter(Boolean) ?? productNodeFlags();
+const nodeFlags = nodeFlagsOption(opt['node-flags']);
 const nodeArgs = [...nodeFlags, '--trace-gc-nvp', MAIN];
 const serverArgs = ['--port', String(port), '--control-port', String(controlPort), '--host', '127.0.0.1'];
 if (opt['redis-addr'] !== undefined) serverArgs.push('--redis-addr', opt['redis-addr']);

@@ -169,6 +169,11 @@ export function productNodeFlags(): string[] {
   return (m[1] ?? '').split(' ').filter(Boolean);
 }
 
+/** A node-flags option: unset, the flags shared-sqs ships with; set (even to ''), these instead. */
+export function nodeFlagsOption(value: string | undefined): string[] {
+  return value === undefined ? productNodeFlags() : value.split(' ').filter(Boolean);
+}
+
 let tasksetOk: boolean | undefined;
 
 export function hasTaskset(): boolean {
