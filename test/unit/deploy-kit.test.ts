@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { productNodeFlags } from '../../scripts/bench/proc.js';
+import { productNodeFlags, waitForReady } from '../../scripts/bench/proc.js';
 import { NGINX, renderNginxMain, renderNginxSnippet, run } from '../failover/harness.js';
 import { track } from '../helpers/children.js';
 import { cleanEnv, freePort } from '../helpers/server.js';
@@ -81,14 +81,8 @@ test('Given bin/shared-sqs.js run as a program, Then its shebang starts Node wit
   proc.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
   const exited = new Promise((resolve) => proc.once('close', resolve));
   try {
-    let healthy = false;
-    for (let i = 0; i < 200 && proc.exitCode === null && !healthy; i++) {
-      healthy = await fetch(`http://127.0.0.1:${controlPort}/health`, { signal: AbortSignal.timeout(1000) })
-        .then((r) => r.status === 200)
-        .catch(() => false);
-      if (!healthy) await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.ok(healthy, `no /health from the bin:\n${stderr}`);
+    // Throws, with the bin's stderr, when it exits or /health does not answer 200 within 10 s.
+    await waitForReady(proc, controlPort, 10_000, () => stderr, '/health');
     // The kernel runs `env -S node FLAGS BIN ARGS`, and env execs node in the same process.
     const argv = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8').split('\0');
     for (const flag of productNodeFlags()) assert.ok(argv.includes(flag), `${flag} not in ${argv.join(' ')}`);
