@@ -10,15 +10,26 @@
  * uses it to express shared-sqs's own cost per request as the busy work that slows bare fastify
  * down as much.
  *
+ * `--floor` makes it the least an SQS server can do for SendMessage(Batch) beyond the ceiling's work:
+ * per message, the MD5 of the body (which the reply must carry), a random message id, and the body
+ * and id kept in one growing array, with shared-sqs's own functions for each (a queue has to hold them until they are received); the reply
+ * carries each message's own id and MD5. No validation, no attributes, no receipt bookkeeping. Its
+ * rate against the plain ceiling shows how much of the ceiling any SQS server that keeps its
+ * messages in this process's memory can reach (docs/performance.md, "The floor").
+ *
  * `--defer-replies` writes the replies of one event-loop turn together once its last request has
  * run, as shared-sqs's data plane does (src/http/data.ts, ReplyBatch), so the two can be compared
  * with the same write pattern.
  *
- * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N] [--defer-replies]
+ * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N] [--floor] [--defer-replies]
  */
 import { parse as parseQuery } from 'node:querystring';
 import { parseArgs } from 'node:util';
 import Fastify, { type FastifyReply } from 'fastify';
+// --floor does the unavoidable work with shared-sqs's own primitives, so it is a floor for them too.
+import { uuid } from '../src/core/ids.js';
+import { ownString } from '../src/core/strings.js';
+import { md5OfBody } from '../src/protocol/md5.js';
 
 const { values } = parseArgs({
   options: {
@@ -26,6 +37,7 @@ const { values } = parseArgs({
     host: { type: 'string', default: '127.0.0.1' },
     'spin-us': { type: 'string', default: '0' },
     'defer-replies': { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
   },
 });
 const spinMs = Number(values['spin-us']) / 1000;
@@ -108,6 +120,59 @@ function answer(reply: FastifyReply, type: string, body: string): FastifyReply {
   return reply;
 }
 
+/** --floor: every body and message id received, in arrival order. */
+const kept: string[] = [];
+
+/** --floor: keeps the message; its id and the MD5 of its body, for the reply. */
+function keep(body: unknown): [id: string, md5: string] {
+  // A form value is a slice of the whole request body: kept as is, it would keep that alive.
+  const text = typeof body === 'string' ? ownString(body) : '';
+  const id = uuid();
+  kept.push(text, id);
+  return [id, md5OfBody(text)];
+}
+
+interface JsonEntry {
+  Id?: string;
+  MessageBody?: unknown;
+}
+
+function floorJson(
+  action: string,
+  input: { MessageBody?: unknown; Entries?: JsonEntry[] },
+): string | undefined {
+  if (action === 'SendMessage') {
+    const [MessageId, MD5OfMessageBody] = keep(input.MessageBody);
+    return JSON.stringify({ MD5OfMessageBody, MessageId });
+  }
+  if (action === 'SendMessageBatch' && Array.isArray(input.Entries)) {
+    const Successful = input.Entries.map((e) => {
+      const [MessageId, MD5OfMessageBody] = keep(e.MessageBody);
+      return { Id: e.Id, MD5OfMessageBody, MessageId };
+    });
+    return JSON.stringify({ Successful, Failed: [] });
+  }
+  return undefined;
+}
+
+function floorQuery(action: string, form: Record<string, string | string[] | undefined>): string | undefined {
+  if (action === 'SendMessage') {
+    const [id, md5] = keep(form['MessageBody']);
+    return xmlReply(action, `<MD5OfMessageBody>${md5}</MD5OfMessageBody><MessageId>${id}</MessageId>`);
+  }
+  if (action === 'SendMessageBatch') {
+    let entries = '';
+    for (let n = 1; form[`SendMessageBatchRequestEntry.${n}.Id`] !== undefined; n++) {
+      const [id, md5] = keep(form[`SendMessageBatchRequestEntry.${n}.MessageBody`]);
+      entries +=
+        `<SendMessageBatchResultEntry><Id>${String(form[`SendMessageBatchRequestEntry.${n}.Id`])}</Id>` +
+        `<MessageId>${id}</MessageId><MD5OfMessageBody>${md5}</MD5OfMessageBody></SendMessageBatchResultEntry>`;
+    }
+    return xmlReply(action, entries);
+  }
+  return undefined;
+}
+
 app.post('/*', (request, reply) => {
   if (spinMs > 0) {
     const until = performance.now() + spinMs;
@@ -116,11 +181,15 @@ app.post('/*', (request, reply) => {
   const target = request.headers['x-amz-target'];
   if (typeof target === 'string') {
     const action = target.slice(target.indexOf('.') + 1);
-    return answer(reply, JSON_TYPE, jsonReplies[action] ?? '{}');
+    const floor = values.floor
+      ? floorJson(action, request.body as Parameters<typeof floorJson>[1])
+      : undefined;
+    return answer(reply, JSON_TYPE, floor ?? jsonReplies[action] ?? '{}');
   }
-  const form = request.body as Record<string, string | string[] | undefined> | undefined;
-  const action = typeof form?.['Action'] === 'string' ? form['Action'] : '';
-  return answer(reply, XML_TYPE, queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
+  const form = (request.body ?? {}) as Record<string, string | string[] | undefined>;
+  const action = typeof form['Action'] === 'string' ? form['Action'] : '';
+  const floor = values.floor ? floorQuery(action, form) : undefined;
+  return answer(reply, XML_TYPE, floor ?? queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
 });
 
 await app.listen({ port, host });

@@ -55,6 +55,8 @@ Targets (--targets, comma-separated; default ${TARGET_NAMES.join(',')}):
                ready when GET :C/health is 200; both protocols, every scenario
   fastify      scripts/bare-fastify.ts: a bare fastify 5 server that parses the body and sends a fixed
                reply, the ceiling; both protocols; send, send-batch and cold-start only
+  floor        the same server with --floor: plus, per message, the MD5 of its body, a message id,
+               and body and id kept in memory (what no SQS server can skip); send and send-batch
   fauxqs       the fauxqs npm emulator (logging off); JSON protocol only
 
 Scenarios (--scenarios, comma-separated; default all):

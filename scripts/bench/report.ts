@@ -337,6 +337,14 @@ function ratiosOf(results: readonly Result[]): Ratio[] {
     const sb = find(results, 'shared-sqs', p, 'send-batch');
     const fb = find(results, 'fastify', p, 'send-batch');
     if (sb && fb) out.push(rateRatio(`send-batch ${p}: shared-sqs / fastify (msgs/s)`, sb, fb));
+    // The floor: how much of the ceiling the unavoidable work leaves, and how near shared-sqs is to it.
+    for (const sc of ['send', 'send-batch'] as const) {
+      const fl = find(results, 'floor', p, sc);
+      const ceiling = find(results, 'fastify', p, sc);
+      const own = find(results, 'shared-sqs', p, sc);
+      if (fl && ceiling) out.push(rateRatio(`${sc} ${p}: floor / fastify (msgs/s)`, fl, ceiling));
+      if (fl && own) out.push(rateRatio(`${sc} ${p}: shared-sqs / floor (msgs/s)`, own, fl));
+    }
   }
   const [shallow, deep] = depthsOf(results);
   for (const t of ['shared-sqs', 'fastify'] as const) {

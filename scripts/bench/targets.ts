@@ -17,8 +17,8 @@ import type { Protocol } from './sqs.js';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const WORK_DIR = path.join(ROOT, '.bench');
 
-export type TargetName = 'shared-sqs' | 'fastify' | 'fauxqs';
-export const TARGET_NAMES: readonly TargetName[] = ['shared-sqs', 'fastify', 'fauxqs'];
+export type TargetName = 'shared-sqs' | 'fastify' | 'floor' | 'fauxqs';
+export const TARGET_NAMES: readonly TargetName[] = ['shared-sqs', 'fastify', 'floor', 'fauxqs'];
 
 export type ScenarioName =
   | 'send'
@@ -60,6 +60,12 @@ export const TARGETS: Record<TargetName, TargetDef> = {
     protocols: ['json', 'query'],
     scenarios: ['send', 'send-batch', 'cold-start'],
     note: 'scripts/bare-fastify.ts: parses the body and sends a fixed reply; keeps no state, so only send, send-batch and cold-start',
+  },
+  floor: {
+    name: 'floor',
+    protocols: ['json', 'query'],
+    scenarios: ['send', 'send-batch'],
+    note: 'scripts/bare-fastify.ts --floor: the bare fastify server plus what no SQS server can skip (MD5 of each body, a message id, body and id kept); only send and send-batch',
   },
   fauxqs: {
     name: 'fauxqs',
@@ -212,7 +218,17 @@ function bareFastifyCommand(): string[] {
       const out = path.join(WORK_DIR, 'bare-fastify.mjs');
       const r = spawnSync(
         esbuild,
-        [src, '--format=esm', '--platform=node', '--target=node20', `--outfile=${out}`, '--log-level=error'],
+        [
+          src,
+          // Its few imports from src/ are bundled in; packages stay imports.
+          '--bundle',
+          '--packages=external',
+          '--format=esm',
+          '--platform=node',
+          '--target=node20',
+          `--outfile=${out}`,
+          '--log-level=error',
+        ],
         { cwd: ROOT, stdio: 'inherit' },
       );
       if (r.status === 0) bareFastifyJs = out;
@@ -262,7 +278,15 @@ export async function launch(target: TargetName, opts: LaunchOptions): Promise<S
       ];
       break;
     case 'fastify':
-      args = [...nodeFlags, ...bareFastifyCommand(), '--port', String(port), ...(opts.fastifyArgs ?? [])];
+    case 'floor':
+      args = [
+        ...nodeFlags,
+        ...bareFastifyCommand(),
+        '--port',
+        String(port),
+        ...(target === 'floor' ? ['--floor'] : []),
+        ...(opts.fastifyArgs ?? []),
+      ];
       break;
     case 'fauxqs':
       env['FAUXQS_LOGGER'] = 'false';

@@ -75,3 +75,21 @@ describe('bench report over rounds', () => {
     assert.equal(sendCheck(rs)?.met, false);
   });
 });
+
+describe('bench report: the floor', () => {
+  const ratio = (results: Result[], name: string) => computeRatios(results).find((r) => r.name === name);
+
+  test('floor / fastify and shared-sqs / floor, when the floor ran', () => {
+    const rs = [send('shared-sqs', 30_000), send('fastify', 40_000), send('floor', 32_000)];
+    assert.equal(ratio(rs, 'send json: floor / fastify (msgs/s)')?.value, 0.8);
+    assert.equal(ratio(rs, 'send json: shared-sqs / floor (msgs/s)')?.value, 0.9375);
+  });
+
+  test('no floor lines without a floor run', () => {
+    const rs = [send('shared-sqs', 30_000), send('fastify', 40_000)];
+    assert.equal(
+      computeRatios(rs).some((r) => r.name.includes('floor')),
+      false,
+    );
+  });
+});
