@@ -123,10 +123,12 @@ function answer(reply: FastifyReply, type: string, body: string): FastifyReply {
 /** --floor: every body and message id received, in arrival order. */
 const kept: string[] = [];
 
-/** --floor: keeps the message; its id and the MD5 of its body, for the reply. */
-function keep(body: unknown): [id: string, md5: string] {
-  // A form value is a slice of the whole request body: kept as is, it would keep that alive.
-  const text = typeof body === 'string' ? ownString(body) : '';
+/**
+ * --floor: keeps the message; its id and the MD5 of its body, for the reply. `text` must be a
+ * string of its own (JSON.parse gives those; a form value is a slice of the whole request body,
+ * which it would keep alive).
+ */
+function keep(text: string): [id: string, md5: string] {
   const id = uuid();
   kept.push(text, id);
   return [id, md5OfBody(text)];
@@ -142,12 +144,12 @@ function floorJson(
   input: { MessageBody?: unknown; Entries?: JsonEntry[] },
 ): string | undefined {
   if (action === 'SendMessage') {
-    const [MessageId, MD5OfMessageBody] = keep(input.MessageBody);
+    const [MessageId, MD5OfMessageBody] = keep(String(input.MessageBody));
     return JSON.stringify({ MD5OfMessageBody, MessageId });
   }
   if (action === 'SendMessageBatch' && Array.isArray(input.Entries)) {
     const Successful = input.Entries.map((e) => {
-      const [MessageId, MD5OfMessageBody] = keep(e.MessageBody);
+      const [MessageId, MD5OfMessageBody] = keep(String(e.MessageBody));
       return { Id: e.Id, MD5OfMessageBody, MessageId };
     });
     return JSON.stringify({ Successful, Failed: [] });
@@ -157,13 +159,13 @@ function floorJson(
 
 function floorQuery(action: string, form: Record<string, string | string[] | undefined>): string | undefined {
   if (action === 'SendMessage') {
-    const [id, md5] = keep(form['MessageBody']);
+    const [id, md5] = keep(ownString(String(form['MessageBody'])));
     return xmlReply(action, `<MD5OfMessageBody>${md5}</MD5OfMessageBody><MessageId>${id}</MessageId>`);
   }
   if (action === 'SendMessageBatch') {
     let entries = '';
     for (let n = 1; form[`SendMessageBatchRequestEntry.${n}.Id`] !== undefined; n++) {
-      const [id, md5] = keep(form[`SendMessageBatchRequestEntry.${n}.MessageBody`]);
+      const [id, md5] = keep(ownString(String(form[`SendMessageBatchRequestEntry.${n}.MessageBody`])));
       entries +=
         `<SendMessageBatchResultEntry><Id>${String(form[`SendMessageBatchRequestEntry.${n}.Id`])}</Id>` +
         `<MessageId>${id}</MessageId><MD5OfMessageBody>${md5}</MD5OfMessageBody></SendMessageBatchResultEntry>`;
