@@ -46,6 +46,14 @@
  * and GC threads from competing with the event loop on the server's one core; `--node-flags=` for
  * none).
  *
+ * Options, with their defaults: --rounds 3, --duration 5 (seconds per run), --warmup 3,
+ * --prewarm 0, --clients 32 (connections, for every phase: the fixed-rate phase queues requests
+ * in the generator when all are busy, so with write-through a stall's backlog drains at most at
+ * --clients / the commit time), --rate (the Redis peak to halve; measured when unset), --fsync
+ * always|everysec, --aof-rewrite auto|off, --skip throughput,latency,capacity,takeover,load,
+ * --messages 1000000 and --body-size 256 (loading), --capacity-rate 30000, --drain 0,
+ * --node-flags, --server-cpus 0, --redis-cpus, --nice 0, --wait-idle 0, --json FILE (results).
+ *
  * Needs `npm run build` (the servers run from dist/). Pins like scripts/bench.ts: servers on CPU 0
  * (--server-cpus LIST to change that, e.g. 0,1 for not pinned), load generator on CPU 1; Redis is
  * not pinned unless --redis-cpus LIST is given (taskset -c LIST).
@@ -60,7 +68,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { ManualClock } from '../src/core/clock.js';
 import { QueueStore } from '../src/core/store.js';
 import { keysFor } from '../src/persistence/keys.js';
@@ -77,6 +84,7 @@ import {
   pinSelf,
   readCpuSeconds,
   readRss,
+  scriptArgs,
   sleep,
   waitForReady,
 } from './bench/proc.js';
@@ -86,7 +94,7 @@ import type { Redis } from 'ioredis';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
-const { values: opt } = parseArgs({
+const { values: opt } = scriptArgs(import.meta.url, {
   options: {
     rounds: { type: 'string', default: '3' },
     duration: { type: 'string', default: '5' },

@@ -18,15 +18,14 @@
  *
  * Needs `npm run build` (shared-sqs runs from dist/). Figures in docs/performance.md.
  */
-import { parseArgs } from 'node:util';
 import { median } from './histogram.js';
-import { hasTaskset, pinSelf } from './proc.js';
+import { hasTaskset, pinSelf, scriptArgs } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
 import { launch, ROOT, type Server, type TargetName } from './targets.js';
 import path from 'node:path';
 
-const { values: opt } = parseArgs({
+const { values: opt } = scriptArgs(import.meta.url, {
   options: {
     spins: { type: 'string', default: '0,2,4,6,8,12' },
     duration: { type: 'string', default: '5' },

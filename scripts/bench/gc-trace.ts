@@ -18,12 +18,11 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { freePort, hasTaskset, nodeFlagsOption, waitForReady } from './proc.js';
+import { freePort, hasTaskset, nodeFlagsOption, scriptArgs, waitForReady } from './proc.js';
 import { RawPool } from './rawhttp.js';
 import { SqsCodec } from './sqs.js';
 
-const { values: opt } = parseArgs({
+const { values: opt } = scriptArgs(import.meta.url, {
   options: {
     rate: { type: 'string', default: '8000' },
     seconds: { type: 'string', default: '6' },

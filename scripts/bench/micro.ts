@@ -7,8 +7,8 @@
  * same request and given beside it.
  */
 import { parse as parseQuery } from 'node:querystring';
-import { parseArgs } from 'node:util';
 import { systemClock } from '../../src/core/clock.js';
+import { scriptArgs } from './proc.js';
 import { QueueStore } from '../../src/core/store.js';
 import { decodeJson, encodeJson } from '../../src/protocol/json.js';
 import { parseForm } from '../../src/protocol/form.js';
@@ -17,7 +17,7 @@ import { actions } from '../../src/sqs/actions/index.js';
 import { servicesFor, type Action, type RequestContext, type SqsServices } from '../../src/sqs/service.js';
 import type { ActionName } from '../../src/sqs/model.generated.js';
 
-const { values: opt } = parseArgs({
+const { values: opt } = scriptArgs(import.meta.url, {
   options: {
     messages: { type: 'string', default: '400000' },
     runs: { type: 'string', default: '3' },

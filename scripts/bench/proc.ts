@@ -3,6 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 let clkTck: number | undefined;
 
@@ -347,5 +349,41 @@ export class MachineLock {
     } catch {
       // already gone
     }
+  }
+}
+
+type ParseArgsConfig = NonNullable<Parameters<typeof parseArgs>[0]>;
+
+/**
+ * The leading doc comment of a script, as plain text: its usage, written once where the code
+ * is read. `fileUrl` is the script's import.meta.url.
+ */
+export function usageOf(fileUrl: string): string {
+  const text = readFileSync(fileURLToPath(fileUrl), 'utf8');
+  const comment = /\/\*\*([\s\S]*?)\*\//.exec(text)?.[1] ?? '';
+  return comment
+    .split('\n')
+    .map((line) => line.replace(/^\s*\* ?/, ''))
+    .join('\n')
+    .trim();
+}
+
+/**
+ * parseArgs for a bench script: --help / -h prints the script's doc comment and exits 0; an
+ * unknown or malformed option prints what was wrong and exits 2, not a stack trace.
+ */
+export function scriptArgs<T extends ParseArgsConfig>(
+  fileUrl: string,
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${usageOf(fileUrl)}\n`);
+    process.exit(0);
+  }
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n(--help for the options)\n`);
+    process.exit(2);
   }
 }
