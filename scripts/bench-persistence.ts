@@ -19,6 +19,11 @@
  *    1 s of rest: the fixed rate then meets compiled code and no backlog of its own start.
  *    With --drain N, N consumers (ReceiveMessage of 10, 1 s long poll, + DeleteMessageBatch) keep
  *    the queue near empty meanwhile, so the server's heap does not grow with a backlog.
+ *    The requests that took 10 ms or more are printed as windows of when they came due, beside the
+ *    times an AOF rewrite was running: one window holding most of them is one stall.
+ * 2b. redis-alone: no shared-sqs, 8 clients writing a field each to Redis back to back for twice
+ *    --duration: Redis's own write latency and its stalls on this disk (with `appendfsync always`
+ *    every write waits for an fsync), the floor under the latency phase's Redis figures.
  * 3. capacity: SendMessage offered at --capacity-rate (default 30,000/s, above what the server
  *    takes) to a Redis-mode server, open loop, --rounds times: the rate the --clients connections
  *    completed, the server's mean time per SendMessage and mean commit wait (its /metrics), and
@@ -50,7 +55,7 @@
  * --prewarm 0, --clients 32 (connections, for every phase: the fixed-rate phase queues requests
  * in the generator when all are busy, so with write-through a stall's backlog drains at most at
  * --clients / the commit time), --rate (the Redis peak to halve; measured when unset), --fsync
- * always|everysec, --aof-rewrite auto|off, --skip throughput,latency,capacity,takeover,load,
+ * always|everysec, --aof-rewrite auto|off, --skip throughput,latency,redis-alone,capacity,takeover,load,
  * --messages 1000000 and --body-size 256 (loading), --capacity-rate 30000, --drain 0,
  * --node-flags, --server-cpus 0, --redis-cpus, --nice 0, --wait-idle 0, --json FILE (results).
  *
@@ -336,11 +341,88 @@ async function startServer(
   };
 }
 
+/** A request this late (from its due time) counts as caught in a stall. */
+const STALL_MS = 10;
+
+interface Stall {
+  /** Due times of the first and last late request, in ms since the run's start. */
+  fromMs: number;
+  toMs: number;
+  requests: number;
+  worstMs: number;
+}
+
+/**
+ * Late requests grouped by when they came due (gaps under 20 ms join a window), largest first: a
+ * p99 made by one stall shows as one window holding most of them; scattered ones as many small.
+ */
+function stallWindows(slow: readonly [number, number][]): Stall[] {
+  const sorted = [...slow].sort((a, b) => a[0] - b[0]);
+  const out: Stall[] = [];
+  for (const [due, took] of sorted) {
+    const last = out.at(-1);
+    if (last !== undefined && due - last.toMs < 20) {
+      last.toMs = due;
+      last.requests++;
+      last.worstMs = Math.max(last.worstMs, took);
+    } else out.push({ fromMs: due, toMs: due, requests: 1, worstMs: took });
+  }
+  return out.sort((a, b) => b.requests - a.requests);
+}
+
+function formatStalls(
+  r: { stalls: Stall[]; rewrites: { fromMs: number; toMs: number }[] },
+  measured: number,
+): string {
+  const late = r.stalls.reduce((n, w) => n + w.requests, 0);
+  const windows = r.stalls
+    .slice(0, 3)
+    .map((w) => `${w.requests} due at +${fmt(w.fromMs)}–${fmt(w.toMs)} ms (worst ${fmt(w.worstMs, 1)} ms)`)
+    .join(', ');
+  const rewrites = r.rewrites.map(
+    (w) => `+${fmt(w.fromMs)}–${Number.isNaN(w.toMs) ? 'end' : fmt(w.toMs)} ms`,
+  );
+  return (
+    `    ${late} of ${measured} measured requests ≥ ${STALL_MS} ms` +
+    (late > 0 ? ` in ${r.stalls.length} windows; the largest: ${windows}` : '') +
+    (rewrites.length > 0 ? `; AOF rewrite running ${rewrites.join(', ')}` : '')
+  );
+}
+
+const REDIS_WRITERS = 8;
+
+/** REDIS_WRITERS clients writing one hash field each, back to back, for `seconds`: Redis's own latency. */
+async function redisAlone(
+  client: Redis,
+  seconds: number,
+): Promise<{ writes: number; summary: ReturnType<Histogram['summaryMs']>; stalls: Stall[]; rewrites: [] }> {
+  const value = 'x'.repeat(bodySize);
+  const hist = new Histogram();
+  const slow: [number, number][] = [];
+  const start = process.hrtime.bigint();
+  const end = start + BigInt(seconds * 1e9);
+  let writes = 0;
+  await Promise.all(
+    Array.from({ length: REDIS_WRITERS }, async () => {
+      while (process.hrtime.bigint() < end) {
+        const t = process.hrtime.bigint();
+        await client.hset('alone', `f${writes++}`, value);
+        hist.recordSince(t);
+        const ms = Number(process.hrtime.bigint() - t) / 1e6;
+        if (ms >= STALL_MS) slow.push([Number(t - start) / 1e6, ms]);
+      }
+    }),
+  );
+  return { writes, summary: hist.summaryMs(), stalls: stallWindows(slow), rewrites: [] };
+}
+
 /** SendMessage at `rate` per second for `seconds`, open loop; latency from each request's due time. */
 async function fixedRate(
   server: Server,
   rate: number,
   seconds: number,
+  /** Redis to watch for AOF rewrites during the run (their start and end are reported). */
+  watch?: Redis,
 ): Promise<{
   p50: number;
   p99: number;
@@ -359,6 +441,10 @@ async function fixedRate(
   commitMeanMs: number;
   /** The server's longest event-loop delay over the measured seconds (ms). */
   lagMaxMs: number;
+  /** When the measured requests that took ≥ STALL_MS came due, as windows; the largest first. */
+  stalls: Stall[];
+  /** AOF rewrites seen running, in ms since the run's start (warm-up included). */
+  rewrites: { fromMs: number; toMs: number }[];
 }> {
   const pool = new RawPool('127.0.0.1', server.port, clients);
   const codec = new SqsCodec('json', pool.hostHeader);
@@ -397,6 +483,8 @@ async function fixedRate(
   });
   const hist = new Histogram();
   const warmHist = new Histogram();
+  /** Measured requests of STALL_MS or more: when each came due (ms from start) and its latency. */
+  const slow: [number, number][] = [];
   /** How late the load generator itself issued each request: its own stalls, not the server's. */
   const sendLag = new Histogram();
   let errors = 0;
@@ -405,14 +493,31 @@ async function fixedRate(
   const warmupNs = Number(opt.warmup) * 1e9;
   const start = process.hrtime.bigint();
   const endNs = BigInt(Math.round(seconds * 1e9 + warmupNs));
+  const rewrites: { fromMs: number; toMs: number }[] = [];
+  let watching = watch !== undefined;
+  const watched = (async () => {
+    let since: number | undefined;
+    while (watching && watch !== undefined) {
+      const running = /aof_rewrite_in_progress:1/.test(await watch.info('persistence'));
+      const at = Number(process.hrtime.bigint() - start) / 1e6;
+      if (running && since === undefined) since = at;
+      if (!running && since !== undefined) {
+        rewrites.push({ fromMs: since, toMs: at });
+        since = undefined;
+      }
+      await sleep(10);
+    }
+    if (since !== undefined) rewrites.push({ fromMs: since, toMs: NaN });
+  })();
   let measuring = false;
   let completed = 0;
-  let window: { at: number; cpu: NodeJS.CpuUsage; sums: MetricSums } | undefined;
+  let window: { at: number; cpu: NodeJS.CpuUsage; sums: Promise<MetricSums> } | undefined;
   for (;;) {
     const elapsed = process.hrtime.bigint() - start;
     if (elapsed >= endNs) break;
     if (window === undefined && elapsed >= BigInt(warmupNs)) {
-      window = { at: performance.now(), cpu: process.cpuUsage(), sums: await metricSums(server.controlPort) };
+      // Not awaited here: sends due while the scrape is answered must still go out on time.
+      window = { at: performance.now(), cpu: process.cpuUsage(), sums: metricSums(server.controlPort) };
       measuring = true;
     }
     const due = Math.floor((Number(elapsed) / 1e9) * rate);
@@ -427,6 +532,8 @@ async function fixedRate(
           else {
             (measured ? hist : warmHist).recordSince(dueNs);
             if (measuring) completed++;
+            const tookMs = Number(process.hrtime.bigint() - dueNs) / 1e6;
+            if (measured && tookMs >= STALL_MS) slow.push([Number(dueNs - start) / 1e6, tookMs]);
           }
         },
         () => void errors++,
@@ -443,8 +550,10 @@ async function fixedRate(
   const windowS = window === undefined ? NaN : (performance.now() - window.at) / 1000;
   const cpu = process.cpuUsage(window?.cpu);
   const sums = await metricSums(server.controlPort);
-  const before = window?.sums;
+  const before = await window?.sums;
   await Promise.all(inflight);
+  watching = false;
+  await watched;
   producing = false;
   await Promise.all(drained);
   drainPool.destroy();
@@ -465,6 +574,8 @@ async function fixedRate(
     serverMeanMs: before === undefined ? NaN : meanMs(before.duration, sums.duration),
     commitMeanMs: before === undefined ? NaN : meanMs(before.commit, sums.commit),
     lagMaxMs: before === undefined ? NaN : sums.lagMaxMs,
+    stalls: stallWindows(slow),
+    rewrites,
   };
 }
 
@@ -744,7 +855,7 @@ try {
         try {
           await redis.client.call('LATENCY', 'RESET');
           const [r, rewrites] = await countingRewrites(redis.client, () =>
-            fixedRate(server, rate, durationS),
+            fixedRate(server, rate, durationS, mode === 'redis' ? redis.client : undefined),
           );
           const redisEvents = mode === 'redis' ? await latencyEvents(redis.client) : [];
           const seen = await serverSide(server.controlPort);
@@ -757,7 +868,8 @@ try {
                 ? `; its Redis commit wait p50 ≤ ${seen.commitP50Bound} ms, p99 ≤ ${seen.commitP99Bound} ms` +
                   `; Redis's slow events (≥ ${LATENCY_THRESHOLD_MS} ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}` +
                   `; AOF rewrites started ${rewrites}`
-                : ''),
+                : '') +
+              `\n${formatStalls(r, Math.round(rate * durationS))}`,
           );
         } finally {
           await server.stop();
@@ -773,6 +885,27 @@ try {
       );
     }
     report.latency = out;
+  }
+
+  if (!skip.has('redis-alone')) {
+    // What the fsync-bound tail of Redis is without shared-sqs: the floor under the latency phase.
+    const seconds = durationS * 2;
+    log(
+      `\nRedis alone (no shared-sqs): ${REDIS_WRITERS} writers, each an HSET of ${bodySize} bytes as soon as its ` +
+        `last was answered, ${seconds} s, ${rounds} rounds (appendfsync ${opt.fsync}):`,
+    );
+    const runs = [];
+    for (let round = 0; round < rounds; round++) {
+      await redis.client.flushall();
+      const [r, rewrites] = await countingRewrites(redis.client, () => redisAlone(redis.client, seconds));
+      runs.push({ ...r, aofRewrites: rewrites });
+      const s = r.summary;
+      log(
+        `  ${r.writes} writes: p50 ${s.p50} ms, p99 ${s.p99} ms, max ${s.max} ms; AOF rewrites started ${rewrites}\n` +
+          formatStalls(r, r.writes),
+      );
+    }
+    report.redisAlone = runs;
   }
 
   if (!skip.has('capacity')) {
