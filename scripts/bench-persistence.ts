@@ -467,6 +467,10 @@ async function fixedRate(
     );
     await sleep(1_000);
   }
+  // One scrape before the rate starts. The first of a run, taken cold at the end of the warm-up,
+  // put 50-110 ms windows of late requests into every Redis-mode run (p99 12-17 ms; 4.7-5.3 ms
+  // with this; docs/performance.md, "Persistence").
+  await metricSums(server.controlPort);
   // With --drain, consumers keep the queue near empty, so the heap does not grow with a backlog.
   let producing = true;
   const drainPool = new RawPool('127.0.0.1', server.port, Math.max(1, drainers));
