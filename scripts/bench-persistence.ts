@@ -91,6 +91,7 @@ import {
   readRss,
   scriptArgs,
   sleep,
+  track,
   waitForReady,
 } from './bench/proc.js';
 import { RawPool } from './bench/rawhttp.js';
@@ -182,6 +183,7 @@ async function startRedis(fsync: string): Promise<RedisProc> {
     ),
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  track(proc);
   await new Promise<void>((resolve, reject) => {
     let out = '';
     proc.stdout?.setEncoding('utf8').on('data', (c: string) => {
@@ -323,6 +325,7 @@ async function startServer(
     ? niced('taskset', ['-c', opt['server-cpus'], process.execPath, ...args])
     : niced(process.execPath, args);
   const proc = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(proc);
   let out = '';
   proc.stdout?.setEncoding('utf8').on('data', (c: string) => (out += c));
   proc.stderr?.setEncoding('utf8').on('data', (c: string) => (out += c));

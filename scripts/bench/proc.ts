@@ -1,5 +1,5 @@
 /** Reading a process's memory and CPU use from /proc, CPU pinning, free ports, machine facts. */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -386,4 +386,42 @@ export function scriptArgs<T extends ParseArgsConfig>(
     process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n(--help for the options)\n`);
     process.exit(2);
   }
+}
+
+/**
+ * Every child a process registers here (servers, redis-server, nginx) is killed when that process
+ * exits, however it exits, SIGTERM and SIGINT included: a test file that fails half-way or is
+ * ended by the runner's --test-timeout, or a bench stopped with Ctrl-C, never leaves one running.
+ * A leftover child holds its pipes open and keeps a test file alive: CI once ran into its 90-minute
+ * limit that way. (Not --test-force-exit: on Node 20 it ends a file before all of its suites have
+ * run, silently.)
+ */
+const live = new Map<ChildProcess, NodeJS.Signals>();
+let hooked = false;
+
+/**
+ * Registers `proc` until it exits. `lastWord` is what it gets if this process exits first:
+ * SIGKILL by default; nginx takes SIGTERM so that its master takes its workers down with it.
+ */
+export function track(proc: ChildProcess, lastWord: NodeJS.Signals = 'SIGKILL'): void {
+  if (!hooked) {
+    hooked = true;
+    // The runner ends a test file that overran --test-timeout with SIGTERM, which skips 'exit'
+    // handlers unless the file turns it into an exit of its own.
+    process.once('SIGTERM', () => process.exit(143));
+    process.once('SIGINT', () => process.exit(130));
+    // 'exit' handlers run synchronously; kill() is synchronous, which is all that is needed.
+    process.once('exit', () => {
+      for (const [child, sig] of live) {
+        try {
+          child.kill('SIGCONT');
+          child.kill(sig);
+        } catch {
+          // already gone
+        }
+      }
+    });
+  }
+  live.set(proc, lastWord);
+  proc.once('exit', () => live.delete(proc));
 }
