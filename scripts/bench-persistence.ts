@@ -55,7 +55,8 @@
  * --prewarm 0, --clients 32 (connections, for every phase: the fixed-rate phase queues requests
  * in the generator when all are busy, so with write-through a stall's backlog drains at most at
  * --clients / the commit time), --rate (the Redis peak to halve; measured when unset), --fsync
- * always|everysec, --aof-rewrite auto|off, --skip throughput,latency,redis-alone,capacity,takeover,load,
+ * always|everysec, --aof-rewrite auto|off, --aof-rewrite-min-size SIZE (e.g. 8gb; Redis's
+ * default 64mb), --skip throughput,latency,redis-alone,capacity,takeover,load,
  * --messages 1000000 and --body-size 256 (loading), --capacity-rate 30000, --drain 0,
  * --node-flags, --server-cpus 0, --redis-cpus, --nice 0, --wait-idle 0, --json FILE (results).
  *
@@ -109,6 +110,7 @@ const { values: opt } = scriptArgs(import.meta.url, {
     clients: { type: 'string', default: '32' },
     fsync: { type: 'string', default: 'always' },
     'aof-rewrite': { type: 'string', default: 'auto' },
+    'aof-rewrite-min-size': { type: 'string' },
     rate: { type: 'string' },
     messages: { type: 'string', default: '1000000' },
     'body-size': { type: 'string', default: '256' },
@@ -197,6 +199,9 @@ async function startRedis(fsync: string): Promise<RedisProc> {
   await client.config('SET', 'appendfsync', fsync);
   if (opt['aof-rewrite'] === 'off') await client.config('SET', 'auto-aof-rewrite-percentage', '0');
   else if (opt['aof-rewrite'] !== 'auto') throw new Error('--aof-rewrite is auto or off');
+  // docs/persistence.md sizes it from the write rate, so that rewrites come seldom.
+  const minSize = opt['aof-rewrite-min-size'];
+  if (minSize !== undefined) await client.config('SET', 'auto-aof-rewrite-min-size', minSize);
   // Redis's own record of slow events (fsync of the AOF, commands), read after the latency runs.
   await client.config('SET', 'latency-monitor-threshold', String(LATENCY_THRESHOLD_MS));
   return {
@@ -770,7 +775,9 @@ const report: Record<string, unknown> = {
 const log = (line: string): void => console.log(line);
 log(
   `bench-persistence: ${machineInfo().nproc} × ${machineInfo().cpuModel}, node ${process.version}, ` +
-    `appendfsync ${opt.fsync}, AOF rewrite ${opt['aof-rewrite']}, ${clients} clients, ${durationS} s per run, ${rounds} rounds, ` +
+    `appendfsync ${opt.fsync}, AOF rewrite ${opt['aof-rewrite']}` +
+    (opt['aof-rewrite-min-size'] === undefined ? '' : ` (min size ${opt['aof-rewrite-min-size']})`) +
+    `, ${clients} clients, ${durationS} s per run, ${rounds} rounds, ` +
     `server node flags [${nodeFlags.join(' ')}]`,
 );
 
