@@ -10,10 +10,10 @@
  * uses it to express shared-sqs's own cost per request as the busy work that slows bare fastify
  * down as much.
  *
- * `--floor` makes it the least an SQS server can do for SendMessage(Batch) beyond the ceiling's work:
- * per message, the MD5 of the body (which the reply must carry), a random message id, and the body
- * and id kept in one growing array, with shared-sqs's own functions for each (a queue has to hold them until they are received); the reply
- * carries each message's own id and MD5. No validation, no attributes, no receipt bookkeeping. Its
+ * `--floor` makes it the least an SQS server can do for SendMessage(Batch) beyond the ceiling's
+ * work: per message, the MD5 of the body (which the reply must carry), a random message id, and
+ * the body and id kept in one growing array (a queue has to hold them until they are received),
+ * with shared-sqs's own functions for each; the reply carries each message's own id and MD5. No validation, no attributes, no receipt bookkeeping. Its
  * rate against the plain ceiling shows how much of the ceiling any SQS server that keeps its
  * messages in this process's memory can reach (docs/performance.md, "The floor").
  *

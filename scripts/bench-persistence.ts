@@ -379,21 +379,20 @@ function stallWindows(slow: readonly [number, number][]): Stall[] {
 }
 
 function formatStalls(
-  r: { stalls: Stall[]; rewrites: { fromMs: number; toMs: number }[] },
+  stalls: readonly Stall[],
   measured: number,
+  rewrites: readonly { fromMs: number; toMs: number }[] = [],
 ): string {
-  const late = r.stalls.reduce((n, w) => n + w.requests, 0);
-  const windows = r.stalls
+  const late = stalls.reduce((n, w) => n + w.requests, 0);
+  const windows = stalls
     .slice(0, 3)
     .map((w) => `${w.requests} due at +${fmt(w.fromMs)}–${fmt(w.toMs)} ms (worst ${fmt(w.worstMs, 1)} ms)`)
     .join(', ');
-  const rewrites = r.rewrites.map(
-    (w) => `+${fmt(w.fromMs)}–${Number.isNaN(w.toMs) ? 'end' : fmt(w.toMs)} ms`,
-  );
+  const running = rewrites.map((w) => `+${fmt(w.fromMs)}–${Number.isNaN(w.toMs) ? 'end' : fmt(w.toMs)} ms`);
   return (
     `    ${late} of ${measured} measured requests ≥ ${STALL_MS} ms` +
-    (late > 0 ? ` in ${r.stalls.length} windows; the largest: ${windows}` : '') +
-    (rewrites.length > 0 ? `; AOF rewrite running ${rewrites.join(', ')}` : '')
+    (late > 0 ? ` in ${stalls.length} windows; the largest: ${windows}` : '') +
+    (running.length > 0 ? `; AOF rewrite running ${running.join(', ')}` : '')
   );
 }
 
@@ -403,7 +402,7 @@ const REDIS_WRITERS = 8;
 async function redisAlone(
   client: Redis,
   seconds: number,
-): Promise<{ writes: number; summary: ReturnType<Histogram['summaryMs']>; stalls: Stall[]; rewrites: [] }> {
+): Promise<{ writes: number; summary: ReturnType<Histogram['summaryMs']>; stalls: Stall[] }> {
   const value = 'x'.repeat(bodySize);
   const hist = new Histogram();
   const slow: [number, number][] = [];
@@ -415,13 +414,13 @@ async function redisAlone(
       while (process.hrtime.bigint() < end) {
         const t = process.hrtime.bigint();
         await client.hset('alone', `f${writes++}`, value);
-        hist.recordSince(t);
         const ms = Number(process.hrtime.bigint() - t) / 1e6;
+        hist.record(ms * 1000);
         if (ms >= STALL_MS) slow.push([Number(t - start) / 1e6, ms]);
       }
     }),
   );
-  return { writes, summary: hist.summaryMs(), stalls: stallWindows(slow), rewrites: [] };
+  return { writes, summary: hist.summaryMs(), stalls: stallWindows(slow) };
 }
 
 /** SendMessage at `rate` per second for `seconds`, open loop; latency from each request's due time. */
@@ -542,9 +541,9 @@ async function fixedRate(
         (r) => {
           if (r.status !== 200) errors++;
           else {
-            (measured ? hist : warmHist).recordSince(dueNs);
-            if (measuring) completed++;
             const tookMs = Number(process.hrtime.bigint() - dueNs) / 1e6;
+            (measured ? hist : warmHist).record(tookMs * 1000);
+            if (measuring) completed++;
             if (measured && tookMs >= STALL_MS) slow.push([Number(dueNs - start) / 1e6, tookMs]);
           }
         },
@@ -883,7 +882,7 @@ try {
                   `; Redis's slow events (≥ ${LATENCY_THRESHOLD_MS} ms): ${redisEvents.length === 0 ? 'none' : redisEvents.map((e) => `${e.event} max ${e.maxMs} ms`).join(', ')}` +
                   `; AOF rewrites started ${rewrites}`
                 : '') +
-              `\n${formatStalls(r, Math.round(rate * durationS))}`,
+              `\n${formatStalls(r.stalls, Math.round(rate * durationS), r.rewrites)}`,
           );
         } finally {
           await server.stop();
@@ -916,7 +915,7 @@ try {
       const s = r.summary;
       log(
         `  ${r.writes} writes: p50 ${s.p50} ms, p99 ${s.p99} ms, max ${s.max} ms; AOF rewrites started ${rewrites}\n` +
-          formatStalls(r, r.writes),
+          formatStalls(r.stalls, r.writes),
       );
     }
     report.redisAlone = runs;
