@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { systemClock } from './core/clock.js';
 import { QueueStore } from './core/store.js';
-import { loadConfigOrExit, type Config } from './config.js';
+import { getHeapStatistics } from 'node:v8';
+import { formatBytes, loadConfigOrExit, type Config } from './config.js';
 import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
@@ -30,7 +31,10 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const logger = createLogger(config.logLevel);
   const clock = systemClock;
   const newStore = (): QueueStore =>
-    new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
+    new QueueStore(clock, {
+      deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
+      maxMemory: config.maxMemory,
+    });
   // --config: what it names is created in every store this process serves (created or loaded).
   const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
   let firstStore = true;
@@ -195,6 +199,8 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       persistence: target === undefined ? 'memory' : 'redis',
       leaderElection: ha !== undefined,
       ...(ha === undefined ? {} : { instanceId }),
+      maxMemory: config.maxMemory,
+      memoryBudget: `${formatBytes(config.maxMemory)} of a ${formatBytes(getHeapStatistics().heap_size_limit)} V8 heap limit`,
     },
     target === undefined
       ? 'shared-sqs serving (memory only: state is lost on restart)'
