@@ -16,7 +16,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { sqsClient, startServer, type RunningServer } from '../helpers/server.js';
+import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
 
 let redis: TestRedis;
 const servers: RunningServer[] = [];
@@ -44,21 +44,7 @@ function statusOf(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 }
 
-/** Waits (bounded) until GET /ready answers 200: the state is loaded and the instance serves. */
-async function ready(s: RunningServer, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(`${s.controlUrl}/ready`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`/ready not 200 after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const ready = (s: RunningServer): Promise<void> => waitReady(s, 15_000);
 
 /** Receives and deletes until a receive comes back empty; returns the bodies. */
 async function drain(sqs: SQSClient, queueUrl: string): Promise<string[]> {
