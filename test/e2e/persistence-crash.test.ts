@@ -1,8 +1,12 @@
 /**
  * shared-sqs as users run it (`node dist/main.js --redis-url ...`, built by `npm run build`)
- * against a redis-server this file starts (AOF always), through @aws-sdk/client-sqs:
+ * against a redis-server this file starts (AOF always), through @aws-sdk/client-sqs (JSON
+ * protocol):
  * - kill -9 of the server under a producer sending as fast as it can, restart, drain: every
  *   message that got a 200 is received (lost = 0), nothing unexpected;
+ * - kill -9 near the memory budget with 1 MiB messages, and with 1,000,000 of 256 B: the next
+ *   start loads everything (progress in /metrics while /ready is 503); a budget too small for
+ *   what Redis holds is one fatal line and exit code 1;
  * - Redis gone: 503 within 2 s and never a 200; service comes back with Redis.
  */
 import assert from 'node:assert/strict';
@@ -10,11 +14,15 @@ import { after, before, test } from 'node:test';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { connectRedis } from '../../src/persistence/redis.js';
+import { fillQueue } from '../helpers/fill.js';
+import { metricValue } from '../helpers/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
 
@@ -32,8 +40,11 @@ after(async () => {
   await redis.stop();
 });
 
-async function server(prefix: string): Promise<{ server: RunningServer; sqs: SQSClient }> {
-  const s = await startServer({ args: ['--redis-url', redis.url, '--redis-prefix', prefix] });
+async function server(
+  prefix: string,
+  extra: string[] = [],
+): Promise<{ server: RunningServer; sqs: SQSClient }> {
+  const s = await startServer({ args: ['--redis-url', redis.url, '--redis-prefix', prefix, ...extra] });
   servers.push(s);
   const sqs = sqsClient(s.url);
   clients.push(sqs);
@@ -153,4 +164,102 @@ test('Given Redis stops, when a client sends, then it gets a 503 within 2 s and 
   await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
   const bodies = await drain(sqs, QueueUrl ?? '');
   assert.deepEqual(bodies.sort(), ['after', 'before']);
+});
+
+const MiB = 2 ** 20;
+
+test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed -9 and started again, then it becomes ready with every acknowledged message; with a 16 MiB budget it exits 1 saying why', async () => {
+  const prefix = uniquePrefix();
+  const budget = ['--max-memory', '64mb'];
+  const first = await server(prefix, budget);
+  const { QueueUrl } = await first.sqs.send(new CreateQueueCommand({ QueueName: 'big' }));
+  assert.ok(QueueUrl !== undefined);
+  const acked: string[] = [];
+  // 56 MiB of bodies and their overhead: under the budget, sent 4 at a time.
+  for (let n = 0; n < 56; n += 4) {
+    await Promise.all(
+      [0, 1, 2, 3].map(async (i) => {
+        const tag = `big-${n + i}-`;
+        await first.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: tag.padEnd(MiB - 64, 'x') }));
+        acked.push(tag);
+      }),
+    );
+  }
+  first.server.proc.kill('SIGKILL');
+  await first.server.exited;
+
+  const second = await server(prefix, budget);
+  const bodies = await drain(second.sqs, QueueUrl);
+  assert.deepEqual(bodies.map((b) => /^big-\d+-/.exec(b)?.[0]).sort(), [...acked].sort());
+  assert.ok(bodies.every((b) => b.length === MiB - 64));
+  await second.server.stop();
+
+  // Put them back through a server, then start one whose budget cannot hold them.
+  const third = await server(prefix, budget);
+  for (let n = 0; n < 24; n++) {
+    await third.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'y'.repeat(MiB - 64) }));
+  }
+  await third.server.stop();
+  const small = await startServer({
+    args: ['--redis-url', redis.url, '--redis-prefix', prefix, '--max-memory', '16mb', '--log-level', 'info'],
+    ready: false,
+  });
+  servers.push(small);
+  const status = await small.exited;
+  assert.equal(status.code, 1);
+  const fatal = small
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('"level":"fatal"'));
+  assert.equal(fatal.length, 1, small.stdout());
+  assert.match(
+    fatal[0] ?? '',
+    /24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
+  );
+  assert.doesNotMatch(small.stdout(), /loading from Redis failed/);
+});
+
+test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is killed -9 and starts again, then /metrics shows the load while /ready is 503 and every message is there', async () => {
+  const prefix = uniquePrefix();
+  const client = await connectRedis({ url: redis.url, commandTimeoutMs: 60_000 });
+  try {
+    await fillQueue(client, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
+  } finally {
+    client.disconnect();
+  }
+  const args = ['--redis-url', redis.url, '--redis-prefix', prefix, '--log-level', 'info'];
+  const first = await startServer({ args, ready: false });
+  servers.push(first);
+  // The load takes seconds: it is seen in /metrics before /ready turns 200.
+  let seenLoading: string | undefined;
+  for (;;) {
+    const ready = (await fetch(`${first.controlUrl}/ready`)).status === 200;
+    if (ready) break;
+    const text = await (await fetch(`${first.controlUrl}/metrics`)).text();
+    if (metricValue(text, 'sqs_loading', {}) === 1) seenLoading ??= text;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(seenLoading !== undefined, '/metrics never showed the load');
+  assert.equal(metricValue(seenLoading, 'sqs_loading_messages', { part: 'all' }), 1_000_000);
+  assert.equal(metricValue(seenLoading, 'sqs_loading_queues', { part: 'all' }), 1);
+  const ready = await (await fetch(`${first.controlUrl}/metrics`)).text();
+  assert.equal(metricValue(ready, 'sqs_loading', {}), 0);
+  first.proc.kill('SIGKILL');
+  await first.exited;
+
+  const second = await startServer({ args, ready: false });
+  servers.push(second);
+  await waitReady(second, 120_000);
+  const sqs = sqsClient(second.url);
+  clients.push(sqs);
+  const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: 'loaded' }));
+  const attrs = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  assert.equal(attrs.Attributes?.['ApproximateNumberOfMessages'], '999990');
+  assert.equal(attrs.Attributes?.['ApproximateNumberOfMessagesNotVisible'], '10');
+  assert.match(second.stdout(), /"msg":"state loaded from Redis"/);
 });

@@ -45,7 +45,8 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
     q.send({ id, body, md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e', senderId: accountId }, clock.now());
     if (i % every === every - 1) await writer.commit();
   }
-  q.receive(opts.inflight ?? 10, 60_000, clock.now());
+  // In flight for an hour: still so when a test reads them back after filling.
+  q.receive(opts.inflight ?? 10, 3_600_000, clock.now());
   await writer.commit();
   await writer.close();
   return ids;
