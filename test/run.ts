@@ -32,7 +32,7 @@ function tests(name: string, concurrency: number, files: readonly string[]): voi
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
-    '--test-reporter=./test/skips-reporter.ts',
+    '--test-reporter=./test/skips-reporter.mjs',
     `--test-reporter-destination=${skipped}`,
     ...files,
   ]);
