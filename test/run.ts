@@ -10,15 +10,18 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const NODE_TEST = ['--import', 'tsx', '--test', '--test-timeout=600000'];
+
+process.chdir(fileURLToPath(new URL('..', import.meta.url)));
 
 const failed: string[] = [];
 const notRun: string[] = [];
 const reports = mkdtempSync(join(tmpdir(), 'ssq-test-run-'));
 
-function step(name: string, command: string, args: readonly string[]): boolean {
-  console.log(`\n=== ${name}: ${[command, ...args].join(' ')}`);
+function step(name: string, command: string, args: readonly string[], detail = ''): boolean {
+  console.log(`\n=== ${name}${detail}`);
   const res = spawnSync(command, args, { stdio: 'inherit' });
   const ok = res.status === 0;
   if (!ok) failed.push(name);
@@ -26,16 +29,21 @@ function step(name: string, command: string, args: readonly string[]): boolean {
 }
 
 function tests(name: string, concurrency: number, files: readonly string[]): void {
-  const skipped = join(reports, `${name}.txt`);
-  step(`${name} tests`, process.execPath, [
-    ...NODE_TEST,
-    `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    '--test-reporter=./test/skips-reporter.mjs',
-    `--test-reporter-destination=${skipped}`,
-    ...files,
-  ]);
+  const skipped = join(reports, `${readdirSync(reports).length}.txt`);
+  step(
+    `${name} tests`,
+    process.execPath,
+    [
+      ...NODE_TEST,
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./test/skips-reporter.mjs',
+      `--test-reporter-destination=${skipped}`,
+      ...files,
+    ],
+    ` (${files.length} files)`,
+  );
 }
 
 function testFiles(...dirs: string[]): string[] {
