@@ -1,8 +1,9 @@
 /**
- * The boto3 scenarios, written once and registered by each protocol's test file:
- * test/e2e/boto3-query.test.ts (Debian's boto3 1.26, Query) and test/e2e/boto3-json.test.ts (a
- * current boto3, JSON 1.0). A few calls, each checked with what botocore surfaces: the parsed
- * response, or the error code, type and HTTP status.
+ * The boto3 scenarios, written once and registered by each client's test file:
+ * test/e2e/boto3-query.test.ts (Debian's boto3 1.26, Query), test/e2e/boto3-json.test.ts (a
+ * current boto3, JSON 1.0) and test/e2e/sdk-scenarios.test.ts (@aws-sdk/client-sqs, JSON 1.0, by
+ * way of test/helpers/sdk-calls.ts). A few calls, each checked with what the client surfaces: the
+ * parsed response, or the error code, type and HTTP status.
  *
  * Where the protocols differ, the expectation is per protocol, not loosened. Errors: over Query,
  * botocore's Error.Code is the XML <Code>; over JSON, botocore takes Code from the
@@ -19,8 +20,10 @@ import { metricValue } from './prometheus.js';
 export type Boto3Protocol = 'query' | 'json';
 
 export interface Boto3ScenarioOptions {
-  /** The interpreter that runs test/fixtures/boto3_calls.py. */
-  readonly python: string;
+  /** The interpreter that runs test/fixtures/boto3_calls.py (Debian's unless told). */
+  readonly python?: string;
+  /** Runs the calls through another client instead of boto3 (test/helpers/sdk-calls.ts). */
+  readonly run?: (endpoint: string, calls: readonly Boto3Call[]) => Promise<Boto3Run>;
   /** The protocol its botocore's SQS model must speak. */
   readonly protocol: Boto3Protocol;
   /** e.g. "Debian boto3 1.26": names the tests. */
@@ -91,7 +94,8 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   const { python, protocol, client } = opts;
   const testOpts = opts.skip === undefined ? {} : { skip: opts.skip };
   let server: RunningServer;
-  const calls = (c: Parameters<typeof boto3Calls>[1]): Promise<Boto3Run> => boto3Calls(server.url, c, python);
+  const calls = (c: readonly Boto3Call[]): Promise<Boto3Run> =>
+    opts.run === undefined ? boto3Calls(server.url, c, python) : opts.run(server.url, c);
 
   before(async () => {
     if (opts.skip !== undefined) return;
