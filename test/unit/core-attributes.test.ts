@@ -228,28 +228,14 @@ void test('Given an SSE-KMS queue, when KmsMasterKeyId is set to the empty strin
   assert.equal(next.SqsManagedSseEnabled, 'false');
 });
 
-void test("Given an SSE-KMS queue, when every documented default is set back (KmsMasterKeyId empty, SqsManagedSseEnabled true), then the attributes are a new queue's again", () => {
-  const changed = resolveAttributes(defaultAttributes(false), {
-    DelaySeconds: '5',
-    VisibilityTimeout: '60',
+void test('Given an SSE-KMS queue, when KmsMasterKeyId "", KmsDataKeyReusePeriodSeconds 300 and SqsManagedSseEnabled true are set in one request, then the attributes are a new queue\'s again', () => {
+  const kms = resolveAttributes(defaultAttributes(false), {
     KmsMasterKeyId: 'k',
     KmsDataKeyReusePeriodSeconds: '600',
   });
-  const defaults = {
-    DelaySeconds: '0',
-    MaximumMessageSize: '1048576',
-    MessageRetentionPeriod: '345600',
-    ReceiveMessageWaitTimeSeconds: '0',
-    VisibilityTimeout: '30',
-    KmsMasterKeyId: '',
-    KmsDataKeyReusePeriodSeconds: '300',
-    SqsManagedSseEnabled: 'true',
-    Policy: '',
-    RedrivePolicy: '',
-    RedriveAllowPolicy: '',
-  };
-  const valid = validateAttributes(defaults, { fifo: false, creating: false });
-  assert.deepEqual(resolveAttributes(changed, valid), defaultAttributes(false));
+  const given = { KmsMasterKeyId: '', KmsDataKeyReusePeriodSeconds: '300', SqsManagedSseEnabled: 'true' };
+  const valid = validateAttributes(given, { fifo: false, creating: false });
+  assert.deepEqual(resolveAttributes(kms, valid), defaultAttributes(false));
 });
 
 void test('Given a Policy over 8,192 bytes, when validated, then InvalidAttributeValue', () => {
