@@ -103,6 +103,12 @@ export class Queue {
   private vhead: Message | null = null;
   private vtail: Message | null = null;
   private visibleCount = 0;
+  /**
+   * Standard queues: visible messages whose visibility timeout passed, by send order (heapKey is
+   * their seq). A receive takes the lower of its top and the visible list's head, so such a
+   * message comes again before the messages sent after it (AWS, recorded).
+   */
+  private readonly expired = new IndexedHeap<Message>();
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
@@ -326,13 +332,12 @@ export class Queue {
     if (this.groups !== null)
       return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
     const out: Message[] = [];
-    if (this.vhead === null) return out;
+    if (this.visibleCount === 0) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
       throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
     }
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    while (out.length < max && this.vhead !== null) {
-      const msg = this.vhead;
+    for (let msg = this.nextVisible(); out.length < max && msg !== null; msg = this.nextVisible()) {
       const dlq = this.deadLetterTarget(msg);
       if (dlq !== undefined) {
         this.moveToDeadLetter(msg, dlq, now);
@@ -493,7 +498,7 @@ export class Queue {
   nextToMove(now: number): Message | undefined {
     this.tick(now);
     if (this.groups !== null) return this.groups.peekReady()?.head ?? undefined;
-    return this.vhead ?? undefined;
+    return this.nextVisible() ?? undefined;
   }
 
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
@@ -533,15 +538,25 @@ export class Queue {
     this.remove(msg);
   }
 
-  /** Sets the visibility of an in-flight message, counted from now. */
+  /**
+   * Sets the visibility of a message, counted from now. FIFO queues take only the current handle
+   * of a message in flight. A standard queue takes any handle the message was given, as AWS does
+   * (recorded): an older one after the message was received again, or one whose timeout has
+   * passed; the message is hidden again, or made visible at once with 0.
+   */
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
-    if (msg === undefined || msg.receiveCount !== ref.receiveCount || msg.receiptNonce !== ref.nonce) {
-      throw expiredHandle(receiptHandle);
+    if (msg === undefined) {
+      throw new CoreError(
+        'InvalidParameterValue',
+        `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+      );
     }
-    if (msg.state !== 'inflight') {
+    const current = msg.receiveCount === ref.receiveCount && msg.receiptNonce === ref.nonce;
+    if (this.fifo ? !current : msg.receiveCount < ref.receiveCount) throw expiredHandle(receiptHandle);
+    if (this.fifo && msg.state !== 'inflight') {
       throw new CoreError('MessageNotInflight', 'The message referred to is not in flight.');
     }
     if (now + timeoutMs > msg.lastReceiveAt + MAX_VISIBILITY_MS) {
@@ -550,14 +565,20 @@ export class Queue {
         `Value ${timeoutMs / 1000} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]`,
       );
     }
-    this.inflight.remove(msg);
     msg.visibilityChanged = true;
+    if (msg.state === 'visible') {
+      if (timeoutMs === 0) return;
+      this.unlinkVisible(msg);
+    } else {
+      this.inflight.remove(msg);
+    }
     if (timeoutMs === 0) {
       // Made visible on purpose: the client wants it redelivered next.
       const receivable = this.returnToVisible(msg, true);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
       if (receivable) this.listener.available?.(this);
     } else {
+      msg.state = 'inflight';
       msg.heapKey = now + timeoutMs;
       this.schedule(this.inflight, msg);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
@@ -579,9 +600,16 @@ export class Queue {
     this.visibleCount = 0;
     this.inflight.clear();
     this.delayed.clear();
+    this.expired.clear();
     this.late = null;
     this.groups?.clear();
-    // Attempt records name purged messages; deduplication records stay (5 minutes, as after a delete).
+    // AWS (recorded): a deduplication id sent again right after a purge is a new message.
+    if (this.dedup !== null) {
+      for (const [key] of this.dedup.entries()) {
+        this.listener.change?.({ type: 'dedup-delete', queue: this, key });
+      }
+      this.dedup.clear();
+    }
     this.attempts?.clear();
     this.listener.change?.({ type: 'queue-purge', queue: this });
   }
@@ -660,8 +688,18 @@ export class Queue {
    */
   private returnToVisible(msg: Message, atFront: boolean): boolean {
     const wasInflight = msg.state === 'inflight';
+    if (this.groups === null) {
+      if (wasInflight && !atFront) {
+        msg.state = 'visible';
+        msg.heapKey = msg.seq;
+        this.expired.push(msg);
+        this.visibleCount++;
+      } else {
+        this.pushVisible(msg, atFront);
+      }
+      return true;
+    }
     this.pushVisible(msg, atFront);
-    if (this.groups === null) return true;
     const g = this.groups.get(msg.groupId ?? '') as Group;
     if (wasInflight) g.inflight--;
     this.groups.refresh(g);
@@ -880,7 +918,19 @@ export class Queue {
     this.visibleCount++;
   }
 
+  /** Standard queues: the visible message a receive takes next; see `expired`. */
+  private nextVisible(): Message | null {
+    const e = this.expired.peek();
+    if (e === undefined) return this.vhead;
+    return this.vhead !== null && this.vhead.seq < e.seq ? this.vhead : e;
+  }
+
   private unlinkVisible(msg: Message): void {
+    if (msg.heapIndex >= 0) {
+      this.expired.remove(msg);
+      this.visibleCount--;
+      return;
+    }
     if (msg.vprev === null) this.vhead = msg.vnext;
     else msg.vprev.vnext = msg.vnext;
     if (msg.vnext === null) this.vtail = msg.vprev;

@@ -21,8 +21,9 @@
  *     a send whose id (explicit, else the body's SHA-256 with ContentBasedDeduplication) was seen
  *     under the current DeduplicationScope (queue: anywhere; messageGroup: in its group) less than
  *     5 minutes ago is accepted, stores nothing and answers the original MessageId and
- *     SequenceNumber, even if that message is gone (deleted, purged, expired, dead-lettered: the
- *     window survives them, compatibility.md). A changed scope applies to later sends.
+ *     SequenceNumber, even if that message is gone (deleted, expired, dead-lettered: the window
+ *     survives them, compatibility.md). A purge drops the records (AWS, recorded): the same id
+ *     sent after it is a new message. A changed scope applies to later sends.
  *   - SequenceNumber: 20 digits, increasing per queue (and in the dead-letter queue).
  *   - ReceiveRequestAttemptId (implemented by the core, so modelled): a retry within 5 minutes of
  *     the receive returns the same messages and receipt handles and starts their visibility timeout
@@ -201,6 +202,8 @@ class Model {
   /** Every deduplication record ever made; those older than 5 minutes no longer count. */
   readonly dedup: DedupRecord[] = [];
   readonly attempts = new Map<string, AttemptRecord>();
+  /** Deduplication ids whose record a purge dropped (for coverage only). */
+  private readonly purgedDedupIds = new Set<string>();
   /** Attempt ids whose record a purge dropped (for coverage only). */
   private readonly purgedAttempts = new Set<string>();
   /** The dead-letter queue's messages, in the order they were moved. */
@@ -344,6 +347,7 @@ class Model {
       if (now === seen.at + DEDUP_WINDOW_MS - 1) coverage.hit('send: duplicate 1 ms before the window ends');
       return { duplicateOf: seen };
     }
+    if (this.purgedDedupIds.has(dedupId)) coverage.hit('send: same id after a purge: new');
     if (sameId.some((r) => matches(r) && now === r.at + DEDUP_WINDOW_MS))
       coverage.hit('send: same id exactly when the window ends: new');
     else if (sameId.some(matches)) coverage.hit('send: same id after the window: new');
@@ -579,7 +583,7 @@ class Model {
     return OK;
   }
 
-  /** Every message goes, and the attempt records; deduplication records stay. Once per 60 s. */
+  /** Every message goes, and the attempt and deduplication records. Once per 60 s. */
   purge(now: number): Outcome {
     this.tick(now);
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
@@ -591,6 +595,8 @@ class Model {
     this.lastPurgeAt = now;
     for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
     for (const id of this.attempts.keys()) this.purgedAttempts.add(id);
+    for (const r of this.dedup) if (now < r.at + DEDUP_WINDOW_MS) this.purgedDedupIds.add(r.dedupId);
+    this.dedup.length = 0;
     this.attempts.clear();
     return OK;
   }
@@ -1140,7 +1146,7 @@ const EXPECTED_RULES = [
   'send: explicit id equal to an earlier body hash',
   'send: duplicate of a live message',
   'send: duplicate of a deleted message',
-  'send: duplicate of a purged message',
+  'send: same id after a purge: new',
   'send: duplicate from another group (scope queue)',
   'send: duplicate 1 ms before the window ends',
   'send: same id exactly when the window ends: new',

@@ -311,12 +311,28 @@ void test('Given a FIFO queue with a queue delay, when the first message of a gr
   assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
 });
 
-void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is still a duplicate', () => {
+void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is a new message (AWS, recorded)', () => {
   const { q, clock } = fifo();
   const first = q.sendMessage(msg('a', 'd'), clock.now());
   q.purge(clock.now());
   assert.equal(q.groupCount, 0);
-  assert.equal(q.sendMessage(msg('a', 'd'), clock.now()).messageId, first.messageId);
+  assert.deepEqual([...q.dedupRecords()], []);
+  const again = q.sendMessage(msg('a', 'd'), clock.now());
+  assert.notEqual(again.messageId, first.messageId);
+  assert.notEqual(again.message, undefined);
+});
+
+void test('Given a FIFO queue turned to high throughput after creation, when a deduplication id is sent again in another group, then it is a new message', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'd'), clock.now());
+  assert.equal(q.sendMessage(msg('b', 'd'), clock.now()).message, undefined);
+  q.setAttributes(
+    { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+    clock.now(),
+  );
+  q.sendMessage(msg('a', 'e'), clock.now());
+  assert.notEqual(q.sendMessage(msg('b', 'e'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(msg('a', 'e'), clock.now()).message, undefined);
 });
 
 void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
