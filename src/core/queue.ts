@@ -272,7 +272,7 @@ export class Queue {
       msg.heapKey = now + delayMs;
       this.schedule(this.delayed, msg);
     } else {
-      this.pushVisible(msg, false);
+      this.pushVisible(msg, false, now);
     }
     if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
@@ -355,7 +355,7 @@ export class Queue {
     }
     // With a zero timeout the messages are visible again at once, behind the others; only after
     // the loop, so one call does not hand out the same message twice.
-    if (vt === 0) for (const msg of out) this.pushVisible(msg, false);
+    if (vt === 0) for (const msg of out) this.pushVisible(msg, false, now);
     return out;
   }
 
@@ -407,7 +407,7 @@ export class Queue {
       // In flight now: off the receivable heap. (Or emptied by dead-lettering: refreshed anyway.)
       groups.refresh(g);
     }
-    if (vt === 0) for (const m of out) this.returnToVisible(m, false);
+    if (vt === 0) for (const m of out) this.returnToVisible(m, false, now);
     if (attemptId !== undefined && out.length > 0) {
       const record: AttemptRecord = {
         expiresAt: now + RECEIVE_ATTEMPT_WINDOW_MS,
@@ -454,7 +454,7 @@ export class Queue {
     for (const m of msgs) {
       this.inflight.remove(m);
       if (vt === 0) {
-        if (this.returnToVisible(m, true)) unlocked = true;
+        if (this.returnToVisible(m, true, now)) unlocked = true;
       } else {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
@@ -504,12 +504,12 @@ export class Queue {
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
   takeOut(msg: Message, now: number): void {
     this.tick(now);
-    if (msg.state !== 'deleted') this.remove(msg);
+    if (msg.state !== 'deleted') this.remove(msg, now);
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
     this.deadLettered++;
-    this.remove(msg);
+    this.remove(msg, now);
     dlq.acceptDeadLetter(msg, this.arn, now);
   }
 
@@ -535,7 +535,7 @@ export class Queue {
     } else if (msg.receiveCount < ref.receiveCount) {
       return;
     }
-    this.remove(msg);
+    this.remove(msg, now);
   }
 
   /**
@@ -574,7 +574,7 @@ export class Queue {
     }
     if (timeoutMs === 0) {
       // Made visible on purpose: the client wants it redelivered next.
-      const receivable = this.returnToVisible(msg, true);
+      const receivable = this.returnToVisible(msg, true, now);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
       if (receivable) this.listener.available?.(this);
     } else {
@@ -653,21 +653,24 @@ export class Queue {
     let woke = false;
     for (let m = this.delayed.peek(); m !== undefined && m.heapKey <= now; m = this.delayed.peek()) {
       this.delayed.pop();
-      if (this.returnToVisible(m, false)) woke = true;
+      if (this.returnToVisible(m, false, m.heapKey)) woke = true;
     }
     for (let m = this.inflight.peek(); m !== undefined && m.heapKey <= now; m = this.inflight.peek()) {
       this.inflight.pop();
-      if (this.returnToVisible(m, false)) woke = true;
+      if (this.returnToVisible(m, false, m.heapKey)) woke = true;
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
     }
     const oldest = now - this.retentionMs;
-    while (this.head !== null && this.head.sentAt <= oldest) this.remove(this.head);
+    // Removed at the moment their retention ended, which is when a FIFO group they held unlocked.
+    while (this.head !== null && this.head.sentAt <= oldest) {
+      this.remove(this.head, this.head.sentAt + this.retentionMs);
+    }
     for (
       let m = this.late?.peekOldest();
       m !== undefined && m.sentAt <= oldest;
       m = this.late?.peekOldest()
     ) {
-      this.remove(m);
+      this.remove(m, m.sentAt + this.retentionMs);
     }
     if (this.groups !== null) this.expireFifoRecords(now);
     if (woke) this.listener.available?.(this);
@@ -686,7 +689,7 @@ export class Queue {
    * to 0). Returns whether it can be received now: always on a standard queue; on a FIFO queue
    * when its group is receivable (not locked, and this or an earlier message at its head).
    */
-  private returnToVisible(msg: Message, atFront: boolean): boolean {
+  private returnToVisible(msg: Message, atFront: boolean, at: number): boolean {
     const wasInflight = msg.state === 'inflight';
     if (this.groups === null) {
       if (wasInflight && !atFront) {
@@ -695,13 +698,13 @@ export class Queue {
         this.expired.push(msg);
         this.visibleCount++;
       } else {
-        this.pushVisible(msg, atFront);
+        this.pushVisible(msg, atFront, at);
       }
       return true;
     }
-    this.pushVisible(msg, atFront);
+    this.pushVisible(msg, atFront, at);
     const g = this.groups.get(msg.groupId ?? '') as Group;
-    if (wasInflight) g.inflight--;
+    if (wasInflight) this.groups.leftFlight(g, at);
     this.groups.refresh(g);
     return g.heapIndex >= 0;
   }
@@ -728,7 +731,8 @@ export class Queue {
     const g = this.groups?.append(msg);
     switch (msg.state) {
       case 'visible':
-        this.pushVisible(msg, false);
+        // A FIFO message keeps the moment it became visible: its group's place (fifo.ts).
+        this.pushVisible(msg, false, msg.heapKey);
         break;
       case 'delayed':
         this.delayed.push(msg);
@@ -841,7 +845,8 @@ export class Queue {
     if (heap.peek() === msg && this.nextTransitionAt() === msg.heapKey) this.listener.deadline?.(this);
   }
 
-  private remove(msg: Message): void {
+  /** `at`: the moment it left, which unlocks its FIFO group if it was in flight. */
+  private remove(msg: Message, at: number): void {
     const was = msg.state;
     switch (msg.state) {
       case 'visible':
@@ -866,7 +871,7 @@ export class Queue {
     let unlocked = false;
     if (this.groups !== null) {
       // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
-      const g = this.groups.unlink(msg, was === 'inflight');
+      const g = this.groups.unlink(msg, was === 'inflight', at);
       if (g !== undefined) unlocked = this.groups.refresh(g);
     }
     this.listener.change?.({ type: 'message-delete', queue: this, message: msg });
@@ -899,9 +904,10 @@ export class Queue {
     this.count--;
   }
 
-  private pushVisible(msg: Message, atFront: boolean): void {
+  /** `at`: when it became visible; FIFO groups are served in the order they became receivable. */
+  private pushVisible(msg: Message, atFront: boolean, at: number): void {
     msg.state = 'visible';
-    msg.heapKey = 0;
+    msg.heapKey = at;
     if (atFront) {
       msg.vprev = null;
       msg.vnext = this.vhead;

@@ -122,6 +122,8 @@ interface ModelMessage {
   /** Successful ChangeMessageVisibility calls on it: a ReceiveRequestAttemptId record notes them. */
   visibilityChanges: number;
   gone: Gone | null;
+  /** Set when it went (deleted, expired) while in flight: that moment, which unlocked its group. */
+  leftFlightAt: number | null;
 }
 
 interface DedupRecord {
@@ -225,6 +227,7 @@ class Model {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
         const state = this.state(m, now);
         m.gone = 'expired';
+        if (state === 'inflight') m.leftFlightAt = m.sentAt + this.retentionMs;
         coverage.hit(`expired while ${state}`);
         const v = this.view(m.group, now);
         if (state === 'inflight' && v.live.length > 0 && !v.locked)
@@ -261,6 +264,23 @@ class Model {
       }
     }
     return { live, locked, run };
+  }
+
+  /**
+   * When a receivable group became receivable (compatibility.md, "FIFO queues"): the later of the
+   * moment its first message became visible and the last moment one of its messages left flight
+   * (visible again, deleted or expired while in flight). A purge starts its groups anew.
+   */
+  readyAt(v: GroupView, now: number): number {
+    const head = v.live[0]?.m;
+    if (head === undefined) throw new Error('readyAt of an empty group');
+    let at = head.visibleAt;
+    for (const m of this.messages) {
+      if (m.group !== head.group || m.receiveCount === 0 || m.gone === 'purged') continue;
+      if (m.leftFlightAt !== null) at = Math.max(at, m.leftFlightAt);
+      else if (m.gone !== null || this.state(m, now) === 'visible') at = Math.max(at, m.visibleAt);
+    }
+    return at;
   }
 
   /** Every group with live messages, the one whose first live message is oldest first. */
@@ -383,6 +403,7 @@ class Model {
       handles: [],
       visibilityChanges: 0,
       gone: null,
+      leftFlightAt: null,
     };
     this.messages.push(m);
     this.byId.set(id, m);
@@ -450,8 +471,20 @@ class Model {
         coverage.hit('attempt: first use');
       }
     }
-    // views() lists the groups by their first live message, oldest first.
-    const views = [...this.views(now).values()].filter((v) => v.run.length > 0);
+    const views = [...this.views(now).values()]
+      .filter((v) => v.run.length > 0)
+      .map((v) => ({
+        v,
+        at: this.readyAt(v, now),
+        first: this.messages.indexOf(v.live[0]?.m as ModelMessage),
+      }))
+      .sort((a, b) => a.at - b.at || a.first - b.first)
+      .map((x) => x.v);
+    if (
+      views.length > 1 &&
+      views[0]?.live[0] !== [...this.views(now).values()].find((v) => v.run.length > 0)?.live[0]
+    )
+      coverage.hit('receive: a group that came back waits behind older waiting groups');
     const deliver: ModelMessage[] = [];
     const deadLettered: ModelMessage[] = [];
     for (const v of views) {
@@ -537,6 +570,7 @@ class Model {
     }
     coverage.hit('delete: current handle of an inflight message');
     m.gone = 'deleted';
+    m.leftFlightAt = now;
     const v = this.view(m.group, now);
     if (!v.locked && v.live.length > 0) coverage.hit('delete: unlocks its group');
     return OK;
@@ -1147,6 +1181,7 @@ const EXPECTED_RULES = [
   'send: duplicate of a live message',
   'send: duplicate of a deleted message',
   'send: same id after a purge: new',
+  'receive: a group that came back waits behind older waiting groups',
   'send: duplicate from another group (scope queue)',
   'send: duplicate 1 ms before the window ends',
   'send: same id exactly when the window ends: new',
