@@ -204,6 +204,17 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     method: ['GET', 'POST'],
     url: '/*',
     handler: (req, reply) => {
+      if (isBareQueueUrlGet(req)) {
+        // AWS (recorded): a plain GET of a queue's URL names no operation.
+        const requestId = uuid();
+        void reply
+          .code(404)
+          .header('x-amzn-RequestId', requestId)
+          .type('text/xml')
+          .send('<UnknownOperationException/>');
+        observe('Unknown', 'query', 404, 0);
+        return;
+      }
       // serve() turns every failure of an action into an AWS-shaped reply; this is for a bug in
       // serve() itself, which must not become an unhandled rejection (that would end the process).
       serve(req, reply).catch((e: unknown) => {
@@ -376,6 +387,14 @@ function decodeQueryRequest(
   if (body.length > 0) parseForm(body.toString('utf8'), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
   return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
+}
+
+/** A GET of a path other than `/` with no query string and no JSON headers. */
+function isBareQueueUrlGet(req: FastifyRequest): boolean {
+  if (req.method !== 'GET') return false;
+  const qm = req.url.indexOf('?');
+  const path = qm >= 0 ? req.url.slice(0, qm) : req.url;
+  return path.length > 1 && (qm < 0 || qm === req.url.length - 1) && detectProtocol(req.headers) === 'query';
 }
 
 function baseUrlOf(req: FastifyRequest): string {

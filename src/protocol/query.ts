@@ -318,8 +318,12 @@ export function decodeQuery(
   const input: Holder = {};
   for (const [key, value] of params) setMember(root, input, key, 0, value);
   finalizeStruct(root, input);
-  if (queueUrl !== undefined && input.QueueUrl === undefined && root.byName.has('QueueUrl')) {
-    input.QueueUrl = queueUrl;
+  if (queueUrl !== undefined) {
+    // AWS (recorded): an action that names no queue is refused at a queue's URL.
+    if (!root.byName.has('QueueUrl')) {
+      throw new SqsError('InvalidAction', `The action ${op.action} is not valid for this endpoint.`);
+    }
+    input.QueueUrl ??= queueUrl;
   }
   // The Query wire cannot tell an empty list or map from an absent one; AWS answers a batch with
   // no entries EmptyBatchRequest, not MissingParameter, so a required collection is just empty.
@@ -442,9 +446,8 @@ export function encodeQueryResult(action: ActionName, output: unknown, requestId
   if (op === undefined) throw new Error(`Unknown action ${action}`);
   let xml = XML_DECLARATION + op.responseOpen;
   if (op.output !== undefined) {
-    xml += op.resultOpen;
-    if (isRecord(output)) xml += encodeStruct(op.output, output);
-    xml += op.resultClose;
+    const inner = isRecord(output) ? encodeStruct(op.output, output) : '';
+    xml += inner === '' ? op.resultEmpty : op.resultOpen + inner + op.resultClose;
   }
   return xml + METADATA_OPEN + escapeXml(requestId) + METADATA_CLOSE + op.responseClose;
 }

@@ -226,10 +226,10 @@ describe('encodeQueryResult: serialisation rules', () => {
     );
   });
 
-  test('Given no messages, when encoding ReceiveMessage, then an empty result element', () => {
+  test('Given no messages, when encoding ReceiveMessage, then one empty result element, as AWS writes it', () => {
     assert.equal(
       encodeQueryResult('ReceiveMessage', { Messages: [] }, 'r'),
-      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult></ReceiveMessageResult>` +
+      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ReceiveMessageResponse>',
     );
   });
@@ -237,7 +237,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given undefined and null members, when encoding, then they are left out', () => {
     assert.equal(
       encodeQueryResult('ListQueues', { QueueUrls: undefined, NextToken: null }, 'r'),
-      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult></ListQueuesResult>` +
+      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueuesResponse>',
     );
   });
