@@ -452,14 +452,18 @@ export function encodeQueryResult(action: ActionName, output: unknown, requestId
   return xml + METADATA_OPEN + escapeXml(requestId) + METADATA_CLOSE + op.responseClose;
 }
 
+/** AWS's Query wording for a missing queue (recorded); JSON keeps the shorter one. */
+const QUERY_NO_QUEUE_MESSAGE = 'The specified queue does not exist for this wsdl version.';
+
 export function encodeQueryError(err: SqsError, requestId: string): EncodedError {
   const def = err.def;
+  const message = err.errorName === 'QueueDoesNotExist' ? QUERY_NO_QUEUE_MESSAGE : err.message;
   return {
     status: def.status,
     headers: { 'content-type': QUERY_CONTENT_TYPE },
     body:
       `${XML_DECLARATION}<ErrorResponse xmlns="${XMLNS}"><Error><Type>${def.fault}</Type>` +
-      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(err.message)}</Message><Detail/></Error>` +
+      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(message)}</Message><Detail/></Error>` +
       `<RequestId>${escapeXml(requestId)}</RequestId></ErrorResponse>`,
   };
 }

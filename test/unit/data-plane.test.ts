@@ -158,4 +158,5 @@ void test('Given a deleted queue, when a Query action is sent to its URL, then 4
   const r = await queryAt(app, 'GET', '/000000000000/q', 'Action=ReceiveMessage');
   assert.equal(r.statusCode, 400, r.body);
   assert.match(r.body, /<Code>AWS.SimpleQueueService.NonExistentQueue<\/Code>/);
+  assert.match(r.body, /<Message>The specified queue does not exist for this wsdl version.<\/Message>/);
 });
