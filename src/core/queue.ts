@@ -807,6 +807,20 @@ export class Queue {
     this.lastPurgeAt = c.lastPurgeAt;
   }
 
+  /**
+   * The visible messages in the order receives would take them (standard queues; FIFO receives go
+   * by group). For tests, not the hot path: it sorts the expired ones.
+   */
+  *visibleInReceiveOrder(): IterableIterator<Message> {
+    const expired = [...this.expired].sort((a, b) => a.seq - b.seq);
+    let i = 0;
+    for (let m = this.vhead; m !== null; m = m.vnext) {
+      for (; i < expired.length && (expired[i] as Message).seq < m.seq; i++) yield expired[i] as Message;
+      yield m;
+    }
+    for (; i < expired.length; i++) yield expired[i] as Message;
+  }
+
   /** Visits every message in send order; for persistence and admin views, not the hot path. */
   *allMessages(): IterableIterator<Message> {
     for (let m = this.head; m !== null; m = m.next) yield m;

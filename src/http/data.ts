@@ -7,7 +7,7 @@ import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
 import { parseForm } from '../protocol/form.js';
-import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
+import { decodeQuery, encodeQueryError, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
@@ -169,6 +169,8 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {
         replies.send(reply, 'application/x-amz-json-1.0', encodeJson(output));
+      } else if (acceptsJson(req)) {
+        replies.send(reply, 'application/json', encodeQueryJson(decoded.action, output, requestId));
       } else {
         replies.send(reply, 'text/xml', encodeQueryResult(decoded.action, output, requestId));
       }
@@ -387,6 +389,11 @@ function decodeQueryRequest(
   if (body.length > 0) parseForm(body.toString('utf8'), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
   return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
+}
+
+/** A Query request that asks for its answer in JSON (encodeQueryJson). */
+function acceptsJson(req: FastifyRequest): boolean {
+  return header(req, 'accept')?.toLowerCase().includes('application/json') === true;
 }
 
 /** A GET of a path other than `/` with no query string and no JSON headers. */

@@ -455,6 +455,46 @@ export function encodeQueryResult(action: ActionName, output: unknown, requestId
 /** AWS's Query wording for a missing queue (recorded); JSON keeps the shorter one. */
 const QUERY_NO_QUEUE_MESSAGE = 'The specified queue does not exist for this wsdl version.';
 
+/**
+ * The Query API's JSON form, for a Query request sent with `Accept: application/json` (AWS answers
+ * those in JSON; recorded, not in the API reference): `{"XxxResponse": {"XxxResult": {...},
+ * "ResponseMetadata": {"RequestId": ...}}}`. As in AWS's recorded ListQueues and ReceiveMessage
+ * replies, every member of the result is present (null when unset) and list members are named in
+ * lower camel case (`queueUrls`, `messages`); everything else keeps the JSON protocol's names.
+ */
+export function encodeQueryJson(action: ActionName, output: unknown, requestId: string): string {
+  const op = compiledOperations.get(action);
+  if (op === undefined) throw new Error(`Unknown action ${action}`);
+  const response: Record<string, unknown> = {};
+  if (op.output !== undefined) {
+    response[`${action}Result`] = jsonStruct(op.output, isRecord(output) ? output : {});
+  }
+  response.ResponseMetadata = { RequestId: requestId };
+  return JSON.stringify({ [`${action}Response`]: response });
+}
+
+function jsonStruct(node: StructNode, obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const member of node.members) {
+    const value = obj[member.name];
+    const m = member.node;
+    if (m.k === 'list') {
+      const name = member.name.charAt(0).toLowerCase() + member.name.slice(1);
+      const element = m.member;
+      out[name] = Array.isArray(value)
+        ? (value as unknown[]).map((v) =>
+            element.k === 'structure' && isRecord(v) ? jsonStruct(element, v) : v,
+          )
+        : null;
+    } else if (m.k === 'structure') {
+      out[member.name] = isRecord(value) ? jsonStruct(m, value) : null;
+    } else {
+      out[member.name] = value ?? null;
+    }
+  }
+  return out;
+}
+
 export function encodeQueryError(err: SqsError, requestId: string): EncodedError {
   const def = err.def;
   const message = err.errorName === 'QueueDoesNotExist' ? QUERY_NO_QUEUE_MESSAGE : err.message;

@@ -160,3 +160,20 @@ void test('Given a deleted queue, when a Query action is sent to its URL, then 4
   assert.match(r.body, /<Code>AWS.SimpleQueueService.NonExistentQueue<\/Code>/);
   assert.match(r.body, /<Message>The specified queue does not exist for this wsdl version.<\/Message>/);
 });
+
+void test("Given a Query request with Accept: application/json at a queue's URL, when answered, then in the Query API's JSON form", async (t) => {
+  const { app } = dataPlane(t);
+  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  const r = await app.inject({
+    method: 'GET',
+    url: '/000000000000/q?Action=ReceiveMessage',
+    headers: { accept: 'application/json' },
+  });
+  assert.equal(r.statusCode, 200, r.body);
+  assert.match(String(r.headers['content-type']), /^application\/json/);
+  const body = r.json<{
+    ReceiveMessageResponse: { ReceiveMessageResult: unknown; ResponseMetadata: { RequestId: string } };
+  }>();
+  assert.deepEqual(body.ReceiveMessageResponse.ReceiveMessageResult, { messages: null });
+  assert.equal(body.ReceiveMessageResponse.ResponseMetadata.RequestId, r.headers['x-amzn-requestid']);
+});
