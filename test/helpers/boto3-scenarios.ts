@@ -344,30 +344,23 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
     testOpts,
     async () => {
       const fifo = { FifoQueue: 'true' };
+      const send = (queue: number, body: string, group: string, dedup: string) => ({
+        op: 'send_message',
+        params: {
+          QueueUrl: `$${queue}.QueueUrl`,
+          MessageBody: body,
+          MessageGroupId: group,
+          MessageDeduplicationId: dedup,
+        },
+      });
       const run = await calls([
         /* 0 */ {
           op: 'create_queue',
           params: { QueueName: `${uniqueName('boto3-fp')}.fifo`, Attributes: fifo },
         },
-        /* 1 */ {
-          op: 'send_message',
-          params: {
-            QueueUrl: '$0.QueueUrl',
-            MessageBody: 'a',
-            MessageGroupId: 'g',
-            MessageDeduplicationId: 'd',
-          },
-        },
+        /* 1 */ send(0, 'a', 'g', 'd'),
         /* 2 */ { op: 'purge_queue', params: { QueueUrl: '$0.QueueUrl' } },
-        /* 3 */ {
-          op: 'send_message',
-          params: {
-            QueueUrl: '$0.QueueUrl',
-            MessageBody: 'a',
-            MessageGroupId: 'g',
-            MessageDeduplicationId: 'd',
-          },
-        },
+        /* 3 */ send(0, 'a', 'g', 'd'),
         /* 4 */ {
           op: 'create_queue',
           params: { QueueName: `${uniqueName('boto3-ht')}.fifo`, Attributes: fifo },
@@ -379,41 +372,15 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
             Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
           },
         },
-        /* 6 */ {
-          op: 'send_message',
-          params: {
-            QueueUrl: '$4.QueueUrl',
-            MessageBody: 'a',
-            MessageGroupId: 'g1',
-            MessageDeduplicationId: 'd',
-          },
-        },
-        /* 7 */ {
-          op: 'send_message',
-          params: {
-            QueueUrl: '$4.QueueUrl',
-            MessageBody: 'a',
-            MessageGroupId: 'g2',
-            MessageDeduplicationId: 'd',
-          },
-        },
+        /* 6 */ send(4, 'a', 'g1', 'd'),
+        /* 7 */ send(4, 'a', 'g2', 'd'),
         /* 8 */ {
           op: 'create_queue',
           params: { QueueName: `${uniqueName('boto3-go')}.fifo`, Attributes: fifo },
         },
-        ...[
-          ['g1', 'g1-a'],
-          ['g1', 'g1-b'],
-          ['g3', 'g3-c'],
-        ].map(([group, body]) => ({
-          op: 'send_message',
-          params: {
-            QueueUrl: '$8.QueueUrl',
-            MessageBody: body,
-            MessageGroupId: group,
-            MessageDeduplicationId: body,
-          },
-        })),
+        /* 9-11 */ send(8, 'g1-a', 'g1', 'g1-a'),
+        send(8, 'g1-b', 'g1', 'g1-b'),
+        send(8, 'g3-c', 'g3', 'g3-c'),
         /* 12 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', VisibilityTimeout: 0 } },
         /* 13 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', MaxNumberOfMessages: 10 } },
       ]);

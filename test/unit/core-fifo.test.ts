@@ -444,14 +444,14 @@ void test('Given a standard queue, when messages carry MessageGroupIds, then the
 
 // ---- which group a receive serves first (docs/compatibility.md, "FIFO queues") -----------------
 
+/** Sends messages named `group-x` in order: group and deduplication id from the name, body the name. */
+function sendEach(q: Queue, clock: ManualClock, names: string): void {
+  for (const name of names.split(' ')) q.sendMessage(msg(name.split('-')[0], name, name), clock.now());
+}
+
 void test('Given a group whose in-flight message came back by timeout, when received, then the group that was waiting before it comes first (AWS, recorded)', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  for (const [g, d] of [
-    ['g1', 'a'],
-    ['g1', 'b'],
-    ['g3', 'c'],
-  ] as const)
-    q.sendMessage(msg(g, d, `${g}-${d}`), clock.now());
+  sendEach(q, clock, 'g1-a g1-b g3-c');
   assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['g1-a']);
   clock.advance(30 * S);
   assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g3-c', 'g1-a', 'g1-b']);
@@ -459,8 +459,7 @@ void test('Given a group whose in-flight message came back by timeout, when rece
 
 void test('Given a group whose in-flight message is set visible (ChangeMessageVisibility 0), when received, then the waiting group comes first', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('g1', 'a', 'g1-a'), clock.now());
-  q.sendMessage(msg('g2', 'b', 'g2-b'), clock.now());
+  sendEach(q, clock, 'g1-a g2-b');
   const [m] = q.receive(1, undefined, clock.now());
   // Ties (the same millisecond) go by the first message's send order: the clock moves on here.
   clock.advance(1);
@@ -470,13 +469,7 @@ void test('Given a group whose in-flight message is set visible (ChangeMessageVi
 
 void test('Given receives with VisibilityTimeout 0, when received again, then the groups take turns', () => {
   const { q, clock } = fifo();
-  for (const [g, d] of [
-    ['g1', 'a'],
-    ['g1', 'b'],
-    ['g2', 'c'],
-    ['g3', 'd'],
-  ] as const)
-    q.sendMessage(msg(g, d, `${g}-${d}`), clock.now());
+  sendEach(q, clock, 'g1-a g1-b g2-c g3-d');
   clock.advance(1);
   assert.deepEqual(bodies(q.receive(1, 0, clock.now())), ['g1-a']);
   clock.advance(1);
@@ -487,12 +480,7 @@ void test('Given receives with VisibilityTimeout 0, when received again, then th
 
 void test('Given a group whose in-flight messages were deleted, when received, then it comes after the groups that were waiting', () => {
   const { q, clock } = fifo();
-  for (const [g, d] of [
-    ['g1', 'a'],
-    ['g1', 'b'],
-    ['g2', 'c'],
-  ] as const)
-    q.sendMessage(msg(g, d, `${g}-${d}`), clock.now());
+  sendEach(q, clock, 'g1-a g1-b g2-c');
   const [m] = q.receive(1, undefined, clock.now());
   clock.advance(1);
   q.deleteMessage(q.receiptHandle(m as Message), clock.now());
@@ -501,8 +489,7 @@ void test('Given a group whose in-flight messages were deleted, when received, t
 
 void test('Given two in-flight messages of a group, when one is extended and the other times out, then the whole group stays locked', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  q.sendMessage(msg('g1', 'a', 'g1-a'), clock.now());
-  q.sendMessage(msg('g1', 'b', 'g1-b'), clock.now());
+  sendEach(q, clock, 'g1-a g1-b');
   const got = q.receive(10, undefined, clock.now());
   assert.deepEqual(bodies(got), ['g1-a', 'g1-b']);
   q.changeVisibility(q.receiptHandle(got[1] as Message), 100 * S, clock.now());
