@@ -577,6 +577,44 @@ describe('JSON protocol: messages', () => {
     assert.notEqual(again.Messages?.[0]?.ReceiptHandle, handle, 'a new receipt handle on every receive');
   });
 
+  test('Given an expired handle, an older handle and a deleted message, When ChangeMessageVisibility, Then the first two act on the message and the last is InvalidParameterValue in AWS words (issue 21)', async () => {
+    const url = await createQueue('sdk-vis-handles');
+    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'm' }));
+    // VisibilityTimeout 0: this handle's timeout has passed at once.
+    const first = await client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0 }));
+    const old = first.Messages?.[0]?.ReceiptHandle;
+    assert.ok(old);
+    await client.send(
+      new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: old, VisibilityTimeout: 600 }),
+    );
+    assert.deepEqual(await counts(url), { visible: 0, notVisible: 1, delayed: 0 });
+    await client.send(
+      new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: old, VisibilityTimeout: 0 }),
+    );
+    const again = await client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 600 }));
+    const current = again.Messages?.[0]?.ReceiptHandle;
+    assert.ok(current);
+    // The older handle still moves the message received since.
+    await client.send(
+      new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: old, VisibilityTimeout: 0 }),
+    );
+    assert.deepEqual(await counts(url), { visible: 1, notVisible: 0, delayed: 0 });
+    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: current }));
+    const err = await client
+      .send(
+        new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: current, VisibilityTimeout: 5 }),
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e as { name: string; message: string },
+      );
+    assert.equal(err?.name, 'InvalidParameterValue');
+    assert.equal(
+      err?.message,
+      `Value ${current} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+    );
+  });
+
   test('Given two in-flight messages, When ChangeMessageVisibilityBatch to 0 with one bad handle, Then two succeed, one fails, and both are receivable', async () => {
     const url = await createQueue('sdk-visbatch');
     await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'v1' }));
