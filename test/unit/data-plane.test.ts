@@ -1,18 +1,23 @@
 /**
  * The data plane's reply batching (src/http/data.ts, ReplyBatch), through fastify's inject: every
  * request of a turn is answered, and replies still waiting when the plane closes go out with
- * `Connection: close`; and the Query protocol at a queue's URL (`/<account>/<queue>`, raw HTTP: no
- * client sends there). The wire formats themselves are covered by the e2e tests.
+ * `Connection: close`; the Query protocol at a queue's URL (`/<account>/<queue>`, raw HTTP: no
+ * client sends there); and, on a ManualClock, redelivery order over both protocols, which a real
+ * client could only show by sleeping. The wire formats themselves are covered by the e2e tests.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import { ManualClock, type Clock } from '../../src/core/clock.js';
 import { buildDataPlane } from '../../src/http/data.js';
 import { createLogger } from '../../src/log.js';
 import type { SqsServices } from '../../src/sqs/service.js';
 import { memoryServices } from '../helpers/services.js';
 
-function dataPlane(t: TestContext): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
-  const services = memoryServices();
+function dataPlane(
+  t: TestContext,
+  clock?: Clock,
+): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
+  const services = memoryServices(undefined, clock);
   const app = buildDataPlane({
     services,
     logger: createLogger('silent'),
@@ -177,3 +182,36 @@ void test("Given a Query request with Accept: application/json at a queue's URL,
   assert.deepEqual(body.ReceiveMessageResponse.ReceiveMessageResult, { messages: null });
   assert.equal(body.ReceiveMessageResponse.ResponseMetadata.RequestId, r.headers['x-amzn-requestid']);
 });
+
+// ---- a message whose visibility expired comes before later sends (AWS, recorded; issue 21) -----
+
+for (const protocol of ['json', 'query'] as const) {
+  void test(`Given m1 received with VisibilityTimeout 3 and m2 sent 1.5 s later, when received after m1's timeout (${protocol}), then m1 comes first`, async (t) => {
+    const clock = new ManualClock();
+    const { app } = dataPlane(t, clock);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const receiveOne = async (vt?: number): Promise<string | undefined> => {
+      if (protocol === 'json') {
+        const r = await call(app, 'ReceiveMessage', {
+          QueueUrl: QUEUE_URL,
+          ...(vt === undefined ? {} : { VisibilityTimeout: vt }),
+        });
+        return r.json<{ Messages?: Array<{ Body: string }> }>().Messages?.[0]?.Body;
+      }
+      const r = await queryAt(
+        app,
+        'POST',
+        '/000000000000/q',
+        `Action=ReceiveMessage${vt === undefined ? '' : `&VisibilityTimeout=${vt}`}`,
+      );
+      return /<Body>([^<]*)<\/Body>/.exec(r.body)?.[1];
+    };
+    await call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: 'm1' });
+    assert.equal(await receiveOne(3), 'm1');
+    clock.advance(1500);
+    await call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: 'm2' });
+    clock.advance(3000);
+    assert.equal(await receiveOne(), 'm1');
+    assert.equal(await receiveOne(), 'm2');
+  });
+}
