@@ -360,8 +360,8 @@ export class Queue {
   }
 
   /**
-   * FIFO receive: the oldest receivable group first, as many of its messages in order as it has
-   * visible ones (and `max` allows), then the next group. Each group served is locked until its
+   * FIFO receive: the groups in the order they became receivable (fifo.ts), as many of each one's
+   * visible messages in order as `max` allows, then the next group. Each group served is locked until its
    * messages are deleted or become visible again. With a ReceiveRequestAttemptId, a retry within
    * 5 minutes returns the same messages and receipt handles, with their visibility timeout
    * started again, as long as none of them was deleted, had its visibility changed or expired;
@@ -493,7 +493,7 @@ export class Queue {
 
   /**
    * The message a move task takes next: the oldest receivable one (FIFO: the first message of the
-   * oldest receivable group, so a group's order survives the move). In-flight messages are not.
+   * first receivable group, so a group's order survives the move). In-flight messages are not.
    */
   nextToMove(now: number): Message | undefined {
     this.tick(now);

@@ -14,8 +14,9 @@
  *     one of its group in send order (only messages the core moved to the dead-letter queue in that
  *     call may be skipped), its group was not locked, it was not delayed, and nothing comes back
  *     when no group has an eligible message. Then the exact result is compared with the core's
- *     documented choice (compatibility.md, "FIFO queues"): the group whose first message is oldest
- *     first, as many of its eligible messages as `max` allows, then the next group; so a receive
+ *     documented choice (compatibility.md, "FIFO queues"): groups in the order they became
+ *     receivable (readyAt: AWS's recorded order; ties by their first message's send order), as many
+ *     of each one's eligible messages as `max` allows, then the next group; so a receive
  *     returns min(max, the eligible messages it does not move to the dead-letter queue).
  *   - Deduplication. A list of (scope, group, deduplication id, time, MessageId, SequenceNumber):
  *     a send whose id (explicit, else the body's SHA-256 with ContentBasedDeduplication) was seen
@@ -432,7 +433,7 @@ class Model {
 
   /**
    * A receive: a retried attempt id whose record holds replays it; otherwise the groups with an
-   * eligible message, oldest first message first, each as far as `max` allows; a message received
+   * eligible message, in the order they became receivable (readyAt), each as far as `max` allows; a message received
    * maxReceiveCount times already goes to the dead-letter queue instead, and the walk goes on.
    */
   receive(
