@@ -313,7 +313,7 @@ export function decodeQuery(
     }
   }
   const op = actionName === undefined ? undefined : compiledOperations.get(actionName);
-  if (op === undefined) throw invalidAction();
+  if (op === undefined) throw invalidAction(actionName);
   const root = op.input;
   const input: Holder = {};
   for (const [key, value] of params) setMember(root, input, key, 0, value);
@@ -452,9 +452,6 @@ export function encodeQueryResult(action: ActionName, output: unknown, requestId
   return xml + METADATA_OPEN + escapeXml(requestId) + METADATA_CLOSE + op.responseClose;
 }
 
-/** AWS's Query wording for a missing queue (recorded); JSON keeps the shorter one. */
-const QUERY_NO_QUEUE_MESSAGE = 'The specified queue does not exist for this wsdl version.';
-
 /**
  * The Query API's JSON form, for a Query request sent with `Accept: application/json` (AWS answers
  * those in JSON; recorded, not in the API reference): `{"XxxResponse": {"XxxResult": {...},
@@ -497,13 +494,12 @@ function jsonStruct(node: StructNode, obj: Record<string, unknown>): Record<stri
 
 export function encodeQueryError(err: SqsError, requestId: string): EncodedError {
   const def = err.def;
-  const message = err.errorName === 'QueueDoesNotExist' ? QUERY_NO_QUEUE_MESSAGE : err.message;
   return {
     status: def.status,
     headers: { 'content-type': QUERY_CONTENT_TYPE },
     body:
       `${XML_DECLARATION}<ErrorResponse xmlns="${XMLNS}"><Error><Type>${def.fault}</Type>` +
-      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(message)}</Message><Detail/></Error>` +
+      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(def.queryMessage ?? err.message)}</Message><Detail/></Error>` +
       `<RequestId>${escapeXml(requestId)}</RequestId></ErrorResponse>`,
   };
 }
