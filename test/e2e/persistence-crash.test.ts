@@ -10,7 +10,6 @@
  * - Redis gone: 503 within 2 s and never a 200; service comes back with Redis.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -25,6 +24,9 @@ import { fillQueue } from '../helpers/fill.js';
 import { metricValue } from '../helpers/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 const servers: RunningServer[] = [];

@@ -5,7 +5,6 @@
  * Redis has room.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import {
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
@@ -25,7 +24,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { testsRequiring } from '../helpers/requires.js';
 import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 let server: RunningServer;

@@ -5,7 +5,6 @@
  * before anything is read.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor } from '../../src/persistence/keys.js';
@@ -13,7 +12,10 @@ import { LoadProgress, loadStore, StoreTooBigError } from '../../src/persistence
 import { connectRedis } from '../../src/persistence/redis.js';
 import { fillQueue } from '../helpers/fill.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { testsRequiring } from '../helpers/requires.js';
 import type { Redis } from 'ioredis';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const MiB = 2 ** 20;
 let redis: TestRedis;

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 
 import { XMLParser } from 'fast-xml-parser';
 
-import { encodeQueryError, encodeQueryResult, escapeXml } from '../../src/protocol/query.js';
+import { encodeQueryError, encodeQueryJson, encodeQueryResult, escapeXml } from '../../src/protocol/query.js';
 import { SqsError } from '../../src/sqs/errors.js';
 
 // Golden documents are the AWS API reference's "Using AWS query protocol" sample responses, with
@@ -226,10 +226,10 @@ describe('encodeQueryResult: serialisation rules', () => {
     );
   });
 
-  test('Given no messages, when encoding ReceiveMessage, then an empty result element', () => {
+  test('Given no messages, when encoding ReceiveMessage, then one empty result element, as AWS writes it', () => {
     assert.equal(
       encodeQueryResult('ReceiveMessage', { Messages: [] }, 'r'),
-      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult></ReceiveMessageResult>` +
+      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ReceiveMessageResponse>',
     );
   });
@@ -237,7 +237,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given undefined and null members, when encoding, then they are left out', () => {
     assert.equal(
       encodeQueryResult('ListQueues', { QueueUrls: undefined, NextToken: null }, 'r'),
-      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult></ListQueuesResult>` +
+      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueuesResponse>',
     );
   });
@@ -316,6 +316,44 @@ describe('encodeQueryResult: serialisation rules', () => {
   });
 });
 
+describe('encodeQueryJson: the Query API answered in JSON (Accept: application/json)', () => {
+  test('Given ListQueues, when encoding, then the recorded AWS shape: Response, Result, queueUrls, unset members null', () => {
+    assert.deepEqual(JSON.parse(encodeQueryJson('ListQueues', { QueueUrls: ['http://h/1/a'] }, 'r')), {
+      ListQueuesResponse: {
+        ListQueuesResult: { queueUrls: ['http://h/1/a'], NextToken: null },
+        ResponseMetadata: { RequestId: 'r' },
+      },
+    });
+  });
+
+  test('Given ReceiveMessage, when encoding, then its messages under `messages`, each with every member', () => {
+    const out = JSON.parse(
+      encodeQueryJson(
+        'ReceiveMessage',
+        { Messages: [{ MessageId: 'i', Body: 'b', Attributes: { SenderId: 's' } }] },
+        'r',
+      ),
+    ) as { ReceiveMessageResponse: { ReceiveMessageResult: { messages: Array<Record<string, unknown>> } } };
+    const [m] = out.ReceiveMessageResponse.ReceiveMessageResult.messages;
+    assert.equal(m?.MessageId, 'i');
+    assert.equal(m?.Body, 'b');
+    assert.deepEqual(m?.Attributes, { SenderId: 's' });
+    assert.equal(m?.ReceiptHandle, null);
+    assert.deepEqual(JSON.parse(encodeQueryJson('ReceiveMessage', {}, 'r')), {
+      ReceiveMessageResponse: {
+        ReceiveMessageResult: { messages: null },
+        ResponseMetadata: { RequestId: 'r' },
+      },
+    });
+  });
+
+  test('Given an action without output, when encoding, then only ResponseMetadata', () => {
+    assert.deepEqual(JSON.parse(encodeQueryJson('DeleteMessage', {}, 'r')), {
+      DeleteMessageResponse: { ResponseMetadata: { RequestId: 'r' } },
+    });
+  });
+});
+
 describe('encodeQueryError', () => {
   test('Given a sender error as AWS recorded it, when encoding, then the same document, status and content type', () => {
     // A real AWS answer to a batch with a repeated Id (recorded by a client's test suite), without
@@ -332,13 +370,19 @@ describe('encodeQueryError', () => {
     });
   });
 
-  test('Given QueueDoesNotExist, when encoding, then the NonExistentQueue code and status 400', () => {
+  test('Given QueueDoesNotExist, when encoding, then the NonExistentQueue code, status 400 and the Query wording ("for this wsdl version.")', () => {
     const encoded = encodeQueryError(
       new SqsError('QueueDoesNotExist', 'The specified queue does not exist.'),
       'r',
     );
     assert.equal(encoded.status, 400);
-    assert.ok(encoded.body.includes('<Code>AWS.SimpleQueueService.NonExistentQueue</Code>'), encoded.body);
+    assert.ok(
+      encoded.body.includes(
+        '<Code>AWS.SimpleQueueService.NonExistentQueue</Code>' +
+          '<Message>The specified queue does not exist for this wsdl version.</Message>',
+      ),
+      encoded.body,
+    );
   });
 
   test('Given a receiver-side error, when encoding, then Type Receiver and its status', () => {
