@@ -5,6 +5,7 @@
  * before anything is read.
  */
 import assert from 'node:assert/strict';
+import { MESSAGE_OVERHEAD } from '../../src/core/budget.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor } from '../../src/persistence/keys.js';
@@ -89,14 +90,15 @@ test('Given Redis holds more 1 MiB messages than the budget, when loading, then 
 
 test('Given small messages that pass the up-front estimate but not the budget, when loading, then it stops as soon as loading passes the budget', async () => {
   const prefix = uniquePrefix();
-  // Each counts ~600 B against the budget; the up-front bound only ~320 B: 20,000 of them fit
-  // the bound (6.4 MB) and not the budget (8 MiB).
+  // Each counts MESSAGE_OVERHEAD + 272 B against the budget; the up-front bound takes off the
+  // record's header and counts about MESSAGE_OVERHEAD: a budget between the two.
   await fillQueue(client, { prefix, messages: 20_000, bodySize: 256 });
-  const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory: 8 * MiB });
+  const maxMemory = 20_000 * (MESSAGE_OVERHEAD + 136);
+  const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory });
   const progress = new LoadProgress();
   await assert.rejects(loadStore(client, keysFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, /loading passed 8\.\d MiB after \d+ of 20000 messages/);
+    assert.match(e.message, /loading passed [\d.]+ MiB after \d+ of 20000 messages/);
     return true;
   });
   assert.ok(progress.messages < 20_000, `read ${progress.messages} messages before stopping`);
