@@ -378,11 +378,19 @@ export interface Cluster {
  * `start: 'together'` starts both at once.
  */
 export async function startCluster(
-  opts: { timing?: HaTiming; start?: 'a-first' | 'together' | 'none'; redis?: TestRedis } = {},
+  opts: {
+    timing?: HaTiming;
+    start?: 'a-first' | 'together' | 'none';
+    redis?: TestRedis;
+    /** More flags for both instances (e.g. --max-memory). */
+    args?: readonly string[];
+    /** The key prefix (default: a fresh one), e.g. of data written before the instances start. */
+    prefix?: string;
+  } = {},
 ): Promise<Cluster> {
   const timing = opts.timing ?? FAST;
   const redis = opts.redis ?? (await startRedis({ aof: true }));
-  const prefix = uniquePrefix();
+  const prefix = opts.prefix ?? uniquePrefix();
   const args = [
     '--redis-addr',
     `127.0.0.1:${redis.port}`,
@@ -396,6 +404,7 @@ export async function startCluster(
     '--no-queue-deleted-recently',
     '--log-level',
     'info',
+    ...(opts.args ?? []),
   ];
   const ports: number[] = [];
   while (ports.length < 4) {
