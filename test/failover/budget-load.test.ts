@@ -78,7 +78,9 @@ test(
     const c = await startCluster({ redis, prefix, start: 'none' });
     t.after(() => c.stop());
     await c.a.start();
-    await until('a loads and leads', () => c.a.ready(), LOAD_BOUND_MS);
+    await until('a loads and leads', () => c.a.ready(), LOAD_BOUND_MS).catch((e: unknown) => {
+      throw new Error(`${String(e)}\n${c.a.logs().slice(-3000)}`);
+    });
     await c.b.start();
     await c.a.kill9();
     const deadAt = Date.now();
