@@ -19,8 +19,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { connectRedis } from '../../src/persistence/redis.js';
-import { fillQueue } from '../helpers/fill.js';
+import { fillQueueAt } from '../helpers/fill.js';
 import { metricValue } from '../helpers/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
@@ -226,13 +225,8 @@ test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is kil
   // Redis without AOF: it is the server that is killed here, and a million fsynced writes take long.
   const fast = await startRedis({ aof: false });
   t.after(() => fast.stop());
-  const client = await connectRedis({ url: fast.url, commandTimeoutMs: 60_000 });
   const t0 = performance.now();
-  try {
-    await fillQueue(client, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
-  } finally {
-    client.disconnect();
-  }
+  await fillQueueAt(fast.url, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
   console.log(`# filled in ${Math.round(performance.now() - t0)} ms`);
   const args = ['--redis-url', fast.url, '--redis-prefix', prefix, '--log-level', 'info'];
   const first = await startServer({ args, ready: false });

@@ -6,8 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { connectRedis } from '../../src/persistence/redis.js';
-import { fillQueue } from '../helpers/fill.js';
+import { fillQueueAt } from '../helpers/fill.js';
 import { startRedis, uniquePrefix } from '../helpers/redis.js';
 import { testsRequiring } from '../helpers/requires.js';
 import { uniqueName } from '../helpers/server.js';
@@ -69,12 +68,7 @@ test(
     const redis = await startRedis({ aof: false });
     t.after(() => redis.stop());
     const prefix = uniquePrefix();
-    const client = await connectRedis({ url: redis.url, commandTimeoutMs: 60_000 });
-    try {
-      await fillQueue(client, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
-    } finally {
-      client.disconnect();
-    }
+    await fillQueueAt(redis.url, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
     const c = await startCluster({ redis, prefix, start: 'none' });
     t.after(() => c.stop());
     await c.a.start();
@@ -100,12 +94,7 @@ test(
     const redis = await startRedis({ aof: false });
     t.after(() => redis.stop());
     const prefix = uniquePrefix();
-    const client = await connectRedis({ url: redis.url });
-    try {
-      await fillQueue(client, { prefix, messages: 24, bodySize: MiB });
-    } finally {
-      client.disconnect();
-    }
+    await fillQueueAt(redis.url, { prefix, messages: 24, bodySize: MiB });
     const c = await startCluster({ redis, prefix, start: 'none', args: ['--max-memory', '16mb'] });
     t.after(() => c.stop());
     await c.a.start();

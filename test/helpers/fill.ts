@@ -12,6 +12,7 @@ import { QueueStore } from '../../src/core/store.js';
 import { serializeMessage } from '../../src/persistence/codec.js';
 import { keysFor } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
+import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import type { Redis } from 'ioredis';
 
@@ -70,6 +71,16 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
   pipeline.hset(keys.seq, q.uid, String(q.nextSequence));
   await execOk(pipeline);
   return sent.map((m) => m.id);
+}
+
+/** {@link fillQueue} on a connection of its own to `url` (commands may take a minute). */
+export async function fillQueueAt(url: string, opts: FillOptions): Promise<string[]> {
+  const client = await connectRedis({ url, commandTimeoutMs: 60_000 });
+  try {
+    return await fillQueue(client, opts);
+  } finally {
+    client.disconnect();
+  }
 }
 
 async function execOk(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
