@@ -6,17 +6,36 @@
  */
 import assert from 'node:assert/strict';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { fillQueueAt } from '../helpers/fill.js';
+import type { TestContext } from 'node:test';
+import { fillQueueAt, type FillOptions } from '../helpers/fill.js';
 import { startRedis, uniquePrefix } from '../helpers/redis.js';
 import { testsRequiring } from '../helpers/requires.js';
 import { uniqueName } from '../helpers/server.js';
-import { createQueue, loadClient, startCluster, until } from './harness.js';
+import { createQueue, loadClient, startCluster, until, type Cluster } from './harness.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 
 const MiB = 2 ** 20;
 /** Bound of one load on the shared 2-core machine (docs/performance.md has the measured times). */
 const LOAD_BOUND_MS = 120_000;
+
+/**
+ * A Redis (no AOF: it is shared-sqs that is killed here, and a fill may be a million writes)
+ * holding one filled queue, and a cluster over it with no instance started; stopped after `t`.
+ */
+async function filledCluster(
+  t: TestContext,
+  fill: Omit<FillOptions, 'prefix'>,
+  args: string[] = [],
+): Promise<Cluster> {
+  const redis = await startRedis({ aof: false });
+  t.after(() => redis.stop());
+  const prefix = uniquePrefix();
+  await fillQueueAt(redis.url, { prefix, ...fill });
+  const c = await startCluster({ redis, prefix, start: 'none', args });
+  t.after(() => c.stop());
+  return c;
+}
 
 async function depth(url: string, queueUrl: string): Promise<[number, number]> {
   const sqs = loadClient(url, 10);
@@ -64,13 +83,7 @@ test(
   'FAULTS 18: Given 1,000,000 messages of 256 B, When the leader is killed -9, Then the follower loads them all with exact counts',
   { timeout: 400_000 },
   async (t) => {
-    // No AOF: it is shared-sqs that is killed here, and the fill is a million writes.
-    const redis = await startRedis({ aof: false });
-    t.after(() => redis.stop());
-    const prefix = uniquePrefix();
-    await fillQueueAt(redis.url, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
-    const c = await startCluster({ redis, prefix, start: 'none' });
-    t.after(() => c.stop());
+    const c = await filledCluster(t, { messages: 1_000_000, bodySize: 256, inflight: 10 });
     await c.a.start();
     await until('a loads and leads', () => c.a.ready(), LOAD_BOUND_MS).catch((e: unknown) => {
       throw new Error(`${String(e)}\n${c.a.logs().slice(-3000)}`);
@@ -91,12 +104,7 @@ test(
   'FAULTS 18: Given Redis holds more than a follower’s budget, When it wins the lock, Then it logs one fatal line naming both sizes and exits 1',
   { timeout: 120_000 },
   async (t) => {
-    const redis = await startRedis({ aof: false });
-    t.after(() => redis.stop());
-    const prefix = uniquePrefix();
-    await fillQueueAt(redis.url, { prefix, messages: 24, bodySize: MiB });
-    const c = await startCluster({ redis, prefix, start: 'none', args: ['--max-memory', '16mb'] });
-    t.after(() => c.stop());
+    const c = await filledCluster(t, { messages: 24, bodySize: MiB }, ['--max-memory', '16mb']);
     await c.a.start();
     const status = await c.a.exited;
     assert.equal(status.code, 1);
