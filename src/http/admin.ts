@@ -236,7 +236,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       const rate = rateText === undefined ? undefined : Number(rateText);
       // The same move task as StartMessageMoveTask: back to each message's source queue, or to the
       // destination given.
-      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate));
+      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate, q.region));
       opts.services.mover.start(task);
       await durable();
       return reply.code(202).send({
