@@ -145,7 +145,11 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       } catch (e) {
         decodeError = e;
       }
-      principal = authenticate(authOptions, { method: req.method, url: req.url, headers: req.headers, body });
+      principal = authenticate(
+        authOptions,
+        { method: req.method, url: req.url, headers: req.headers, body },
+        protocol,
+      );
       if (decoded === undefined) throw decodeError;
       const run = actions[decoded.action] as Action<ActionName> | undefined;
       if (run === undefined) {
