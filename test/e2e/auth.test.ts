@@ -505,7 +505,11 @@ void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () =>
           },
           B,
         );
-        const res = await fetch(signed.url, { method: 'POST', headers: signed.headers, body: signed.body ?? '' });
+        const res = await fetch(signed.url, {
+          method: 'POST',
+          headers: signed.headers,
+          body: signed.body ?? '',
+        });
         const text = await res.text();
         assert.ok(res.status >= 400, `${r.op} naming ${x}: ${res.status}`);
         answers.push(shape(queryErrorCode(text) ?? '', xmlText(text, 'Message') ?? '', x));
@@ -548,5 +552,123 @@ void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () =>
       bodies = bodies.concat((got.Messages ?? []).map((m) => m.Body ?? ''));
     }
     assert.deepEqual(bodies, ['A only']);
+  });
+});
+
+/**
+ * FAULTS row 20: a signed or presigned request of tenant A, changed in a part its signature does
+ * not cover, is refused (403 SignatureDoesNotMatch in the protocol the request speaks) and changes
+ * nothing; unchanged, it runs as signed.
+ */
+void describe('auth on: FAULTS 20, only what the signature covers is run', () => {
+  const queue = (name: string): string => `${server.url}/${A.accountId}/${name}`;
+  const exists = async (name: string): Promise<boolean> => {
+    const out = await client(A).send(new ListQueuesCommand({ QueueNamePrefix: name }));
+    return (out.QueueUrls ?? []).includes(queue(name));
+  };
+  const depth = async (name: string): Promise<string | undefined> => {
+    const out = await client(A).send(
+      new sqsCommands.GetQueueAttributesCommand({
+        QueueUrl: queue(name),
+        AttributeNames: ['ApproximateNumberOfMessages'],
+      }),
+    );
+    return out.Attributes?.ApproximateNumberOfMessages;
+  };
+
+  before(async () => {
+    for (const name of ['f20-keep', 'f20-send'])
+      await client(A).send(new CreateQueueCommand({ QueueName: name }));
+  });
+
+  void test('Given a URL presigned for POST ?Action=ListQueues with UNSIGNED-PAYLOAD and only host signed, when sent as JSON DeleteQueue, then 403 SignatureDoesNotMatch and the queue stays; unchanged, it lists', async () => {
+    const signed = await presignRequest(
+      {
+        method: 'POST',
+        url: `${server.url}/?Action=ListQueues&Version=2012-11-05`,
+        headers: { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+      },
+      A,
+    );
+    assert.match(signed.url, /X-Amz-SignedHeaders=host&/);
+    const swapped = await fetch(signed.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.DeleteQueue' },
+      body: JSON.stringify({ QueueUrl: queue('f20-keep') }),
+    });
+    assert.equal(swapped.status, 403);
+    assert.equal(swapped.headers.get('x-amzn-query-error'), 'SignatureDoesNotMatch;Sender');
+    assert.ok(swapped.headers.get('x-amzn-requestid'));
+    // The same with an empty body: still not the signed action.
+    const bare = await fetch(signed.url, {
+      method: 'POST',
+      headers: { 'x-amz-target': 'AmazonSQS.DeleteQueue' },
+    });
+    assert.equal(bare.status, 403);
+    assert.ok(await exists('f20-keep'));
+    const asSigned = await fetch(signed.url, { method: 'POST' });
+    assert.equal(asSigned.status, 200);
+    assert.match(await asSigned.text(), /<ListQueuesResult>/);
+  });
+
+  void test('Given a presigned SendMessage (UNSIGNED-PAYLOAD), when extra form parameters come in the body, then 403 SignatureDoesNotMatch and nothing is stored', async () => {
+    const signed = await presignRequest(
+      {
+        method: 'POST',
+        url: `${queue('f20-send')}?Action=SendMessage&MessageBody=signed&Version=2012-11-05`,
+        headers: { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+      },
+      A,
+    );
+    const res = await fetch(signed.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'MessageAttribute.1.Name=unsigned&MessageAttribute.1.Value.DataType=String&MessageAttribute.1.Value.StringValue=x',
+    });
+    assert.equal(res.status, 403);
+    assert.equal(queryErrorCode(await res.text()), 'SignatureDoesNotMatch');
+    assert.equal(await depth('f20-send'), '0');
+  });
+
+  void test('Given a header-signed JSON request whose X-Amz-Target was left out of the signature, when sent, then 403 SignatureDoesNotMatch', async () => {
+    const signed = await signRequest(
+      {
+        method: 'POST',
+        url: `${server.url}/`,
+        headers: { 'content-type': 'application/x-amz-json-1.0' },
+        body: JSON.stringify({ QueueUrl: queue('f20-keep') }),
+      },
+      A,
+    );
+    const res = await fetch(signed.url, {
+      method: 'POST',
+      headers: { ...signed.headers, 'x-amz-target': 'AmazonSQS.DeleteQueue' },
+      body: signed.body ?? '',
+    });
+    assert.equal(res.status, 403);
+    assert.equal(res.headers.get('x-amzn-query-error'), 'SignatureDoesNotMatch;Sender');
+    assert.ok(await exists('f20-keep'));
+  });
+
+  void test('Given a captured signed GetQueueAttributes, when replayed as DeleteQueue with the same body, then 403 SignatureDoesNotMatch and the queue stays', async () => {
+    const signed = await signRequest(
+      {
+        method: 'POST',
+        url: `${server.url}/`,
+        headers: {
+          'content-type': 'application/x-amz-json-1.0',
+          'x-amz-target': 'AmazonSQS.GetQueueAttributes',
+        },
+        body: JSON.stringify({ QueueUrl: queue('f20-keep') }),
+      },
+      A,
+    );
+    const res = await fetch(signed.url, {
+      method: 'POST',
+      headers: { ...signed.headers, 'x-amz-target': 'AmazonSQS.DeleteQueue' },
+      body: signed.body ?? '',
+    });
+    assert.equal(res.status, 403);
+    assert.ok(await exists('f20-keep'));
   });
 });
