@@ -6,6 +6,7 @@ import { AuthError } from '../auth/sigv4.js';
 import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
+import { utf8Text } from '../protocol/common.js';
 import { parseForm } from '../protocol/form.js';
 import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
@@ -377,7 +378,7 @@ function decodeQueryRequest(
 ): { action: ActionName; input: unknown } {
   const qm = url.indexOf('?');
   const params = qm >= 0 ? parseForm(url.slice(qm + 1)) : [];
-  if (body.length > 0) parseForm(body.toString('utf8'), params);
+  if (body.length > 0) parseForm(utf8Text(body), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
   return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
 }

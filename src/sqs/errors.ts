@@ -265,3 +265,11 @@ export function missingParameter(name: string): SqsError {
 export function queueDoesNotExist(): SqsError {
   return new SqsError('QueueDoesNotExist', 'The specified queue does not exist.');
 }
+
+/** Characters SQS does not allow in a message (XML 1.0's Char production), or bytes that are not UTF-8. */
+export function invalidMessageContents(): SqsError {
+  return new SqsError(
+    'InvalidMessageContents',
+    'Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF',
+  );
+}

@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { md5Hex } from '../helpers/md5.js';
 import { jsonErrorType, queryErrorCode, rawHttp } from '../helpers/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
@@ -697,6 +698,104 @@ describe('seeded random garbage', () => {
 
   test('Then the server logged no internal failure', () => {
     assert.doesNotMatch(server.logs(), /InternalFailure|unexpected error/i, server.logs().slice(-3000));
+  });
+});
+
+/**
+ * Bytes that are not UTF-8 in a message, over both protocols: a surrogate encoded (ED A0 80), FF,
+ * an overlong NUL (C0 80), past U+10FFFF (F4 90 80 80), and sequences cut short. Each is refused
+ * with InvalidMessageContents and nothing is stored; the valid neighbours (U+FFFD itself, a 4-byte
+ * character) are stored as sent, with the MD5 of what was sent.
+ */
+describe('invalid UTF-8 is refused, not rewritten', () => {
+  const bad: ReadonlyArray<readonly number[]> = [
+    [0xed, 0xa0, 0x80],
+    [0xff],
+    [0xc0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xe2, 0x82],
+    [0xf0, 0x9f, 0x98],
+    [0x80],
+  ];
+  const good: ReadonlyArray<readonly number[]> = [
+    [0xef, 0xbf, 0xbd],
+    [0xf0, 0x9f, 0x98, 0x80],
+  ];
+  const pct = (bytes: readonly number[]): string =>
+    bytes.map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  const depth = async (queueUrl: string): Promise<string | undefined> => {
+    const res = await send(
+      query(
+        'GetQueueAttributes',
+        `Action=GetQueueAttributes&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&AttributeName.1=ApproximateNumberOfMessages`,
+      ),
+    );
+    return /<Value>(\d+)<\/Value>/.exec(res.text)?.[1];
+  };
+
+  test('Given bytes that are not UTF-8 (percent-encoded in a Query body or URL, raw in a Query or JSON body), When SendMessage, Then 400 InvalidMessageContents and nothing stored', async () => {
+    const queueUrl = await createQueueQuery();
+    const path = new URL(queueUrl).pathname;
+    for (const seq of bad) {
+      const form = `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a${pct(seq)}b`;
+      const label = pct(seq);
+      const answers = [
+        await expectAwsClientError(query(`body ${label}`, form), 400),
+        await expectAwsClientError({ label: `GET ${label}`, method: 'GET', path: `${path}?${form}` }, 400),
+        await expectAwsClientError(
+          query(
+            `raw bytes ${label}`,
+            Buffer.concat([
+              Buffer.from(
+                `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a`,
+              ),
+              Buffer.from(seq),
+              Buffer.from('b'),
+            ]),
+          ),
+          400,
+        ),
+        await expectAwsClientError(
+          json(
+            `raw bytes ${label}`,
+            'AmazonSQS.SendMessage',
+            Buffer.concat([
+              Buffer.from(`{"QueueUrl":${JSON.stringify(queueUrl)},"MessageBody":"a`),
+              Buffer.from(seq),
+              Buffer.from('b"}'),
+            ]),
+          ),
+          400,
+        ),
+      ];
+      assert.deepEqual(
+        answers.map((a) => a.code),
+        [
+          'InvalidMessageContents',
+          'InvalidMessageContents',
+          'InvalidMessageContents',
+          'com.amazonaws.sqs#InvalidMessageContents',
+        ],
+        label,
+      );
+    }
+    assert.equal(await depth(queueUrl), '0');
+  });
+
+  test('Given U+FFFD itself and a 4-byte character, When sent percent-encoded, Then stored as sent with the MD5 of what was sent', async () => {
+    const queueUrl = await createQueueQuery();
+    for (const seq of good) {
+      const res = await send(
+        query(
+          pct(seq),
+          `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a${pct(seq)}b`,
+        ),
+      );
+      assert.equal(res.status, 200, res.text);
+      const sent = Buffer.concat([Buffer.from('a'), Buffer.from(seq), Buffer.from('b')]);
+      assert.equal(/<MD5OfMessageBody>([0-9a-f]+)</.exec(res.text)?.[1], md5Hex(sent));
+    }
+    assert.equal(await depth(queueUrl), String(good.length));
   });
 });
 
