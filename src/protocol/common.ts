@@ -36,7 +36,7 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
   }
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * The text of request bytes that must be UTF-8; InvalidMessageContents when they are not, rather
@@ -50,10 +50,10 @@ export function utf8Text(bytes: Uint8Array): string {
   return text;
 }
 
-/** InvalidMessageContents unless `bytes` are valid UTF-8. */
-export function checkUtf8(bytes: Uint8Array): void {
+/** The text of `bytes`; InvalidMessageContents unless they are valid UTF-8. */
+export function checkUtf8(bytes: Uint8Array): string {
   try {
-    strictUtf8.decode(bytes);
+    return strictUtf8.decode(bytes);
   } catch {
     throw invalidMessageContents();
   }

@@ -28,10 +28,16 @@ export function parseForm(text: string, out: FormPairs = []): FormPairs {
       const value = hasValue ? parts.decode(eq + 1, end, true) : '';
       if (name === undefined || value === undefined) {
         const part = text.slice(start, end);
-        for (const [n, v] of new URLSearchParams(part)) {
-          // URLSearchParams turns escapes that are not UTF-8 (`%FF`, `%ED%A0%80`) into U+FFFD.
-          if (n.includes('\uFFFD') || v.includes('\uFFFD')) checkUtf8(percentDecoded(part));
-          out.push([n, ownString(v)]);
+        // URLSearchParams puts U+FFFD for escapes that are not UTF-8 (`%FF`, `%ED%A0%80`), and
+        // Node's reads raw characters beside escapes as Latin-1 bytes: such parts are decoded
+        // strictly here.
+        if (NON_ASCII.test(part)) {
+          out.push(strictPair(part));
+        } else {
+          for (const [n, v] of new URLSearchParams(part)) {
+            if (n.includes('\uFFFD') || v.includes('\uFFFD')) out.push(strictPair(part));
+            else out.push([n, ownString(v)]);
+          }
         }
       } else {
         out.push([name, value]);
@@ -77,6 +83,16 @@ class PartDecoder {
       return undefined;
     }
   }
+}
+
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** One `name=value` part, decoded as UTF-8 strictly: InvalidMessageContents when it is not. */
+function strictPair(part: string): [string, string] {
+  const eq = part.indexOf('=');
+  if (eq < 0) return [checkUtf8(percentDecoded(part)), ''];
+  return [checkUtf8(percentDecoded(part.slice(0, eq))), checkUtf8(percentDecoded(part.slice(eq + 1)))];
 }
 
 /** A form part's bytes: `+` a space, `%XX` its byte, stray `%` and every other character as UTF-8. */
