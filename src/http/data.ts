@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
@@ -68,7 +69,8 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     keepAliveTimeout: 65_000,
     connectionTimeout: 0,
     requestTimeout: 120_000,
-    return503OnClosing: true,
+    // Answered by the gate below, in the AWS shape, rather than with fastify's JSON.
+    return503OnClosing: false,
     // On close, idle keep-alive connections are closed at once; busy ones after their reply.
     forceCloseConnections: 'idle',
     // A path fastify cannot even decode (`/%zz`) still gets an AWS-shaped 400.
@@ -76,6 +78,10 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       const err = new SqsError('MalformedRequest', error.message);
       sendError(reply, detectProtocol(req.headers), err, uuid());
     },
+    // What Node's HTTP parser refuses before there is a request (headers too large, a NUL in a
+    // header, a body not sent in time) gets an AWS-shaped answer too.
+    clientErrorHandler: (error, socket) =>
+      answerClientError(error, socket, (protocol, status) => observe('Unknown', protocol, status, 0)),
   });
   const { services, logger } = opts;
   const observe = opts.observe ?? (() => undefined);
@@ -102,23 +108,25 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   );
   app.addContentTypeParser('*', { parseAs: 'buffer' }, keepBuffer);
 
-  // Only an instance that can be passive needs the gate; a callback hook costs no promise.
-  const isServing = opts.isServing;
-  if (isServing !== undefined) {
-    app.addHook('onRequest', (req, reply, done) => {
-      if (isServing()) {
-        done();
-        return;
-      }
-      const protocol = detectProtocol(req.headers);
-      const err = new SqsError(
-        'ServiceUnavailable',
-        'This instance is not serving; retry against the active one.',
-      );
-      sendError(reply, protocol, err, uuid());
-      observe('Unknown', protocol, 503, 0);
-    });
-  }
+  // The gate: not while passive, nor once the server is closing. A callback hook costs no promise.
+  const isServing = opts.isServing ?? (() => true);
+  let closing = false;
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!closing && isServing()) {
+      done();
+      return;
+    }
+    const protocol = detectProtocol(req.headers);
+    const err = new SqsError(
+      'ServiceUnavailable',
+      closing
+        ? 'This instance is shutting down; retry against the active one.'
+        : 'This instance is not serving; retry against the active one.',
+    );
+    if (closing) void reply.header('connection', 'close');
+    sendError(reply, protocol, err, uuid());
+    observe('Unknown', protocol, 503, 0);
+  });
 
   const replies = new ReplyBatch();
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
@@ -220,6 +228,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   });
   // Before the server stops taking connections and closes the idle ones.
   app.addHook('preClose', (done) => {
+    closing = true;
     replies.close();
     done();
   });
@@ -344,6 +353,57 @@ function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, reque
     .headers(encoded.headers)
     .header('x-amzn-RequestId', requestId)
     .send(encoded.body);
+}
+
+/**
+ * Answers an error of Node's HTTP parser or its request timer on the raw socket, as Node would
+ * (only while no answer has begun), but in the AWS shape of the request's protocol: told by the
+ * headers of a request that was read (a body not sent in time), else by the bytes the parser saw
+ * (headers too large, a bad header); Query, the protocol of anything else, when neither tells.
+ */
+function answerClientError(
+  error: Error & { code?: string | undefined; rawPacket?: unknown },
+  socket: Duplex,
+  observed: (protocol: Protocol, status: number) => void,
+): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const protocol =
+    inFlight?.req !== undefined ? detectProtocol(inFlight.req.headers) : sniffProtocol(error.rawPacket);
+  const err =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new SqsError('RequestTimeout', 'The request was not received in full within the time allowed.')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new SqsError('RequestHeaderFieldsTooLarge', 'The request headers are larger than the server reads.')
+        : new SqsError(
+            'MalformedRequest',
+            `The HTTP request could not be parsed (${error.code ?? 'unknown'}).`,
+          );
+  const requestId = uuid();
+  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
+  let head = `HTTP/1.1 ${encoded.status} ${STATUS_CODES[encoded.status] ?? ''}\r\n`;
+  for (const [name, value] of Object.entries(encoded.headers)) head += `${name}: ${value}\r\n`;
+  head += `x-amzn-RequestId: ${requestId}\r\ncontent-length: ${Buffer.byteLength(encoded.body)}\r\nconnection: close\r\n\r\n`;
+  observed(protocol, encoded.status);
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(head + encoded.body, () => socket.destroy());
+}
+
+/** The protocol the start of a request names, the way detectProtocol tells it from headers. */
+function sniffProtocol(raw: unknown): Protocol {
+  // Node gives the bytes it failed on as a Buffer (fastify's types say otherwise).
+  if (!Buffer.isBuffer(raw)) return 'query';
+  const text = raw.toString('latin1').toLowerCase();
+  return text.includes('\nx-amz-target:') || text.includes('\ncontent-type: application/x-amz-json')
+    ? 'json'
+    : 'query';
 }
 
 function internalFailure(): SqsError {

@@ -180,6 +180,18 @@ export const errorCatalogue = {
     `${CORAL}RequestEntityTooLargeException`,
     'The HTTP body is larger than any valid request.',
   ),
+  RequestHeaderFieldsTooLarge: def(
+    431,
+    'RequestHeaderFieldsTooLarge',
+    `${CORAL}RequestHeaderFieldsTooLargeException`,
+    "The request's headers are larger than Node's parser reads (16 KiB).",
+  ),
+  RequestTimeout: def(
+    408,
+    'RequestTimeout',
+    `${CORAL}RequestTimeoutException`,
+    "The request was not received in full within the server's request timeout (120 s).",
+  ),
   AccessDenied: def(403, 'AccessDenied', `${CORAL}AccessDeniedException`, 'The caller may not do this.'),
   // Authentication (SigV4, src/auth/sigv4.ts). The Query codes are what SQS answers; the JSON
   // types are the Coral exceptions the JSON services name. SQS answers a stale or future-dated

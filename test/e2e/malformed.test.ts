@@ -13,6 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
 import { md5Hex } from '../helpers/md5.js';
@@ -797,6 +798,66 @@ describe('invalid UTF-8 is refused, not rewritten', () => {
     }
     assert.equal(await depth(queueUrl), String(good.length));
   });
+});
+
+/**
+ * What Node's HTTP parser refuses before there is a request: headers over its 16 KiB, a NUL byte
+ * in a header. Sent on a raw socket (node:http will not send either). The answer is AWS-shaped in
+ * the protocol the request's first bytes name, with a request id, and the connection is closed.
+ */
+describe('errors below SQS: the HTTP parser', () => {
+  function rawExchange(request: Buffer): Promise<string> {
+    const { hostname, port } = new URL(server.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      socket.setTimeout(30_000, () => socket.destroy(new Error('no answer in 30 s')));
+      // The server may close before all of a too-large request is written: that is its answer.
+      socket.write(request, () => undefined);
+    });
+  }
+  const request = (headers: string): Buffer =>
+    Buffer.from(`POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}content-length: 2\r\n\r\n{}`, 'latin1');
+
+  const cases: ReadonlyArray<{ label: string; head: string; status: string; query: string; json: string }> = [
+    {
+      label: 'a 100 KB header',
+      head: `x-big: ${'a'.repeat(100_000)}\r\n`,
+      status: '431',
+      query: 'RequestHeaderFieldsTooLarge',
+      json: 'com.amazon.coral.service#RequestHeaderFieldsTooLargeException',
+    },
+    {
+      label: 'a NUL byte in a header',
+      head: 'x-amz-date: 2026\u0000\r\n',
+      status: '400',
+      query: 'MalformedQueryString',
+      json: 'com.amazon.coral.service#SerializationException',
+    },
+  ];
+  for (const c of cases) {
+    test(`Given ${c.label}, When sent as JSON and as Query, Then ${c.status} in that protocol's AWS shape with a request id`, async () => {
+      const json = await rawExchange(
+        request(
+          `content-type: application/x-amz-json-1.0\r\nx-amz-target: AmazonSQS.ListQueues\r\n${c.head}`,
+        ),
+      );
+      const query = await rawExchange(request(`content-type: ${FORM}\r\n${c.head}`));
+      for (const [answer, code] of [
+        [json, c.json],
+        [query, c.query],
+      ] as const) {
+        const [head = '', body = ''] = answer.split('\r\n\r\n');
+        assert.match(head, new RegExp(`^HTTP/1\\.1 ${c.status} `), answer.slice(0, 300));
+        assert.match(head, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/i);
+        assert.equal(queryErrorCode(body) ?? jsonErrorType(body), code, answer.slice(0, 300));
+      }
+      await expectStillServing();
+    });
+  }
 });
 
 /** encodeURIComponent, except that a lone surrogate (which it refuses) goes through as UTF-8 bytes of U+FFFD. */
