@@ -18,7 +18,8 @@ import type { Clock } from '../core/clock.js';
 import { CoreError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
-import type { Queue } from '../core/queue.js';
+import { DEFAULT_REGION, type Queue } from '../core/queue.js';
+import { queueUrlOf } from '../sqs/service.js';
 import type { QueueStore } from '../core/store.js';
 import { TenantError, type Tenant } from '../core/tenants.js';
 import { adminAuth } from './admin-ha.js';
@@ -41,6 +42,8 @@ export interface AdminOptions {
   /** scheme://host[:port] of the data plane for queue URLs; undefined: URLs are left out. */
   readonly baseUrl?: string | undefined;
   readonly defaultAccountId: string;
+  /** The server's region (--region), whose queue URLs carry no region. */
+  readonly defaultRegion?: string | undefined;
 }
 
 /** Peek returns at most this many messages, and bodies cut to this many characters. */
@@ -279,7 +282,8 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       region: q.region,
       name: q.name,
       arn: q.arn,
-      url: opts.baseUrl === undefined ? null : `${opts.baseUrl}/${q.accountId}/${q.name}`,
+      url:
+        opts.baseUrl === undefined ? null : queueUrlOf(opts.baseUrl, q, opts.defaultRegion ?? DEFAULT_REGION),
       fifo: q.fifo,
       visible: counts.visible,
       inflight: counts.inflight,

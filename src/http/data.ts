@@ -168,6 +168,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         requestId,
         accountId: principal.accountId,
         region: principal.region,
+        defaultRegion: opts.region,
         baseUrl,
         senderId: principal.accountId,
         onAbort: (fn) => {

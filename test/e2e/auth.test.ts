@@ -188,9 +188,58 @@ void describe('auth on: signed by the real clients', () => {
     const eu = client(A, { region: 'eu-west-1' });
     await eu.send(new CreateQueueCommand({ QueueName: 'regional' }));
     const inEu = await eu.send(new GetQueueUrlCommand({ QueueName: 'regional' }));
-    assert.equal(inEu.QueueUrl, `${server.url}/${A.accountId}/regional`);
+    assert.equal(inEu.QueueUrl, `${server.url}/eu-west-1/${A.accountId}/regional`);
     const err = await sdkError(client(A).send(new GetQueueUrlCommand({ QueueName: 'regional' })));
     assert.equal(err.name, 'QueueDoesNotExist');
+  });
+});
+
+void describe('auth on: regions (issue 21 item 19)', () => {
+  void test('Given queues of one name in two regions, when the SDK (JSON) and aws-cli (Query) use each URL, then they are two queues with two URLs, each reached only from its region', async () => {
+    const us = client(A);
+    const eu = client(A, { region: 'eu-central-1' });
+    const usUrl = (await us.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
+    const euUrl = (await eu.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
+    assert.equal(usUrl, `${server.url}/${A.accountId}/twin`);
+    assert.equal(euUrl, `${server.url}/eu-central-1/${A.accountId}/twin`);
+    await us.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'us (JSON)' }));
+    const sent = await cli(
+      A,
+      ['send-message', '--queue-url', euUrl, '--message-body', 'eu (Query)'],
+      'eu-central-1',
+    );
+    assert.equal(sent.code, 0, sent.stderr);
+    const listed = await cli(A, ['list-queues', '--queue-name-prefix', 'twin'], 'eu-central-1');
+    assert.deepEqual((JSON.parse(listed.stdout) as { QueueUrls: string[] }).QueueUrls, [euUrl]);
+    const got = async (c: SQSClient, url: string): Promise<string[]> =>
+      (
+        (await c.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }))).Messages ?? []
+      ).map((m) => m.Body ?? '');
+    assert.deepEqual(await got(eu, euUrl), ['eu (Query)']);
+    assert.deepEqual(await got(us, usUrl), ['us (JSON)']);
+    // Each URL, sent with a signature for the other region, names no queue.
+    assert.equal(
+      (await sdkError(us.send(new SendMessageCommand({ QueueUrl: euUrl, MessageBody: 'x' })))).name,
+      'QueueDoesNotExist',
+    );
+    assert.equal(
+      (await sdkError(eu.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'x' })))).name,
+      'QueueDoesNotExist',
+    );
+    const wrongRegion = await cli(A, ['send-message', '--queue-url', euUrl, '--message-body', 'x']);
+    assert.match(wrongRegion.stderr, /NonExistentQueue/);
+    // The Query protocol posted to the queue's own URL path finds it too.
+    const r = await signRequest(
+      {
+        method: 'POST',
+        url: euUrl,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'Action=GetQueueAttributes&AttributeName.1=QueueArn&Version=2012-11-05',
+      },
+      { ...A, region: 'eu-central-1' },
+    );
+    const res = await fetch(r.url, { method: 'POST', headers: r.headers, body: r.body ?? '' });
+    assert.match(await res.text(), new RegExp(`arn:aws:sqs:eu-central-1:${A.accountId}:twin`));
   });
 });
 
