@@ -108,14 +108,9 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   );
   app.addContentTypeParser('*', { parseAs: 'buffer' }, keepBuffer);
 
-  // The gate: not while passive, nor once the server is closing. A callback hook costs no promise.
-  const isServing = opts.isServing ?? (() => true);
+  // Once the server is closing, requests still arriving on open connections are refused.
   let closing = false;
-  app.addHook('onRequest', (req, reply, done) => {
-    if (!closing && isServing()) {
-      done();
-      return;
-    }
+  const refuse = (req: FastifyRequest, reply: FastifyReply): void => {
     const protocol = detectProtocol(req.headers);
     const err = new SqsError(
       'ServiceUnavailable',
@@ -126,10 +121,23 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     if (closing) void reply.header('connection', 'close');
     sendError(reply, protocol, err, uuid());
     observe('Unknown', protocol, 503, 0);
-  });
+  };
+  // Only an instance that can be passive needs the gate; a callback hook costs no promise. Without
+  // it, serve() refuses requests while closing.
+  const isServing = opts.isServing;
+  if (isServing !== undefined) {
+    app.addHook('onRequest', (req, reply, done) => {
+      if (!closing && isServing()) done();
+      else refuse(req, reply);
+    });
+  }
 
   const replies = new ReplyBatch();
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (closing) {
+      refuse(req, reply);
+      return;
+    }
     const started = performance.now();
     const requestId = uuid();
     const protocol = detectProtocol(req.headers);
