@@ -18,17 +18,14 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import {
-  awsToolEnv,
-  DEBIAN_AWS,
-  requireDebianAws,
-  startServer,
-  type RunningServer,
-} from '../helpers/server.js';
+import { awsToolEnv, DEBIAN_AWS, startServer, type RunningServer } from '../helpers/server.js';
+import { requires, testsRequiring } from '../helpers/requires.js';
 import * as sqsCommands from '@aws-sdk/client-sqs';
 import { boto3Calls, type Boto3Result } from '../helpers/boto3.js';
 import { queryErrorCode, xmlText } from '../helpers/wire.js';
 import { presignRequest, signRequest } from '../helpers/sigv4.js';
+
+const cliTest = testsRequiring('aws').test;
 
 const A = {
   name: 'team-a',
@@ -100,7 +97,6 @@ function cli(
   args: string[],
   region = 'us-east-1',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  requireDebianAws();
   const env = { ...awsToolEnv(), AWS_ACCESS_KEY_ID: t.accessKeyId, AWS_SECRET_ACCESS_KEY: t.secretAccessKey };
   return new Promise((resolve) => {
     execFile(
@@ -129,28 +125,31 @@ void describe('auth on: signed by the real clients', () => {
     await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: got.Messages?.[0]?.ReceiptHandle }));
   });
 
-  void test("Given tenant B's keys, when Debian's aws-cli (Query) lists, creates and sends, then it works in B's account", async () => {
-    const created = await cli(B, ['create-queue', '--queue-name', 'cli-signed']);
-    assert.equal(created.code, 0, created.stderr);
-    assert.equal(
-      (JSON.parse(created.stdout) as { QueueUrl: string }).QueueUrl,
-      `${server.url}/${B.accountId}/cli-signed`,
-    );
-    const sent = await cli(B, [
-      'send-message',
-      '--queue-url',
-      `${server.url}/${B.accountId}/cli-signed`,
-      '--message-body',
-      'a b+c&d=é',
-    ]);
-    assert.equal(sent.code, 0, sent.stderr);
-    const listed = await cli(B, ['list-queues']);
-    assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual((JSON.parse(listed.stdout) as { QueueUrls: string[] }).QueueUrls.sort(), [
-      `${server.url}/${B.accountId}/cli-signed`,
-      `${server.url}/${B.accountId}/team-b-jobs`,
-    ]);
-  });
+  cliTest(
+    "Given tenant B's keys, when Debian's aws-cli (Query) lists, creates and sends, then it works in B's account",
+    async () => {
+      const created = await cli(B, ['create-queue', '--queue-name', 'cli-signed']);
+      assert.equal(created.code, 0, created.stderr);
+      assert.equal(
+        (JSON.parse(created.stdout) as { QueueUrl: string }).QueueUrl,
+        `${server.url}/${B.accountId}/cli-signed`,
+      );
+      const sent = await cli(B, [
+        'send-message',
+        '--queue-url',
+        `${server.url}/${B.accountId}/cli-signed`,
+        '--message-body',
+        'a b+c&d=é',
+      ]);
+      assert.equal(sent.code, 0, sent.stderr);
+      const listed = await cli(B, ['list-queues']);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual((JSON.parse(listed.stdout) as { QueueUrls: string[] }).QueueUrls.sort(), [
+        `${server.url}/${B.accountId}/cli-signed`,
+        `${server.url}/${B.accountId}/team-b-jobs`,
+      ]);
+    },
+  );
 
   void test("Given a presigned Query GET with A's key (body hash or UNSIGNED-PAYLOAD), when fetched, then the message is sent", async () => {
     for (const headers of [{}, { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }]) {
@@ -178,7 +177,7 @@ void describe('auth on: signed by the real clients', () => {
     assert.match(await res.text(), /<Code>SignatureDoesNotMatch<\/Code>/);
   });
 
-  void test('Given a wrong secret, when aws-cli calls, then SignatureDoesNotMatch', async () => {
+  cliTest('Given a wrong secret, when aws-cli calls, then SignatureDoesNotMatch', async () => {
     const res = await cli({ ...A, secretAccessKey: 'wrong' }, ['list-queues']);
     assert.notEqual(res.code, 0);
     assert.match(res.stderr, /\(SignatureDoesNotMatch\)/);
@@ -195,52 +194,55 @@ void describe('auth on: signed by the real clients', () => {
 });
 
 void describe('auth on: regions (issue 21 item 19)', () => {
-  void test('Given queues of one name in two regions, when the SDK (JSON) and aws-cli (Query) use each URL, then they are two queues with two URLs, each reached only from its region', async () => {
-    const us = client(A);
-    const eu = client(A, { region: 'eu-central-1' });
-    const usUrl = (await us.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
-    const euUrl = (await eu.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
-    assert.equal(usUrl, `${server.url}/${A.accountId}/twin`);
-    assert.equal(euUrl, `${server.url}/eu-central-1/${A.accountId}/twin`);
-    await us.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'us (JSON)' }));
-    const sent = await cli(
-      A,
-      ['send-message', '--queue-url', euUrl, '--message-body', 'eu (Query)'],
-      'eu-central-1',
-    );
-    assert.equal(sent.code, 0, sent.stderr);
-    const listed = await cli(A, ['list-queues', '--queue-name-prefix', 'twin'], 'eu-central-1');
-    assert.deepEqual((JSON.parse(listed.stdout) as { QueueUrls: string[] }).QueueUrls, [euUrl]);
-    const got = async (c: SQSClient, url: string): Promise<string[]> =>
-      (
-        (await c.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }))).Messages ?? []
-      ).map((m) => m.Body ?? '');
-    assert.deepEqual(await got(eu, euUrl), ['eu (Query)']);
-    assert.deepEqual(await got(us, usUrl), ['us (JSON)']);
-    // Each URL, sent with a signature for the other region, names no queue.
-    assert.equal(
-      (await sdkError(us.send(new SendMessageCommand({ QueueUrl: euUrl, MessageBody: 'x' })))).name,
-      'QueueDoesNotExist',
-    );
-    assert.equal(
-      (await sdkError(eu.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'x' })))).name,
-      'QueueDoesNotExist',
-    );
-    const wrongRegion = await cli(A, ['send-message', '--queue-url', euUrl, '--message-body', 'x']);
-    assert.match(wrongRegion.stderr, /NonExistentQueue/);
-    // The Query protocol posted to the queue's own URL path finds it too.
-    const r = await signRequest(
-      {
-        method: 'POST',
-        url: euUrl,
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: 'Action=GetQueueAttributes&AttributeName.1=QueueArn&Version=2012-11-05',
-      },
-      { ...A, region: 'eu-central-1' },
-    );
-    const res = await fetch(r.url, { method: 'POST', headers: r.headers, body: r.body ?? '' });
-    assert.match(await res.text(), new RegExp(`arn:aws:sqs:eu-central-1:${A.accountId}:twin`));
-  });
+  cliTest(
+    'Given queues of one name in two regions, when the SDK (JSON) and aws-cli (Query) use each URL, then they are two queues with two URLs, each reached only from its region',
+    async () => {
+      const us = client(A);
+      const eu = client(A, { region: 'eu-central-1' });
+      const usUrl = (await us.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
+      const euUrl = (await eu.send(new CreateQueueCommand({ QueueName: 'twin' }))).QueueUrl ?? '';
+      assert.equal(usUrl, `${server.url}/${A.accountId}/twin`);
+      assert.equal(euUrl, `${server.url}/eu-central-1/${A.accountId}/twin`);
+      await us.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'us (JSON)' }));
+      const sent = await cli(
+        A,
+        ['send-message', '--queue-url', euUrl, '--message-body', 'eu (Query)'],
+        'eu-central-1',
+      );
+      assert.equal(sent.code, 0, sent.stderr);
+      const listed = await cli(A, ['list-queues', '--queue-name-prefix', 'twin'], 'eu-central-1');
+      assert.deepEqual((JSON.parse(listed.stdout) as { QueueUrls: string[] }).QueueUrls, [euUrl]);
+      const got = async (c: SQSClient, url: string): Promise<string[]> =>
+        (
+          (await c.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }))).Messages ?? []
+        ).map((m) => m.Body ?? '');
+      assert.deepEqual(await got(eu, euUrl), ['eu (Query)']);
+      assert.deepEqual(await got(us, usUrl), ['us (JSON)']);
+      // Each URL, sent with a signature for the other region, names no queue.
+      assert.equal(
+        (await sdkError(us.send(new SendMessageCommand({ QueueUrl: euUrl, MessageBody: 'x' })))).name,
+        'QueueDoesNotExist',
+      );
+      assert.equal(
+        (await sdkError(eu.send(new SendMessageCommand({ QueueUrl: usUrl, MessageBody: 'x' })))).name,
+        'QueueDoesNotExist',
+      );
+      const wrongRegion = await cli(A, ['send-message', '--queue-url', euUrl, '--message-body', 'x']);
+      assert.match(wrongRegion.stderr, /NonExistentQueue/);
+      // The Query protocol posted to the queue's own URL path finds it too.
+      const r = await signRequest(
+        {
+          method: 'POST',
+          url: euUrl,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'Action=GetQueueAttributes&AttributeName.1=QueueArn&Version=2012-11-05',
+        },
+        { ...A, region: 'eu-central-1' },
+      );
+      const res = await fetch(r.url, { method: 'POST', headers: r.headers, body: r.body ?? '' });
+      assert.match(await res.text(), new RegExp(`arn:aws:sqs:eu-central-1:${A.accountId}:twin`));
+    },
+  );
 });
 
 void describe('auth on: requests that are refused', () => {
@@ -519,53 +521,59 @@ void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () =>
     }
   });
 
-  void test("Given B's keys, when Debian's boto3 (Query) names A's queue in each parameter, then the answer is that of a queue A does not have, and a refusal", async () => {
-    // boto3 1.26's model predates the move-task actions (2023): those go as signed Query posts.
-    const raw = reaches.filter((r) => r.op.includes('MessageMoveTask'));
-    const viaBoto3 = reaches.filter((r) => !raw.includes(r));
-    const snake = (op: string): string =>
-      op.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? '' : '_') + c.toLowerCase());
-    const calls = viaBoto3.flatMap((r) =>
-      [existing(r), missing(r)].map((x) => ({ op: snake(r.op), params: r.params(x) })),
-    );
-    const run = await boto3Calls(server.url, calls, undefined, {
-      AWS_ACCESS_KEY_ID: B.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: B.secretAccessKey,
-    });
-    assert.equal(run.protocol, 'query');
-    viaBoto3.forEach((r, i) => {
-      const answers = [run.results[2 * i], run.results[2 * i + 1]].map((res: Boto3Result | undefined, j) => {
-        assert.ok(res !== undefined && !res.ok, `${r.op} (${r.by}) succeeded`);
-        return shape(res.code, res.message, j === 0 ? existing(r) : missing(r));
+  void test(
+    "Given B's keys, when Debian's boto3 (Query) names A's queue in each parameter, then the answer is that of a queue A does not have, and a refusal",
+    requires('boto3'),
+    async () => {
+      // boto3 1.26's model predates the move-task actions (2023): those go as signed Query posts.
+      const raw = reaches.filter((r) => r.op.includes('MessageMoveTask'));
+      const viaBoto3 = reaches.filter((r) => !raw.includes(r));
+      const snake = (op: string): string =>
+        op.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? '' : '_') + c.toLowerCase());
+      const calls = viaBoto3.flatMap((r) =>
+        [existing(r), missing(r)].map((x) => ({ op: snake(r.op), params: r.params(x) })),
+      );
+      const run = await boto3Calls(server.url, calls, undefined, {
+        AWS_ACCESS_KEY_ID: B.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: B.secretAccessKey,
       });
-      assert.equal(answers[0], answers[1], `${r.op} (${r.by})`);
-    });
-    for (const r of raw) {
-      const answers: string[] = [];
-      for (const x of [existing(r), missing(r)]) {
-        const form = new URLSearchParams({ Action: r.op, Version: '2012-11-05' });
-        for (const [k, v] of Object.entries(r.params(x))) form.set(k, String(v));
-        const signed = await signRequest(
-          {
-            method: 'POST',
-            url: `${server.url}/`,
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
-            body: form.toString(),
+      assert.equal(run.protocol, 'query');
+      viaBoto3.forEach((r, i) => {
+        const answers = [run.results[2 * i], run.results[2 * i + 1]].map(
+          (res: Boto3Result | undefined, j) => {
+            assert.ok(res !== undefined && !res.ok, `${r.op} (${r.by}) succeeded`);
+            return shape(res.code, res.message, j === 0 ? existing(r) : missing(r));
           },
-          B,
         );
-        const res = await fetch(signed.url, {
-          method: 'POST',
-          headers: signed.headers,
-          body: signed.body ?? '',
-        });
-        const text = await res.text();
-        assert.ok(res.status >= 400, `${r.op} naming ${x}: ${res.status}`);
-        answers.push(shape(queryErrorCode(text) ?? '', xmlText(text, 'Message') ?? '', x));
+        assert.equal(answers[0], answers[1], `${r.op} (${r.by})`);
+      });
+      for (const r of raw) {
+        const answers: string[] = [];
+        for (const x of [existing(r), missing(r)]) {
+          const form = new URLSearchParams({ Action: r.op, Version: '2012-11-05' });
+          for (const [k, v] of Object.entries(r.params(x))) form.set(k, String(v));
+          const signed = await signRequest(
+            {
+              method: 'POST',
+              url: `${server.url}/`,
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: form.toString(),
+            },
+            B,
+          );
+          const res = await fetch(signed.url, {
+            method: 'POST',
+            headers: signed.headers,
+            body: signed.body ?? '',
+          });
+          const text = await res.text();
+          assert.ok(res.status >= 400, `${r.op} naming ${x}: ${res.status}`);
+          answers.push(shape(queryErrorCode(text) ?? '', xmlText(text, 'Message') ?? '', x));
+        }
+        assert.equal(answers[0], answers[1], `${r.op} (${r.by})`);
       }
-      assert.equal(answers[0], answers[1], `${r.op} (${r.by})`);
-    }
-  });
+    },
+  );
 
   void test('Given those attempts, when A looks at its queues, then nothing of B is stored or moved there', async () => {
     const a = client(A);

@@ -17,7 +17,7 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
 import { md5Hex } from '../helpers/md5.js';
-import { jsonErrorType, queryErrorCode, rawHttp } from '../helpers/wire.js';
+import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../helpers/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 const JSON_10 = 'application/x-amz-json-1.0';
@@ -166,9 +166,10 @@ describe('Query protocol: malformed form bodies', () => {
     await expectStillServing();
   });
 
-  test('Given Action=Nope, Then 400 InvalidAction', async () => {
+  test('Given Action=Nope, Then 400 InvalidAction naming the action, in AWS wording', async () => {
     const res = await expectAwsClientError(query('unknown action', 'Action=Nope&Version=2012-11-05'), 400);
     assert.equal(res.code, 'InvalidAction');
+    assert.equal(xmlText(res.text, 'Message'), 'The action Nope is not valid for this endpoint.');
   });
 
   test('Given no Action at all, Then an AWS-shaped 400', async () => {
@@ -222,6 +223,7 @@ describe('Query protocol: malformed form bodies', () => {
       400,
     );
     assert.equal(nope.code, 'InvalidAction');
+    assert.equal(xmlText(nope.text, 'Message'), 'The action Nope is not valid for this endpoint.');
     await expectAwsClientError({ label: 'GET %zz', method: 'GET', path: '/?%zz&&&=' });
     await expectAwsClientError({ label: 'GET without Action', method: 'GET', path: '/?QueueName=x' });
     await expectAwsClientError({ label: 'GET bare', method: 'GET', path: '/' });

@@ -10,19 +10,28 @@ import { accessSync, constants, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { awsToolEnv, DEBIAN_PYTHON, requireDebianBoto3 } from './server.js';
+import { awsToolEnv, DEBIAN_PYTHON } from './server.js';
 
 const SCRIPT = fileURLToPath(new URL('../fixtures/boto3_calls.py', import.meta.url));
 
 export interface Boto3Call {
   readonly op: string;
   readonly params?: Record<string, unknown>;
+  /** Added to the call's HTTP request (e.g. X-Amzn-Trace-Id). */
+  readonly headers?: Record<string, string>;
 }
 
 export type Boto3Result =
-  | { readonly ok: true; readonly status: number; readonly response: Record<string, unknown> }
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly response: Record<string, unknown>;
+      /** The reply's Content-Type header, as sent. */
+      readonly contentType: string | null;
+    }
   | {
       readonly ok: false;
+      readonly contentType: string | null;
       readonly status: number;
       readonly code: string;
       readonly message: string;
@@ -53,7 +62,6 @@ export async function boto3Calls(
   python: string = DEBIAN_PYTHON,
   env: Readonly<Record<string, string>> = {},
 ): Promise<Boto3Run> {
-  if (python === DEBIAN_PYTHON) requireDebianBoto3();
   const input = JSON.stringify({ endpoint, calls });
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
     (resolve) => {
