@@ -90,6 +90,8 @@ export class Budget {
   constructor(
     readonly limit: number = Number.POSITIVE_INFINITY,
     private readonly shareOf: (accountId: string) => number | undefined = () => undefined,
+    /** Told of every refusal {@link wouldExceed} answers (for the refused-sends counter). */
+    private readonly onRefused: (accountId: string, scope: RefusalScope) => void = () => undefined,
   ) {}
 
   /** Adds (or, negative, removes) bytes held for an account's queues. */
@@ -108,6 +110,12 @@ export class Budget {
    * A refusal holds until usage is back under the low-water mark.
    */
   wouldExceed(bytes: number, accountId: string): RefusalScope | undefined {
+    const scope = this.check(bytes, accountId);
+    if (scope !== undefined) this.onRefused(accountId, scope);
+    return scope;
+  }
+
+  private check(bytes: number, accountId: string): RefusalScope | undefined {
     if (this.refusingAll) return 'server';
     if (this.used + bytes > this.limit) {
       this.refusingAll = true;

@@ -1,5 +1,5 @@
 import { defaultAttributes, resolveAttributes, validateAttributes } from './attributes.js';
-import { Budget, QUEUE_OVERHEAD } from './budget.js';
+import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
@@ -14,6 +14,8 @@ export interface StoreOptions {
   readonly deletedRecentlyMs: number;
   /** The memory budget's limit in bytes (budget.ts); unlimited when not given. */
   readonly maxMemory?: number;
+  /** Told of every send the budget refuses, with the account and the limit it hit. */
+  readonly onRefused?: (accountId: string, scope: RefusalScope) => void;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
