@@ -63,6 +63,7 @@ export class QueueStore {
     this.budget = new Budget(
       options.maxMemory,
       (accountId) => this.tenants.byAccountId(accountId)?.memoryShare,
+      options.onRefused,
     );
     this.moveTasks = new MoveTasks((e) => this.listener.change?.(e));
     this.tenants = new Tenants((e) => this.listener.change?.(e));

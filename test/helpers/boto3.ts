@@ -20,10 +20,17 @@ export interface Boto3Call {
 }
 
 export type Boto3Result =
-  | { readonly ok: true; readonly status: number; readonly response: Record<string, unknown> }
+  | {
+      readonly ok: true;
+      readonly status: number;
+      /** HTTP requests botocore made for the call (its RetryAttempts + 1). */
+      readonly attempts: number;
+      readonly response: Record<string, unknown>;
+    }
   | {
       readonly ok: false;
       readonly status: number;
+      readonly attempts: number;
       readonly code: string;
       readonly message: string;
       readonly type: string | null;
@@ -36,6 +43,18 @@ export interface Boto3Run {
   readonly boto3: string;
   readonly botocore: string;
   readonly results: Boto3Result[];
+  /** The results of {@link Boto3Options.onThrottled}'s calls, when given. */
+  readonly onThrottledResults?: Boto3Result[];
+}
+
+export interface Boto3Options {
+  /** botocore's default retries in this mode; unset: one attempt, errors as they come. */
+  readonly retryMode?: 'standard' | 'legacy';
+  /**
+   * Run once, by a second client without retries, when the first RequestThrottled reaches
+   * botocore's retry handler and before it retries: e.g. a consumer draining the queue.
+   */
+  readonly onThrottled?: readonly Boto3Call[];
 }
 
 /** Bytes for the script: `{ __b64: ... }`. */
@@ -48,15 +67,22 @@ export async function boto3Calls(
   endpoint: string,
   calls: readonly Boto3Call[],
   python: string = DEBIAN_PYTHON,
+  options: Boto3Options = {},
 ): Promise<Boto3Run> {
   if (python === DEBIAN_PYTHON) requireDebianBoto3();
-  const input = JSON.stringify({ endpoint, calls });
+  const input = JSON.stringify({ endpoint, calls, ...options });
+  const env = awsToolEnv();
+  if (options.retryMode !== undefined) {
+    // botocore's own defaults for the mode: these would override them.
+    delete env['AWS_MAX_ATTEMPTS'];
+    delete env['AWS_RETRY_MODE'];
+  }
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
     (resolve) => {
       const child = execFile(
         python,
         [SCRIPT],
-        { env: awsToolEnv(), timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+        { env, timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
         (error, out, err) => {
           resolve({
             stdout: out,
