@@ -5,7 +5,7 @@ import type { Message, MessageAttributes } from './message.js';
  * its id and MD5 strings, the Delivery record and the received-index entry it gains on its first
  * receive. Measured against the heap (docs/operations.md, "Sizing and back-pressure").
  */
-export const MESSAGE_OVERHEAD = 320;
+export const MESSAGE_OVERHEAD = 704;
 /** The Extras object a message with attributes, a group or a deduplication id carries. */
 const EXTRAS_OVERHEAD = 160;
 /** One message attribute's objects (the value record and its entry in the attribute map). */
