@@ -20,14 +20,8 @@ import {
 import { expectSdkError } from '../helpers/assertions.js';
 import { boto3Calls } from '../helpers/boto3.js';
 import { metricValue } from '../helpers/prometheus.js';
-import {
-  DEBIAN_PYTHON,
-  requireDebianBoto3,
-  sqsClient,
-  startServer,
-  uniqueName,
-  type RunningServer,
-} from '../helpers/server.js';
+import { requires } from '../helpers/requires.js';
+import { DEBIAN_PYTHON, sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
 
 const MIB = 1024 ** 2;
 const BUDGET = 64 * MIB;
@@ -200,24 +194,27 @@ void describe('--max-memory 64mb, a producer flooding 256 KiB messages (JSON, SD
   });
 });
 
-void describe('--max-memory 64mb: Debian boto3 1.26 (Query) retries RequestThrottled by default', () => {
-  before(requireDebianBoto3);
-  for (const mode of ['standard', 'legacy'] as const) {
-    test(`Given a full budget, when boto3 (${mode} retry mode, its defaults) sends, is refused and a consumer drains, then the retry succeeds`, async (t) => {
-      const queueUrl = await newQueue(`boto3-${mode}`);
-      t.after(() => drained(queueUrl));
-      await fillUntilRefused(queueUrl);
-      const run = await boto3Calls(
-        server.url,
-        [{ op: 'send_message', params: { QueueUrl: queueUrl, MessageBody: BODY } }],
-        DEBIAN_PYTHON,
-        { retryMode: mode, onThrottled: [{ op: 'purge_queue', params: { QueueUrl: queueUrl } }] },
-      );
-      assert.equal(run.protocol, 'query');
-      const [sent] = run.results;
-      assert.ok(sent?.ok, JSON.stringify(sent));
-      assert.equal(sent.attempts, 2);
-      assert.equal(run.onThrottledResults?.[0]?.ok, true, JSON.stringify(run.onThrottledResults));
-    });
-  }
-});
+void describe(
+  '--max-memory 64mb: Debian boto3 1.26 (Query) retries RequestThrottled by default',
+  requires('boto3'),
+  () => {
+    for (const mode of ['standard', 'legacy'] as const) {
+      test(`Given a full budget, when boto3 (${mode} retry mode, its defaults) sends, is refused and a consumer drains, then the retry succeeds`, async (t) => {
+        const queueUrl = await newQueue(`boto3-${mode}`);
+        t.after(() => drained(queueUrl));
+        await fillUntilRefused(queueUrl);
+        const run = await boto3Calls(
+          server.url,
+          [{ op: 'send_message', params: { QueueUrl: queueUrl, MessageBody: BODY } }],
+          DEBIAN_PYTHON,
+          { retryMode: mode, onThrottled: [{ op: 'purge_queue', params: { QueueUrl: queueUrl } }] },
+        );
+        assert.equal(run.protocol, 'query');
+        const [sent] = run.results;
+        assert.ok(sent?.ok, JSON.stringify(sent));
+        assert.equal(sent.attempts, 2);
+        assert.equal(run.onThrottledResults?.[0]?.ok, true, JSON.stringify(run.onThrottledResults));
+      });
+    }
+  },
+);

@@ -7,15 +7,17 @@
  * resume after draining.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import {
   DeleteMessageBatchCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { testsRequiring } from '../helpers/requires.js';
 import { uniqueName } from '../helpers/server.js';
 import { createQueue, loadClient, startCluster } from './harness.js';
+
+const { test } = testsRequiring('nginx', 'redis-server');
 
 const MIB = 1024 ** 2;
 const BUDGET_MIB = 32;

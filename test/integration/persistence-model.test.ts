@@ -37,7 +37,6 @@
  * operations per seed.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { CoreError } from '../../src/core/errors.js';
 import type { Message, MessageAttributes, NewMessage } from '../../src/core/message.js';
@@ -53,6 +52,9 @@ import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/
 import { snapshot } from '../helpers/snapshot.js';
 import type { Redis } from 'ioredis';
 import { Rng } from '../helpers/rng.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const S = 1000;
 const MIN = 60 * S;
@@ -127,16 +129,7 @@ function outcome(fn: () => void): Outcome {
 
 /** A standard queue's visible messages in the order they will be received. */
 function visibleOrder(q: Queue): string[] {
-  let m: Message | null = null;
-  for (const x of q.allMessages()) {
-    if (x.state === 'visible' && x.vprev === null) {
-      m = x;
-      break;
-    }
-  }
-  const out: string[] = [];
-  for (; m !== null; m = m.vnext) out.push(m.id);
-  return out;
+  return [...q.visibleInReceiveOrder()].map((m) => m.id);
 }
 
 const sorted = (ids: readonly string[]): string[] => [...ids].sort();
