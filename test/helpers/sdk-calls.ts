@@ -113,10 +113,13 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
         const output: unknown = await client.send(
           new Command(decode(substitute(call.params ?? {}, results))),
         );
-        const { $metadata, ...response } = output as { $metadata: { httpStatusCode?: number } };
+        const { $metadata, ...response } = output as {
+          $metadata: { httpStatusCode?: number; attempts?: number };
+        };
         results.push({
           ok: true,
           status: $metadata.httpStatusCode ?? 0,
+          attempts: $metadata.attempts ?? 1,
           response: encode(response) as Record<string, unknown>,
           contentType: seen.contentType,
         });
@@ -126,12 +129,13 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
           Type?: string;
           name: string;
           message: string;
-          $metadata?: { httpStatusCode?: number };
+          $metadata?: { httpStatusCode?: number; attempts?: number };
         };
         if (err.$metadata === undefined) throw e; // not a service error
         results.push({
           ok: false,
           status: err.$metadata.httpStatusCode ?? 0,
+          attempts: err.$metadata.attempts ?? 1,
           code: err.Code ?? err.name,
           message: err.message,
           type: err.Type ?? null,
