@@ -19,6 +19,11 @@ export interface Boto3Call {
   readonly params?: Record<string, unknown>;
   /** Added to the call's HTTP request (e.g. X-Amzn-Trace-Id). */
   readonly headers?: Record<string, string>;
+  /**
+   * Sent only once the clock has moved past the millisecond of the previous call's reply: for
+   * checks of the order of events the server tells apart by their millisecond.
+   */
+  readonly nextMillisecond?: boolean;
 }
 
 export type Boto3Result =

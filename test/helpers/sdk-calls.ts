@@ -7,6 +7,7 @@
  * `message`, the HTTP status; `queryErrorCode` is the JSON `__type` after `#`, read from the body
  * before the SDK parses it, as botocore's QueryErrorCode is.
  */
+import { pastMillisecond } from './clock.js';
 import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import * as sqs from '@aws-sdk/client-sqs';
@@ -103,8 +104,10 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
     { step: 'deserialize', priority: 'low', name: 'testRawReply' },
   );
   const results: Boto3Result[] = [];
+  let lastReplyMs = 0;
   try {
     for (const call of calls) {
+      if (call.nextMillisecond === true) await pastMillisecond(lastReplyMs);
       headers = call.headers ?? {};
       seen.contentType = null;
       seen.jsonType = null;
@@ -143,6 +146,7 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
           contentType: seen.contentType,
         });
       }
+      lastReplyMs = Date.now();
     }
   } finally {
     client.destroy();
