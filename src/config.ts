@@ -284,7 +284,9 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
       'Memory budget of the stored messages, e.g. 512mb or 4gb (k/m/g are powers of 1024); sends over it ' +
       'are refused with RequestThrottled, which the SDKs retry. Must stay under the V8 heap limit ' +
       '(node --max-old-space-size)',
-    shownDefault: `${Math.round(DEFAULT_MEMORY_FRACTION * 100)} % of the V8 heap limit`,
+    shownDefault: `${Math.round(DEFAULT_MEMORY_FRACTION * 100)} % of the V8 heap limit, here ${formatBytes(
+      defaultMaxMemory(getHeapStatistics().heap_size_limit),
+    )}`,
   },
   'queue-deleted-recently': {
     group: GROUP_SERVER,

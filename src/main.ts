@@ -4,7 +4,14 @@ import { QueueStore } from './core/store.js';
 import { getHeapStatistics } from 'node:v8';
 import { formatBytes, loadConfigOrExit, type Config } from './config.js';
 import { MessageMetrics } from './http/message-metrics.js';
-import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
+import {
+  deadLetterStats,
+  keyOwnerIn,
+  memoryStats,
+  queueStats,
+  tenantLabel,
+  timedCommit,
+} from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
 import type { WarmUp } from './http/warmup.js';
@@ -30,11 +37,16 @@ import { servicesFor, type SqsServices } from './sqs/service.js';
 export async function start(config: Config): Promise<{ stop: () => Promise<void> }> {
   const logger = createLogger(config.logLevel);
   const clock = systemClock;
-  const newStore = (): QueueStore =>
-    new QueueStore(clock, {
+  const newStore = (): QueueStore => {
+    const store: QueueStore = new QueueStore(clock, {
       deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
       maxMemory: config.maxMemory,
+      onRefused: (accountId, scope) => {
+        metrics.observeRefusedSend(tenantLabel(store, accountId), scope);
+      },
     });
+    return store;
+  };
   // --config: what it names is created in every store this process serves (created or loaded).
   const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
   let firstStore = true;
@@ -73,6 +85,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const messageMetrics = new MessageMetrics(metrics);
   messageMetrics.setDeadLetterProvider(() => deadLetterStats(current.store));
   metrics.setLongPollWaitersProvider(() => current.poller.waiting);
+  metrics.setMemoryStatsProvider(() => memoryStats(current.store));
 
   /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
   function replaceStore(store: QueueStore): void {
@@ -185,6 +198,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     commit: gate === undefined ? undefined : () => gate.commit(),
     baseUrl: config.baseUrl,
     defaultAccountId: config.accountId,
+    defaultRegion: config.region,
   });
   await control.listen({ port: config.controlPort, host: config.host });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).

@@ -5,7 +5,7 @@ import type { Message, MessageAttributes } from './message.js';
  * its id and MD5 strings, the Delivery record and the received-index entry it gains on its first
  * receive. Measured against the heap (docs/operations.md, "Sizing and back-pressure").
  */
-export const MESSAGE_OVERHEAD = 320;
+export const MESSAGE_OVERHEAD = 704;
 /** The Extras object a message with attributes, a group or a deduplication id carries. */
 const EXTRAS_OVERHEAD = 160;
 /** One message attribute's objects (the value record and its entry in the attribute map). */
@@ -90,6 +90,8 @@ export class Budget {
   constructor(
     readonly limit: number = Number.POSITIVE_INFINITY,
     private readonly shareOf: (accountId: string) => number | undefined = () => undefined,
+    /** Told of every refusal {@link wouldExceed} answers (for the refused-sends counter). */
+    private readonly onRefused: (accountId: string, scope: RefusalScope) => void = () => undefined,
   ) {}
 
   /** Adds (or, negative, removes) bytes held for an account's queues. */
@@ -108,6 +110,12 @@ export class Budget {
    * A refusal holds until usage is back under the low-water mark.
    */
   wouldExceed(bytes: number, accountId: string): RefusalScope | undefined {
+    const scope = this.check(bytes, accountId);
+    if (scope !== undefined) this.onRefused(accountId, scope);
+    return scope;
+  }
+
+  private check(bytes: number, accountId: string): RefusalScope | undefined {
     if (this.refusingAll) return 'server';
     if (this.used + bytes > this.limit) {
       this.refusingAll = true;

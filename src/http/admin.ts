@@ -15,10 +15,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
 import type { Clock } from '../core/clock.js';
+import { LOW_WATER } from '../core/budget.js';
 import { CoreError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
-import type { Queue } from '../core/queue.js';
+import { DEFAULT_REGION, type Queue } from '../core/queue.js';
+import { queueUrlOf } from '../sqs/service.js';
 import type { QueueStore } from '../core/store.js';
 import { TenantError, type Tenant } from '../core/tenants.js';
 import { adminAuth } from './admin-ha.js';
@@ -41,6 +43,8 @@ export interface AdminOptions {
   /** scheme://host[:port] of the data plane for queue URLs; undefined: URLs are left out. */
   readonly baseUrl?: string | undefined;
   readonly defaultAccountId: string;
+  /** The server's region (--region), whose queue URLs carry no region. */
+  readonly defaultRegion?: string | undefined;
 }
 
 /** Peek returns at most this many messages, and bodies cut to this many characters. */
@@ -125,6 +129,40 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
     tenantCall(() => s.tenants.addKey(tenant, key, replace));
     await durable();
     return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+  });
+
+  app.put<{ Params: { name: string } }>(
+    '/admin/tenants/:name/memory-share',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const tenant = requireTenant(s, req.params.name);
+      const share = bodyObject(req)['memoryShare'];
+      if (share !== null && typeof share !== 'number') {
+        throw new HttpError(400, 'BadRequest', 'memoryShare must be a number in (0, 1], or null for none');
+      }
+      tenantCall(() => s.tenants.setMemoryShare(tenant, share ?? undefined));
+      await durable();
+      return reply.send(tenantView(s, tenant));
+    },
+  );
+
+  app.get('/admin/memory', { onRequest }, (_req, reply) => {
+    const s = store();
+    const b = s.budget;
+    return reply.send({
+      budgetBytes: b.limit,
+      usedBytes: b.used,
+      lowWaterBytes: Math.floor(b.limit * LOW_WATER),
+      refusing: b.refusing(),
+      tenants: [...b.usage()].map(([accountId, used, limit]) => ({
+        tenant: s.tenants.byAccountId(accountId)?.name ?? null,
+        accountId,
+        usedBytes: used,
+        limitBytes: limit,
+        refusing: b.refusing(accountId),
+      })),
+    });
   });
 
   app.delete<{ Params: { name: string; accessKeyId: string } }>(
@@ -236,7 +274,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       const rate = rateText === undefined ? undefined : Number(rateText);
       // The same move task as StartMessageMoveTask: back to each message's source queue, or to the
       // destination given.
-      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate));
+      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate, q.region));
       opts.services.mover.start(task);
       await durable();
       return reply.code(202).send({
@@ -279,11 +317,13 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       region: q.region,
       name: q.name,
       arn: q.arn,
-      url: opts.baseUrl === undefined ? null : `${opts.baseUrl}/${q.accountId}/${q.name}`,
+      url:
+        opts.baseUrl === undefined ? null : queueUrlOf(opts.baseUrl, q, opts.defaultRegion ?? DEFAULT_REGION),
       fifo: q.fifo,
       visible: counts.visible,
       inflight: counts.inflight,
       delayed: counts.delayed,
+      memoryBytes: q.bytes,
       createdAt: new Date(q.createdAt).toISOString(),
       deadLetterTarget: q.redrive?.deadLetterTargetArn ?? null,
     };
@@ -297,6 +337,9 @@ function tenantView(s: QueueStore, t: Tenant) {
     createdAt: new Date(t.createdAt).toISOString(),
     keys: t.keys.map((k) => ({ accessKeyId: k.accessKeyId, createdAt: new Date(k.createdAt).toISOString() })),
     queues: queuesOf(s, t.accountId).length,
+    memoryShare: t.memoryShare ?? null,
+    memoryUsedBytes: s.budget.usedBy(t.accountId),
+    memoryLimitBytes: s.budget.limitOf(t.accountId),
   };
 }
 

@@ -32,7 +32,7 @@ async function filledCluster(
   t.after(() => redis.stop());
   const prefix = uniquePrefix();
   await fillQueueAt(redis.url, { prefix, ...fill });
-  const c = await startCluster({ redis, prefix, start: 'none', args });
+  const c = await startCluster({ redis, prefix, start: 'none', extraArgs: args });
   t.after(() => c.stop());
   return c;
 }
@@ -59,7 +59,7 @@ test(
   'FAULTS 18: Given the leader near a 64 MiB budget of 1 MiB messages, When it is killed -9, Then the follower loads them all and serves within ttl + interval + load time',
   { timeout: 180_000 },
   async (t) => {
-    const c = await startCluster({ args: ['--max-memory', '64mb'] });
+    const c = await startCluster({ extraArgs: ['--max-memory', '64mb'] });
     t.after(() => c.stop());
     const leader = await c.leader();
     const follower = c.other(leader);

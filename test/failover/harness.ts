@@ -383,7 +383,7 @@ export async function startCluster(
     start?: 'a-first' | 'together' | 'none';
     redis?: TestRedis;
     /** More flags for both instances (e.g. --max-memory). */
-    args?: readonly string[];
+    extraArgs?: readonly string[];
     /** The key prefix (default: a fresh one), e.g. of data written before the instances start. */
     prefix?: string;
   } = {},
@@ -404,7 +404,7 @@ export async function startCluster(
     '--no-queue-deleted-recently',
     '--log-level',
     'info',
-    ...(opts.args ?? []),
+    ...(opts.extraArgs ?? []),
   ];
   const ports: number[] = [];
   while (ports.length < 4) {
