@@ -113,9 +113,9 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
         new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
       onStore: replaceStore,
       onDiverged: () => replaceStore(newStore()),
+      onFatal: (e) => fatal(e),
       log: logger.child({ component: 'persistence' }),
     });
-    await persistence.start();
   }
   if (target !== undefined && config.leaderElection) {
     // Active/passive (src/ha/active.ts): each leader term loads the state with a Persistence of its
@@ -140,14 +140,12 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onStore: replaceStore,
       onDrop: () => replaceStore(newStore()),
       onDrain: () => current.poller.closeAll(),
-      onFatal: (e) => {
-        logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
-        void stop().finally(() => process.exit(1));
-      },
+      onFatal: (e) => fatal(e),
       log: logger.child({ component: 'ha' }),
     });
   }
   if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
+  metrics.setLoadingProvider(() => (ha ?? persistence)?.loading);
   /** What gates the data plane and /ready: the leader term, or the plain persistence. */
   const gate = ha ?? persistence;
 
@@ -220,7 +218,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       ? 'shared-sqs serving (memory only: state is lost on restart)'
       : ha !== undefined
         ? 'shared-sqs listening as a follower: serving once it holds the leader lock'
-        : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
+        : 'shared-sqs listening: serving once the state is loaded from Redis (every change is written to Redis before it is acknowledged)',
   );
 
   // A follower warms its code while it waits to lead, so that a takeover does not hand the full
@@ -260,7 +258,19 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     })();
     return stopping;
   };
+  /** What Redis holds cannot be loaded here (LayoutError, StoreTooBigError): one line, exit 1. */
+  function fatal(e: Error): void {
+    logger.fatal({ error: e.name }, `${e.message}: exiting`);
+    void stop().finally(() => process.exit(1));
+  }
   ha?.start();
+  // Loading runs with both planes listening: /ready answers 503 and /metrics shows the progress.
+  void persistence?.start().then(
+    () => undefined,
+    (e: unknown) => {
+      if (stopping === undefined) fatal(e instanceof Error ? e : new Error(String(e)));
+    },
+  );
   return { stop };
 }
 

@@ -20,7 +20,7 @@
  */
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from '../persistence/keys.js';
-import { LayoutError, type LoadStats } from '../persistence/loader.js';
+import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
 import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
@@ -48,7 +48,7 @@ export interface ActivePassiveOptions {
   readonly onDrop: () => void;
   /** A drain began: answer waiting long polls now (the lock is still ours, so they get a 200). */
   readonly onDrain: () => void;
-  /** The data in Redis has a layout this version cannot read: the process should exit. */
+  /** The data in Redis cannot be loaded by this process (layout, or too big): it should exit. */
   readonly onFatal: (e: Error) => void;
   readonly log?: PersistenceLog | undefined;
   /** Longest wait for requests in flight during a drain; default 10 s. */
@@ -138,6 +138,11 @@ export class ActivePassive {
     };
   }
 
+  /** How far the term's load got, while it loads. */
+  get loading(): LoadProgress | undefined {
+    return this.persistence?.loading;
+  }
+
   get requestsInFlight(): number {
     return this.inflight;
   }
@@ -223,13 +228,14 @@ export class ActivePassive {
         this.opts.onDrop();
         if (cause instanceof FencedError) this.elector.fence();
       },
+      onFatal: (e) => this.opts.onFatal(e),
       log: this.log,
     });
     this.persistence = p;
     try {
       await p.start();
     } catch (e) {
-      if (e instanceof LayoutError) this.opts.onFatal(e);
+      if (e instanceof UnloadableError) this.opts.onFatal(e);
       throw e;
     }
   }

@@ -5,8 +5,12 @@
  *   connecting ──► loading ──► serving ──(a write fails)──► diverged ──(backoff)──► connecting ...
  *
  * - connecting: waits until Redis answers (ioredis reconnects in the background, with backoff).
- * - loading: the whole state is read into a fresh QueueStore (loader.ts). A layout this version
- *   cannot read stops the first start with a LayoutError; everything else is retried.
+ * - loading: the whole state is read into a fresh QueueStore (loader.ts), on a connection of its
+ *   own whose commands may take {@link LOAD_COMMAND_TIMEOUT_MS} (a busy Redis answering a chunk in
+ *   more than the writer's 1 s must not start the load over, forever). Progress is logged every
+ *   few seconds and readable as `loading`. A layout this version cannot read stops the first start
+ *   (a LayoutError); a store too big for this process stops it at any time (StoreTooBigError,
+ *   `onFatal`); everything else is retried.
  * - serving: the store is handed over (`onStore`) with a writer subscribed to it; `commit()` is
  *   the writer's.
  * - diverged: a write failed, timed out (outcome unknown) or was fenced, so the store handed over
@@ -26,7 +30,14 @@ import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from './keys.js';
-import { LayoutError, loadStore, type LoadStats } from './loader.js';
+import {
+  LayoutError,
+  LoadProgress,
+  loadStore,
+  StoreTooBigError,
+  UnloadableError,
+  type LoadStats,
+} from './loader.js';
 import { FencedError } from './scripts.js';
 import { Writer } from './writer.js';
 import type { Redis } from 'ioredis';
@@ -56,12 +67,19 @@ export interface PersistenceOptions {
   readonly log?: PersistenceLog | undefined;
   /** Upper bound of the backoff between recovery attempts; default 2000 ms. */
   readonly maxBackoffMs?: number | undefined;
+  /** What Redis holds can never be loaded here (a StoreTooBigError while recovering): exit. */
+  readonly onFatal?: ((e: UnloadableError) => void) | undefined;
+  /** How often loading logs its progress; default 5000 ms. */
+  readonly progressEveryMs?: number | undefined;
   /**
    * close() leaves the connection open: with leader election one Persistence serves one term
    * (src/ha/active.ts), and the next term's Persistence uses the same connection.
    */
   readonly keepConnection?: boolean | undefined;
 }
+
+/** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
+export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
 const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -71,6 +89,7 @@ export class Persistence {
   private readonly stopping = new AbortController();
   private recovering: Promise<void> | undefined;
   private readonly log: PersistenceLog;
+  private progress: LoadProgress | undefined;
 
   constructor(private readonly opts: PersistenceOptions) {
     this.log = opts.log ?? quiet;
@@ -84,6 +103,11 @@ export class Persistence {
 
   get serving(): boolean {
     return this.stateNow === 'serving';
+  }
+
+  /** How far the load in progress got; undefined while not loading. */
+  get loading(): LoadProgress | undefined {
+    return this.progress;
   }
 
   /** The writer of the store being served, for tests and metrics. */
@@ -134,7 +158,7 @@ export class Persistence {
         await this.connected(signal);
         this.stateNow = 'loading';
         const store = this.opts.createStore();
-        const stats = await loadStore(redis, keys, store, { token: this.opts.token?.() });
+        const stats = await this.load(store);
         if (signal.aborted) break;
         const writer: Writer = new Writer({
           redis,
@@ -159,7 +183,7 @@ export class Persistence {
         return;
       } catch (e) {
         if (signal.aborted) break;
-        if (first && e instanceof LayoutError) throw e;
+        if (e instanceof StoreTooBigError || (first && e instanceof LayoutError)) throw e;
         const wait = Math.min(100 * 2 ** Math.min(attempt, 5), this.opts.maxBackoffMs ?? 2000);
         this.log.warn(
           { error: e instanceof Error ? e.message : String(e), retryInMs: wait },
@@ -169,6 +193,40 @@ export class Persistence {
       }
     }
     throw new Error('persistence closed');
+  }
+
+  /** Loads into `store` on a connection of its own, logging progress meanwhile. */
+  private async load(store: QueueStore): Promise<LoadStats> {
+    const { redis, keys } = this.opts;
+    const reader = redis.duplicate({
+      commandTimeout: LOAD_COMMAND_TIMEOUT_MS,
+      connectionName: `${redis.options.connectionName ?? 'shared-sqs'}:loader`,
+    });
+    reader.on('error', () => undefined);
+    const progress = new LoadProgress();
+    this.progress = progress;
+    const timer = setInterval(() => {
+      const rate = progress.rate();
+      this.log.info(
+        {
+          queues: `${progress.queues}/${progress.queuesTotal}`,
+          messages: `${progress.messages}/${progress.messagesTotal}`,
+          mib: `${Math.round(progress.bytes / 2 ** 20)}/${Math.round(progress.bytesTotal / 2 ** 20)}`,
+          percent: Math.floor(progress.percent),
+          messagesPerSec: Math.round(rate.messagesPerSec),
+          mibPerSec: Math.round(rate.bytesPerSec / 2 ** 20),
+        },
+        'loading from Redis',
+      );
+    }, this.opts.progressEveryMs ?? 5000);
+    try {
+      await reader.connect();
+      return await loadStore(reader, keys, store, { token: this.opts.token?.(), progress });
+    } finally {
+      clearInterval(timer);
+      this.progress = undefined;
+      reader.disconnect();
+    }
   }
 
   /** Resolves once Redis answers a PING; waits for the client's `ready` at most 2 s at a time. */
@@ -197,7 +255,9 @@ export class Persistence {
     // nothing from it is taken for an answer to a later command, and reconnect.
     if (/timed out/i.test(cause.message)) this.opts.redis.disconnect(true);
     this.recovering = this.cycle(false).catch((e: unknown) => {
-      if (!this.stopping.signal.aborted) {
+      if (e instanceof UnloadableError && this.opts.onFatal !== undefined) {
+        this.opts.onFatal(e);
+      } else if (!this.stopping.signal.aborted) {
         this.log.error({ error: e instanceof Error ? e.message : String(e) }, 'recovery stopped');
       }
     });
