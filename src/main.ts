@@ -78,6 +78,16 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   }
 
   const target = redisTarget(config);
+  const replicaWait =
+    config.redisWaitReplicas === 0
+      ? undefined
+      : {
+          count: config.redisWaitReplicas,
+          timeoutMs: config.redisWaitTimeoutMs,
+          aof: config.redisWaitAof,
+          observe: (seconds: number, acknowledged: boolean) =>
+            messageMetrics.observeReplicaWait(seconds, acknowledged),
+        };
   const instanceId = `${hostname()}-${process.pid}`;
   // Loading ioredis, the Lua scripts and the persistence and HA code took about a fifth of a
   // memory-only start (spawn to first reply): they are imported only when Redis is configured.
@@ -97,6 +107,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onStore: replaceStore,
       onDiverged: () => replaceStore(newStore()),
       log: logger.child({ component: 'persistence' }),
+      replicaWait,
     });
     await persistence.start();
   }
@@ -128,6 +139,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
         void stop().finally(() => process.exit(1));
       },
       log: logger.child({ component: 'ha' }),
+      replicaWait,
     });
   }
   if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
@@ -280,6 +292,11 @@ main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
     console.error(`shared-sqs: ${e.message}`);
     process.exit(2);
+  }
+  if (e instanceof Error && e.name === 'UnsupportedError') {
+    // Redis cannot do what the flags ask (src/persistence/persistence.ts): one line, no stack.
+    console.error(`shared-sqs: ${e.message}`);
+    process.exit(1);
   }
   const code = (e as { code?: string }).code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {

@@ -21,7 +21,8 @@
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from '../persistence/keys.js';
 import { LayoutError, type LoadStats } from '../persistence/loader.js';
-import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
+import { Persistence, UnsupportedError, type PersistenceLog } from '../persistence/persistence.js';
+import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
 import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
@@ -48,12 +49,14 @@ export interface ActivePassiveOptions {
   readonly onDrop: () => void;
   /** A drain began: answer waiting long polls now (the lock is still ours, so they get a 200). */
   readonly onDrain: () => void;
-  /** The data in Redis has a layout this version cannot read: the process should exit. */
+  /** The data in Redis has a layout this version cannot read (or Redis lacks WAITAOF): the process should exit. */
   readonly onFatal: (e: Error) => void;
   readonly log?: PersistenceLog | undefined;
   /** Longest wait for requests in flight during a drain; default 10 s. */
   readonly drainTimeoutMs?: number | undefined;
   readonly timers?: ElectorTimers | undefined;
+  /** Each term's writer waits for replicas (--redis-wait-replicas); undefined: no wait. */
+  readonly replicaWait?: ReplicaWait | undefined;
 }
 
 export interface LeaderStatus extends ElectorStatus {
@@ -224,12 +227,13 @@ export class ActivePassive {
         if (cause instanceof FencedError) this.elector.fence();
       },
       log: this.log,
+      replicaWait: this.opts.replicaWait,
     });
     this.persistence = p;
     try {
       await p.start();
     } catch (e) {
-      if (e instanceof LayoutError) this.opts.onFatal(e);
+      if (e instanceof LayoutError || e instanceof UnsupportedError) this.opts.onFatal(e);
       throw e;
     }
   }
