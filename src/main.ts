@@ -135,7 +135,12 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onDrop: () => replaceStore(newStore()),
       onDrain: () => current.poller.closeAll(),
       onFatal: (e) => {
-        logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
+        logger.fatal(
+          { err: e },
+          e.name === 'UnsupportedError'
+            ? `${e.message}: exiting`
+            : 'the data in Redis cannot be read by this version: exiting',
+        );
         void stop().finally(() => process.exit(1));
       },
       log: logger.child({ component: 'ha' }),

@@ -190,7 +190,11 @@ export class Persistence {
         const wait = Math.min(100 * 2 ** Math.min(attempt, 5), this.opts.maxBackoffMs ?? 2000);
         this.log.warn(
           { error: e instanceof Error ? e.message : String(e), retryInMs: wait },
-          this.stateNow === 'loading' ? 'loading from Redis failed' : 'Redis is not answering',
+          e instanceof UnsupportedError
+            ? 'this Redis cannot do what the flags ask: not serving'
+            : this.stateNow === 'loading'
+              ? 'loading from Redis failed'
+              : 'Redis is not answering',
         );
         await delay(wait, undefined, { signal }).catch(() => undefined);
       }

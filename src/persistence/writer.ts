@@ -51,13 +51,15 @@
  * then, or deletes it when it holds nothing (expired, purged, forgotten). They go after the
  * queue operations, so a purge's UNLINK of a queue's attempts comes first.
  *
- * Replicas (`replicas` option, --redis-wait-replicas). Right behind a batch's last call, on the
+ * Replicas (`replicas` option, --redis-wait-replicas). Once a batch's last call was applied, on the
  * same connection, goes `WAIT n timeout` (or `WAITAOF 0 n timeout`): Redis answers it with how
  * many replicas acknowledged the replication offset of this connection's writes so far, i.e. this
  * batch and everything before it. The batch counts as applied only when at least n did; fewer is
  * a failure like any other (outcome unknown: the write is on the master, maybe not on the replica
- * a failover would promote), so its requests get a 503 and the store is reloaded. Redis blocks the
- * connection while WAIT runs, so calls pipelined behind it are applied after it returns.
+ * a failover would promote), so its requests get a 503 and the store is reloaded. The WAIT goes
+ * after the call's answer, not pipelined right behind it: a call that met NOSCRIPT is sent again
+ * as EVAL, behind a WAIT that would then not cover it. Redis blocks the connection while WAIT
+ * runs, so calls pipelined behind it are applied after it returns.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChangeEvent } from '../core/events.js';
@@ -158,7 +160,7 @@ interface Call {
   readonly args: ScriptArg[];
   readonly bytes: number;
   readonly objects: number;
-  /** The batch's last call: the replica wait goes right behind it. */
+  /** The batch's last call: the replica wait follows its answer. */
   readonly last: boolean;
 }
 
@@ -337,7 +339,6 @@ export class Writer {
         (code) => this.answered(call, code === ScriptCode.OK ? undefined : refusal(code)),
         (e: unknown) => this.answered(call, e instanceof Error ? e : new Error(String(e))),
       );
-      if (call.last && this.opts.replicas !== undefined) this.waitReplicas(call.batch, this.opts.replicas);
     }
   }
 
@@ -381,6 +382,8 @@ export class Writer {
     if (error === undefined) {
       b.unapplied--;
       this.chained = true;
+      const replicas = this.opts.replicas;
+      if (call.last && replicas !== undefined && this.failure === undefined) this.waitReplicas(b, replicas);
     } else {
       b.failed = true;
       this.fail(error);

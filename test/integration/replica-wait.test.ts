@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -121,6 +122,36 @@ describe('the writer with --redis-wait-replicas', () => {
       }
       assert.deepEqual(diverged, []);
       assert.ok(waits.length >= 20 && waits.every((ok) => ok));
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('Given a master that has not loaded the write script (NOSCRIPT, then EVAL), when the first batch is stored, then its WAIT is processed after the EVAL that applied it', async (t) => {
+    await master.client.script('FLUSH');
+    const monitor = new Redis({ host: '127.0.0.1', port: master.port });
+    t.after(() => monitor.disconnect());
+    const seen: string[] = [];
+    const m = await monitor.monitor();
+    m.on('monitor', (_time: string, args: string[]) => {
+      const cmd = (args[0] ?? '').toLowerCase();
+      if (cmd === 'evalsha' || cmd === 'eval' || cmd === 'wait') seen.push(cmd);
+    });
+    const { p, stores, keys } = persistence(master, { count: 1, timeoutMs: 250, aof: false });
+    await p.start();
+    try {
+      const q = (stores[0] as QueueStore).create({ ...ID, name: 'noscript' }, {}, {}).queue;
+      await p.commit();
+      assert.equal(await replica.client.hexists(keys.queues, q.uid), 1);
+      // MONITOR shows each command as Redis runs it, in order.
+      const deadline = Date.now() + 5000;
+      while (!seen.includes('wait')) {
+        assert.ok(Date.now() < deadline, `no WAIT seen: ${seen.join(' ')}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // (The loader's layout stamp may come first, through its own script.)
+      assert.deepEqual(seen.slice(-3), ['evalsha', 'eval', 'wait'], seen.join(' '));
+      m.disconnect();
     } finally {
       await p.close();
     }
