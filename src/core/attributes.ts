@@ -14,7 +14,7 @@ interface AttributeRule {
   /** The value a new queue gets when the attribute is not given; absent: not shown until set. */
   readonly defaultValue?: string;
   readonly fifoOnly?: boolean;
-  /** Only at CreateQueue (FifoQueue cannot be changed later). */
+  /** Only at CreateQueue: the queue type cannot be changed later. */
   readonly createOnly?: boolean;
   /** Returns a normalised value, or throws InvalidAttributeValue. */
   readonly check: (value: string, name: string) => string;
@@ -68,9 +68,9 @@ const redrivePolicy = (value: string): string =>
 const redriveAllowPolicy = (value: string): string =>
   value === '' ? '' : formatRedriveAllowPolicy(parseRedriveAllowPolicy(value));
 
-/** A KMS key id, alias or ARN: non-empty, at most 2048 characters (KMS's KeyId limit). */
+/** A KMS key id, alias or ARN, at most 2048 characters (KMS's KeyId limit); '' turns SSE-KMS off. */
 const kmsKeyId = (value: string, name: string): string => {
-  if (value.length === 0 || value.length > 2048) throw invalidValue(name, value);
+  if (value.length > 2048) throw invalidValue(name, value);
   return value;
 };
 
@@ -130,19 +130,29 @@ export function validateAttributes(
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(given)) {
     const rule = attributeRules[name];
-    if (rule === undefined) throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
-    if (rule.fifoOnly === true && !opts.fifo && name !== 'FifoQueue') {
+    if (rule === undefined) throw unknownAttribute(name);
+    if (rule.fifoOnly === true && !opts.fifo) {
+      // AWS's recorded answers: a standard queue knows no FifoQueue or ContentBasedDeduplication
+      // (even `false`), and the high-throughput pair says what it needs.
+      if (name === 'FifoQueue' || name === 'ContentBasedDeduplication') throw unknownAttribute(name);
       throw new CoreError(
         'InvalidAttributeName',
         `You can specify the ${name} only when FifoQueue is set to true.`,
       );
     }
     if (rule.createOnly === true && !opts.creating) {
-      throw new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
+      throw new CoreError(
+        'InvalidAttributeValue',
+        `Invalid value for the parameter ${name}. Reason: Modifying queue type is not supported.`,
+      );
     }
     out[name] = rule.check(value, name);
   }
   return out;
+}
+
+function unknownAttribute(name: string): CoreError {
+  return new CoreError('InvalidAttributeName', `Unknown Attribute ${name}.`);
 }
 
 export function defaultAttributes(fifo: boolean): Record<string, string> {
@@ -191,7 +201,8 @@ const DEFAULT_KMS_DATA_KEY_REUSE_SECONDS = '300';
 /**
  * A queue's attributes after `given` (validated by validateAttributes) is applied to `current`,
  * with the rules that tie attributes together:
- * - an empty Policy, RedrivePolicy or RedriveAllowPolicy removes it;
+ * - an empty Policy, RedrivePolicy or RedriveAllowPolicy removes it; an empty KmsMasterKeyId
+ *   turns SSE-KMS off (removing it and KmsDataKeyReusePeriodSeconds);
  * - server-side encryption is one kind at a time: KmsMasterKeyId (SSE-KMS) turns
  *   SqsManagedSseEnabled off and brings KmsDataKeyReusePeriodSeconds (default 300);
  *   SqsManagedSseEnabled=true turns SSE-KMS off; both at once is InvalidAttributeName, as on AWS;
@@ -204,7 +215,12 @@ export function resolveAttributes(
 ): Record<string, string> {
   const next: Record<string, string> = { ...current, ...given };
   for (const name of REMOVABLE) if (next[name] === '') delete next[name];
-  const kmsGiven = given.KmsMasterKeyId !== undefined;
+  if (given.KmsMasterKeyId === '') {
+    // SSE-KMS off: the queue shows neither its key nor its data key period, as before it had one.
+    delete next.KmsMasterKeyId;
+    delete next.KmsDataKeyReusePeriodSeconds;
+  }
+  const kmsGiven = given.KmsMasterKeyId !== undefined && given.KmsMasterKeyId !== '';
   const sqsSseOn = given.SqsManagedSseEnabled === 'true';
   if (kmsGiven && sqsSseOn) {
     throw new CoreError(

@@ -108,7 +108,6 @@ export class QueueStore {
       );
     }
     const valid = validateAttributes(attributes, { fifo: fifoName, creating: true });
-    if (!fifoName) delete valid.FifoQueue;
     const resolved = resolveAttributes(defaultAttributes(fifoName), valid);
     const now = this.clock.now();
     const key = queueKey(id.accountId, id.name, id.region);

@@ -157,6 +157,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         region: principal.region,
         baseUrl,
         senderId: principal.accountId,
+        traceHeader: header(req, 'x-amzn-trace-id'),
         onAbort: (fn) => {
           reply.raw.once('close', () => {
             if (!reply.raw.writableFinished) fn();
@@ -296,7 +297,7 @@ class ReplyBatch {
 
   private static write(reply: FastifyReply, type: string, body: string, last: boolean): void {
     if (last) void reply.header('connection', 'close');
-    void reply.type(type).send(body);
+    void reply.type(type).send(asIs(body));
   }
 }
 
@@ -338,7 +339,15 @@ function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, reque
     .code(encoded.status)
     .headers(encoded.headers)
     .header('x-amzn-RequestId', requestId)
-    .send(encoded.body);
+    .send(asIs(encoded.body));
+}
+
+/**
+ * The body as bytes: fastify appends `; charset=utf-8` to a JSON-typed string body, while AWS's
+ * Content-Type is exactly `application/x-amz-json-1.0`.
+ */
+function asIs(body: string): Buffer {
+  return Buffer.from(body, 'utf8');
 }
 
 function internalFailure(): SqsError {

@@ -1,12 +1,19 @@
 import { missingParameter, SqsError } from '../sqs/errors.js';
 import { resolve, type Shape } from '../sqs/shape.js';
 
-/** AWS's own wording for an unknown or missing action, in both protocols. */
+/** AWS's wording for a request that names no action, and for an unknown JSON target. */
 export const INVALID_ACTION_MESSAGE =
   'The action or operation requested is invalid. Verify that the action is typed correctly.';
 
-export function invalidAction(): SqsError {
-  return new SqsError('InvalidAction', INVALID_ACTION_MESSAGE);
+/**
+ * InvalidAction. A named action that this endpoint does not serve gets AWS's Query wording
+ * (recorded: "The action FooBar is not valid for this endpoint.").
+ */
+export function invalidAction(action?: string): SqsError {
+  return new SqsError(
+    'InvalidAction',
+    action === undefined ? INVALID_ACTION_MESSAGE : `The action ${action} is not valid for this endpoint.`,
+  );
 }
 
 /**

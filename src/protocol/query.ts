@@ -313,7 +313,7 @@ export function decodeQuery(
     }
   }
   const op = actionName === undefined ? undefined : compiledOperations.get(actionName);
-  if (op === undefined) throw invalidAction();
+  if (op === undefined) throw invalidAction(actionName);
   const root = op.input;
   const input: Holder = {};
   for (const [key, value] of params) setMember(root, input, key, 0, value);
@@ -456,7 +456,7 @@ export function encodeQueryError(err: SqsError, requestId: string): EncodedError
     headers: { 'content-type': QUERY_CONTENT_TYPE },
     body:
       `${XML_DECLARATION}<ErrorResponse xmlns="${XMLNS}"><Error><Type>${def.fault}</Type>` +
-      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(err.message)}</Message><Detail/></Error>` +
+      `<Code>${escapeXml(def.queryCode)}</Code><Message>${escapeXml(def.queryMessage ?? err.message)}</Message><Detail/></Error>` +
       `<RequestId>${escapeXml(requestId)}</RequestId></ErrorResponse>`,
   };
 }

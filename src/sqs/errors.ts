@@ -19,6 +19,8 @@ export interface ErrorDef {
   /** Sender: the client's fault; Receiver: ours (the SDKs retry those). */
   readonly fault: 'Sender' | 'Receiver';
   readonly description: string;
+  /** AWS's own Query wording for this error, whatever the message; JSON keeps the message. */
+  readonly queryMessage?: string;
 }
 
 function def(
@@ -33,12 +35,15 @@ function def(
 
 export const errorCatalogue = {
   // Errors of SQS's own model.
-  QueueDoesNotExist: def(
-    400,
-    'AWS.SimpleQueueService.NonExistentQueue',
-    `${SQS}QueueDoesNotExist`,
-    'The queue named in the request does not exist.',
-  ),
+  QueueDoesNotExist: {
+    ...def(
+      400,
+      'AWS.SimpleQueueService.NonExistentQueue',
+      `${SQS}QueueDoesNotExist`,
+      'The queue named in the request does not exist.',
+    ),
+    queryMessage: 'The specified queue does not exist for this wsdl version.',
+  },
   QueueNameExists: def(
     400,
     'QueueAlreadyExists',

@@ -17,6 +17,8 @@ export interface RequestContext {
   readonly baseUrl: string;
   /** The SenderId attribute of messages this caller sends. */
   readonly senderId: string;
+  /** The request's X-Amzn-Trace-Id header: the AWSTraceHeader of the messages it sends. */
+  readonly traceHeader?: string | undefined;
   /** Registers what to do if the client goes away before the reply (long polls). */
   onAbort(fn: () => void): void;
 }

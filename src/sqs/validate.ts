@@ -1,10 +1,14 @@
 import type { MessageAttributes, MessageAttributeValue } from '../core/message.js';
-import { invalidParameter, SqsError } from './errors.js';
+import { invalidParameter, missingParameter, SqsError } from './errors.js';
 
 /** Characters SQS allows in a body and in string attribute values (XML 1.0's Char production). */
 // eslint-disable-next-line no-control-regex
 const INVALID_CHARS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
-const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]{1,256}$/;
+/**
+ * "Alphanumeric characters, underscore, hyphen and period", up to 256 characters: AWS takes
+ * letters and digits of any script (recorded: `attr.1øßä` is accepted).
+ */
+const ATTRIBUTE_NAME = /^[\p{L}\p{Nd}_.-]{1,256}$/u;
 const DATA_TYPE = /^(String|Number|Binary)(\..+)?$/;
 const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
 /** MessageGroupId, MessageDeduplicationId, ReceiveRequestAttemptId: 1-128 alphanumerics and punctuation. */
@@ -12,9 +16,8 @@ const FIFO_TOKEN = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 const MAX_ATTRIBUTES = 10;
 
 export function checkBody(body: string): void {
-  if (body.length === 0) {
-    throw invalidParameter('MessageBody', '', 'Message must be at least one character.');
-  }
+  // AWS treats an empty body as a missing one.
+  if (body.length === 0) throw missingParameter('MessageBody');
   if (INVALID_CHARS.test(body)) {
     throw new SqsError(
       'InvalidMessageContents',
@@ -98,7 +101,13 @@ function checkAttributeValue(name: string, value: MessageAttributeValue): number
     size += Buffer.byteLength(value.BinaryValue, 'base64');
   } else {
     const s = value.StringValue;
-    if (s === undefined || s === '' || value.BinaryValue !== undefined) {
+    if (s === '' && value.BinaryValue === undefined) {
+      throw new SqsError(
+        'InvalidParameterValue',
+        `Message (user) attribute '${name}' must contain a non-empty value of type '${m[1]}'.`,
+      );
+    }
+    if (s === undefined || value.BinaryValue !== undefined) {
       throw new SqsError(
         'InvalidParameterValue',
         `The message attribute '${name}' with type '${m[1]}' must use field 'String'.`,

@@ -43,12 +43,18 @@ after(async () => {
 
 const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(server.url, args);
 
-/** The call must fail with `code`, and the server must have answered `status`. */
-async function awsError(args: string[], code: string, status: number): Promise<void> {
+/** The call must fail with `code` (and `message`, when given), and the server must have answered `status`. */
+async function awsError(args: string[], code: string, status: number, message?: string): Promise<void> {
   const res = await awsCli(server.url, args, { debug: true });
   assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
   assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
   assert.equal(res.status, status, 'HTTP status');
+  if (message !== undefined) {
+    const printed = /An error occurred \([^)]+\) when calling the \w+ operation(?: \([^)]*\))?: (.*)$/m.exec(
+      res.stderr,
+    )?.[1];
+    assert.equal(printed, message, 'message printed by the CLI');
+  }
 }
 
 /** Set-up through a raw Query CreateQueue. */
@@ -567,5 +573,78 @@ describe('Query protocol (aws-cli): messages', () => {
     await aws(['purge-queue', '--queue-url', url]);
     assert.deepEqual(await counts(url), { visible: 0, notVisible: 0, delayed: 0 });
     await awsError(['purge-queue', '--queue-url', url], 'AWS.SimpleQueueService.PurgeQueueInProgress', 403);
+  });
+});
+
+describe("Query protocol (aws-cli): AWS's recorded answers in validation corners (issue 21)", () => {
+  test('Given an empty body, an empty String value, a Unicode attribute name and a missing queue, When sent, Then the codes and messages AWS gives over Query', async () => {
+    const url = await createQueue('cli-texts');
+    const send = (body: string, attributes?: Record<string, AttributeValue>): string[] => [
+      'send-message',
+      '--queue-url',
+      url,
+      '--message-body',
+      body,
+      ...(attributes === undefined ? [] : ['--message-attributes', JSON.stringify(attributes)]),
+    ];
+    await awsError(send(''), 'MissingParameter', 400, 'The request must contain the parameter MessageBody.');
+    await awsError(
+      send('b', { s: { DataType: 'String', StringValue: '' } }),
+      'InvalidParameterValue',
+      400,
+      "Message (user) attribute 's' must contain a non-empty value of type 'String'.",
+    );
+    const unicode = { 'attr.1øßä': { DataType: 'String', StringValue: 'v' } };
+    assert.equal((await aws(send('b', unicode))).MD5OfMessageAttributes, md5OfAttributes(unicode));
+    await awsError(
+      ['get-queue-url', '--queue-name', uniqueName('cli-nosuch')],
+      'AWS.SimpleQueueService.NonExistentQueue',
+      400,
+      'The specified queue does not exist for this wsdl version.',
+    );
+  });
+
+  test('Given FifoQueue=false for a standard queue and FifoQueue on a FIFO queue, When created or set, Then InvalidAttributeName / InvalidAttributeValue in AWS wording', async () => {
+    await awsError(
+      ['create-queue', '--queue-name', uniqueName('cli-std'), '--attributes', 'FifoQueue=false'],
+      'InvalidAttributeName',
+      400,
+      'Unknown Attribute FifoQueue.',
+    );
+    const fifo = String(
+      (
+        await aws([
+          'create-queue',
+          '--queue-name',
+          `${uniqueName('cli-type')}.fifo`,
+          '--attributes',
+          'FifoQueue=true',
+        ])
+      ).QueueUrl,
+    );
+    await awsError(
+      ['set-queue-attributes', '--queue-url', fifo, '--attributes', 'FifoQueue=true'],
+      'InvalidAttributeValue',
+      400,
+      'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',
+    );
+  });
+
+  test('Given SSE-KMS on, When KmsMasterKeyId is set back to "" with SqsManagedSseEnabled=true, Then the queue shows no key and SSE-SQS again', async () => {
+    const url = await createQueue('cli-kms');
+    await aws(['set-queue-attributes', '--queue-url', url, '--attributes', 'KmsMasterKeyId=alias/aws/sqs']);
+    await aws([
+      'set-queue-attributes',
+      '--queue-url',
+      url,
+      '--attributes',
+      JSON.stringify({ KmsMasterKeyId: '', SqsManagedSseEnabled: 'true' }),
+    ]);
+    const attrs = xmlAttributes(
+      await queryOk(server.url, { Action: 'GetQueueAttributes', QueueUrl: url, 'AttributeName.1': 'All' }),
+    );
+    assert.equal(attrs.KmsMasterKeyId, undefined);
+    assert.equal(attrs.KmsDataKeyReusePeriodSeconds, undefined);
+    assert.equal(attrs.SqsManagedSseEnabled, 'true');
   });
 });

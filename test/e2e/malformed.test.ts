@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { jsonErrorType, queryErrorCode, rawHttp } from '../helpers/wire.js';
+import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../helpers/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 const JSON_10 = 'application/x-amz-json-1.0';
@@ -164,9 +164,10 @@ describe('Query protocol: malformed form bodies', () => {
     await expectStillServing();
   });
 
-  test('Given Action=Nope, Then 400 InvalidAction', async () => {
+  test('Given Action=Nope, Then 400 InvalidAction naming the action, in AWS wording', async () => {
     const res = await expectAwsClientError(query('unknown action', 'Action=Nope&Version=2012-11-05'), 400);
     assert.equal(res.code, 'InvalidAction');
+    assert.equal(xmlText(res.text, 'Message'), 'The action Nope is not valid for this endpoint.');
   });
 
   test('Given no Action at all, Then an AWS-shaped 400', async () => {
@@ -220,6 +221,7 @@ describe('Query protocol: malformed form bodies', () => {
       400,
     );
     assert.equal(nope.code, 'InvalidAction');
+    assert.equal(xmlText(nope.text, 'Message'), 'The action Nope is not valid for this endpoint.');
     await expectAwsClientError({ label: 'GET %zz', method: 'GET', path: '/?%zz&&&=' });
     await expectAwsClientError({ label: 'GET without Action', method: 'GET', path: '/?QueueName=x' });
     await expectAwsClientError({ label: 'GET bare', method: 'GET', path: '/' });

@@ -156,10 +156,12 @@ describe('JSON protocol: queues', () => {
       QueueName: uniqueName('sdk-raw-nosuch'),
     });
     assert.equal(res.status, 400);
-    assert.match(res.headers.get('content-type') ?? '', /^application\/x-amz-json-1\.0/);
+    // Exactly, as AWS sends it: no `; charset=utf-8`.
+    assert.equal(res.headers.get('content-type'), 'application/x-amz-json-1.0');
     const body = JSON.parse(res.text) as { __type?: unknown; message?: unknown };
     assert.equal(body.__type, 'com.amazonaws.sqs#QueueDoesNotExist');
-    assert.equal(typeof body.message, 'string');
+    // JSON keeps the plain wording; only Query adds "for this wsdl version" (AWS recorded).
+    assert.equal(body.message, 'The specified queue does not exist.');
     assert.equal(res.headers.get('x-amzn-query-error'), 'AWS.SimpleQueueService.NonExistentQueue;Sender');
     assert.ok(res.headers.get('x-amzn-requestid'), 'x-amzn-RequestId header');
   });

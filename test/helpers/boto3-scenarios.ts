@@ -1,8 +1,9 @@
 /**
- * The boto3 scenarios, written once and registered by each protocol's test file:
- * test/e2e/boto3-query.test.ts (Debian's boto3 1.26, Query) and test/e2e/boto3-json.test.ts (a
- * current boto3, JSON 1.0). A few calls, each checked with what botocore surfaces: the parsed
- * response, or the error code, type and HTTP status.
+ * The boto3 scenarios, written once and registered by each client's test file:
+ * test/e2e/boto3-query.test.ts (Debian's boto3 1.26, Query), test/e2e/boto3-json.test.ts (a
+ * current boto3, JSON 1.0) and test/e2e/sdk-scenarios.test.ts (@aws-sdk/client-sqs, JSON 1.0, by
+ * way of test/helpers/sdk-calls.ts). A few calls, each checked with what the client surfaces: the
+ * parsed response, or the error code, type and HTTP status.
  *
  * Where the protocols differ, the expectation is per protocol, not loosened. Errors: over Query,
  * botocore's Error.Code is the XML <Code>; over JSON, botocore takes Code from the
@@ -11,16 +12,18 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { b64, boto3Calls, ok, type Boto3Result, type Boto3Run } from './boto3.js';
-import { md5Hex, md5OfAttributes } from './md5.js';
+import { b64, boto3Calls, ok, type Boto3Call, type Boto3Result, type Boto3Run } from './boto3.js';
+import { md5Hex, md5OfAttributes, type AttributeValue } from './md5.js';
 import { startServer, uniqueName, type RunningServer } from './server.js';
 import { metricValue } from './prometheus.js';
 
 export type Boto3Protocol = 'query' | 'json';
 
 export interface Boto3ScenarioOptions {
-  /** The interpreter that runs test/fixtures/boto3_calls.py. */
-  readonly python: string;
+  /** The interpreter that runs test/fixtures/boto3_calls.py (Debian's unless told). */
+  readonly python?: string;
+  /** Runs the calls through another client instead of boto3 (test/helpers/sdk-calls.ts). */
+  readonly run?: (endpoint: string, calls: readonly Boto3Call[]) => Promise<Boto3Run>;
   /** The protocol its botocore's SQS model must speak. */
   readonly protocol: Boto3Protocol;
   /** e.g. "Debian boto3 1.26": names the tests. */
@@ -69,6 +72,17 @@ const E = {
     jsonType: 'InvalidParameterValueException',
   },
   invalidAttributeValue: { status: 400, query: 'InvalidAttributeValue', jsonType: 'InvalidAttributeValue' },
+  invalidAttributeName: { status: 400, query: 'InvalidAttributeName', jsonType: 'InvalidAttributeName' },
+  missingParameter: {
+    status: 400,
+    query: 'MissingParameter',
+    jsonType: 'MissingRequiredParameterException',
+  },
+  batchRequestTooLong: {
+    status: 400,
+    query: 'AWS.SimpleQueueService.BatchRequestTooLong',
+    jsonType: 'BatchRequestTooLong',
+  },
   purgeQueueInProgress: {
     status: 403,
     query: 'AWS.SimpleQueueService.PurgeQueueInProgress',
@@ -80,7 +94,8 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   const { python, protocol, client } = opts;
   const testOpts = opts.skip === undefined ? {} : { skip: opts.skip };
   let server: RunningServer;
-  const calls = (c: Parameters<typeof boto3Calls>[1]): Promise<Boto3Run> => boto3Calls(server.url, c, python);
+  const calls = (c: readonly Boto3Call[]): Promise<Boto3Run> =>
+    opts.run === undefined ? boto3Calls(server.url, c, python) : opts.run(server.url, c);
 
   before(async () => {
     if (opts.skip !== undefined) return;
@@ -92,10 +107,12 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
     await server?.stop();
   });
 
-  function expectError(result: Boto3Result | undefined, want: ExpectedError): void {
+  /** `message`: AWS's recorded wording, when the test pins it. */
+  function expectError(result: Boto3Result | undefined, want: ExpectedError, message?: string): void {
     assert.ok(result !== undefined, 'a result');
     assert.ok(!result.ok, `expected ${want.query}, got success: ${JSON.stringify(result)}`);
     assert.equal(result.code, want.query, `error code (${result.message})`);
+    if (message !== undefined) assert.equal(result.message, message, `message of ${want.query}`);
     assert.equal(result.status, want.status, `HTTP status (${result.code})`);
     assert.equal(result.type, 'Sender', `error type (${result.code})`);
     assert.equal(
@@ -268,7 +285,12 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       const r = run.results;
       ok(r[0]);
       expectError(r[1], E.queueNameExists);
-      expectError(r[2], E.queueDoesNotExist);
+      // AWS words it per protocol (recorded): Query adds "for this wsdl version".
+      const noQueue =
+        protocol === 'query'
+          ? 'The specified queue does not exist for this wsdl version.'
+          : 'The specified queue does not exist.';
+      expectError(r[2], E.queueDoesNotExist, noQueue);
       expectError(r[3], E.receiptHandleIsInvalid);
       expectError(r[4], E.tooManyEntries);
       expectError(r[5], E.batchEntryIdsNotDistinct);
@@ -277,7 +299,329 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       ok(r[8]);
       expectError(r[9], E.purgeQueueInProgress);
       ok(r[10]);
-      expectError(r[11], E.queueDoesNotExist);
+      expectError(r[11], E.queueDoesNotExist, noQueue);
+    },
+  );
+
+  test(
+    `${client}: Given an empty body, an empty String attribute value and attribute names of other scripts, When sent, Then AWS's answers (issue 21: 1-3)`,
+    testOpts,
+    async () => {
+      const unicode = { 'attr.1øßä': { DataType: 'String', StringValue: 'v' } };
+      const longest = { ['ø'.repeat(256)]: { DataType: 'Number', StringValue: '1' } };
+      const send = (
+        attributes: Record<string, unknown>,
+      ): { op: string; params: Record<string, unknown> } => ({
+        op: 'send_message',
+        params: { QueueUrl: '$0.QueueUrl', MessageBody: 'b', MessageAttributes: attributes },
+      });
+      const badNames = ['AWS.x', 'amazon.y', '.a', 'a.', 'a..b', 'a b', 'a/b', 'x'.repeat(257)];
+      const run = await calls([
+        /* 0 */ { op: 'create_queue', params: { QueueName: uniqueName('boto3-texts') } },
+        /* 1 */ { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: '' } },
+        /* 2 */ send({ s: { DataType: 'String', StringValue: '' } }),
+        /* 3 */ send(unicode),
+        /* 4 */ send(longest),
+        ...badNames.map((n) => send({ [n]: { DataType: 'String', StringValue: 'v' } })),
+      ]);
+      const r = run.results;
+      expectError(r[1], E.missingParameter, 'The request must contain the parameter MessageBody.');
+      expectError(
+        r[2],
+        E.invalidParameterValue,
+        "Message (user) attribute 's' must contain a non-empty value of type 'String'.",
+      );
+      assert.equal(ok(r[3]).MD5OfMessageAttributes, md5OfAttributes(unicode));
+      assert.equal(ok(r[4]).MD5OfMessageAttributes, md5OfAttributes(longest));
+      badNames.forEach((n, i) =>
+        expectError(r[5 + i], E.invalidParameterValue, `Message attribute name '${n}' is invalid.`),
+      );
+    },
+  );
+
+  test(
+    `${client}: Given FIFO-only attributes on a standard queue and FifoQueue on either kind, When created or set, Then AWS's errors (issue 21: 4, 5)`,
+    testOpts,
+    async () => {
+      const create = (attributes: Record<string, string>, name = uniqueName('boto3-std')): Boto3Call => ({
+        op: 'create_queue',
+        params: { QueueName: name, Attributes: attributes },
+      });
+      const set = (url: string, attributes: Record<string, string>): Boto3Call => ({
+        op: 'set_queue_attributes',
+        params: { QueueUrl: url, Attributes: attributes },
+      });
+      const run = await calls([
+        /* 0 */ create({}),
+        /* 1 */ create({ FifoQueue: 'true' }, `${uniqueName('boto3-fifo')}.fifo`),
+        /* 2 */ create({ FifoQueue: 'false' }),
+        /* 3 */ create({ ContentBasedDeduplication: 'false' }),
+        /* 4 */ create({ DeduplicationScope: 'queue' }),
+        /* 5 */ create({ FifoThroughputLimit: 'perQueue' }),
+        /* 6 */ set('$0.QueueUrl', { FifoQueue: 'true' }),
+        /* 7 */ set('$0.QueueUrl', { ContentBasedDeduplication: 'false' }),
+        /* 8 */ set('$1.QueueUrl', { FifoQueue: 'true' }),
+        /* 9 */ set('$1.QueueUrl', { FifoQueue: 'false' }),
+      ]);
+      const r = run.results;
+      ok(r[0]);
+      ok(r[1]);
+      expectError(r[2], E.invalidAttributeName, 'Unknown Attribute FifoQueue.');
+      expectError(r[3], E.invalidAttributeName, 'Unknown Attribute ContentBasedDeduplication.');
+      for (const [i, name] of [
+        [4, 'DeduplicationScope'],
+        [5, 'FifoThroughputLimit'],
+      ] as const) {
+        expectError(
+          r[i],
+          E.invalidAttributeName,
+          `You can specify the ${name} only when FifoQueue is set to true.`,
+        );
+      }
+      expectError(r[6], E.invalidAttributeName, 'Unknown Attribute FifoQueue.');
+      expectError(r[7], E.invalidAttributeName, 'Unknown Attribute ContentBasedDeduplication.');
+      const typeFixed =
+        'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.';
+      expectError(r[8], E.invalidAttributeValue, typeFixed);
+      expectError(r[9], E.invalidAttributeValue, typeFixed);
+    },
+  );
+
+  test(
+    `${client}: Given queues whose attributes were changed (SSE-KMS on), When every documented default is set back (KmsMasterKeyId ""), Then GetQueueAttributes shows a new queue's attributes (issue 21: 6)`,
+    testOpts,
+    async () => {
+      const standardDefaults = {
+        DelaySeconds: '0',
+        MaximumMessageSize: '1048576',
+        MessageRetentionPeriod: '345600',
+        ReceiveMessageWaitTimeSeconds: '0',
+        VisibilityTimeout: '30',
+        KmsMasterKeyId: '',
+        KmsDataKeyReusePeriodSeconds: '300',
+        SqsManagedSseEnabled: 'true',
+        Policy: '',
+        RedrivePolicy: '',
+        RedriveAllowPolicy: '',
+      };
+      const fifoDefaults = {
+        ...standardDefaults,
+        ContentBasedDeduplication: 'false',
+        DeduplicationScope: 'queue',
+        FifoThroughputLimit: 'perQueue',
+      };
+      const changed = {
+        DelaySeconds: '5',
+        MaximumMessageSize: '2048',
+        MessageRetentionPeriod: '600',
+        ReceiveMessageWaitTimeSeconds: '2',
+        VisibilityTimeout: '60',
+        KmsMasterKeyId: 'alias/aws/sqs',
+        KmsDataKeyReusePeriodSeconds: '600',
+        Policy: JSON.stringify({ Version: '2012-10-17', Statement: [] }),
+        RedriveAllowPolicy: JSON.stringify({ redrivePermission: 'denyAll' }),
+      };
+      const fifoChanged = {
+        ...changed,
+        DelaySeconds: '0',
+        ContentBasedDeduplication: 'true',
+        DeduplicationScope: 'messageGroup',
+        FifoThroughputLimit: 'perMessageGroupId',
+      };
+      const all = (ref: string): Boto3Call => ({
+        op: 'get_queue_attributes',
+        params: { QueueUrl: ref, AttributeNames: ['All'] },
+      });
+      const set = (ref: string, attributes: Record<string, string>): Boto3Call => ({
+        op: 'set_queue_attributes',
+        params: { QueueUrl: ref, Attributes: attributes },
+      });
+      const run = await calls([
+        /* 0 */ { op: 'create_queue', params: { QueueName: uniqueName('boto3-defaults') } },
+        /* 1 */ {
+          op: 'create_queue',
+          params: { QueueName: `${uniqueName('boto3-defaults')}.fifo`, Attributes: { FifoQueue: 'true' } },
+        },
+        /* 2 */ all('$0.QueueUrl'),
+        /* 3 */ all('$1.QueueUrl'),
+        /* 4 */ set('$0.QueueUrl', changed),
+        /* 5 */ set('$1.QueueUrl', fifoChanged),
+        /* 6 */ all('$0.QueueUrl'),
+        /* 7 */ set('$0.QueueUrl', standardDefaults),
+        /* 8 */ set('$1.QueueUrl', fifoDefaults),
+        /* 9 */ all('$0.QueueUrl'),
+        /* 10 */ all('$1.QueueUrl'),
+      ]);
+      const r = run.results;
+      // LastModifiedTimestamp moves with every change; everything else must be as it was.
+      const attributes = (i: number): Record<string, string> => {
+        const all = { ...(ok(r[i]).Attributes as Record<string, string>) };
+        delete all.LastModifiedTimestamp;
+        return all;
+      };
+      for (const i of [4, 5, 7, 8]) ok(r[i]);
+      assert.equal(attributes(6).KmsMasterKeyId, 'alias/aws/sqs', 'SSE-KMS was on');
+      assert.deepEqual(attributes(9), attributes(2), 'standard queue back to its defaults');
+      assert.deepEqual(attributes(10), attributes(3), 'FIFO queue back to its defaults');
+    },
+  );
+
+  test(
+    `${client}: Given a queue with MaximumMessageSize 1024, When an entry over it is sent alone and in a batch, Then only SendMessage refuses it; a batch over 1 MiB is refused whole (issue 21: 7)`,
+    testOpts,
+    async () => {
+      const body = 'x'.repeat(2000);
+      const half = 'y'.repeat(600 * 1024);
+      const run = await calls([
+        {
+          op: 'create_queue',
+          params: { QueueName: uniqueName('boto3-size'), Attributes: { MaximumMessageSize: '1024' } },
+        },
+        { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: body } },
+        {
+          op: 'send_message_batch',
+          params: { QueueUrl: '$0.QueueUrl', Entries: [{ Id: 'big', MessageBody: body }] },
+        },
+        {
+          op: 'send_message_batch',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            Entries: [
+              { Id: 'a', MessageBody: half },
+              { Id: 'b', MessageBody: half },
+            ],
+          },
+        },
+      ]);
+      const r = run.results;
+      expectError(
+        r[1],
+        E.invalidParameterValue,
+        'One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.',
+      );
+      const batch = ok(r[2]);
+      assert.deepEqual(
+        (batch.Successful as Array<{ Id: string; MD5OfMessageBody: string }>).map((e) => [
+          e.Id,
+          e.MD5OfMessageBody,
+        ]),
+        [['big', md5Hex(body)]],
+      );
+      assert.deepEqual(batch.Failed ?? [], []);
+      expectError(
+        r[3],
+        E.batchRequestTooLong,
+        `Batch requests cannot be longer than 1048576 bytes. You have sent ${2 * half.length} bytes.`,
+      );
+    },
+  );
+
+  test(
+    `${client}: Given a message with four attributes, When received with MessageAttributeNames *, .*, Name.* or one name, Then exactly those attributes and the MD5 of exactly them (issue 21: 15)`,
+    testOpts,
+    async () => {
+      const attributes = {
+        'Name.a': { DataType: 'String', StringValue: 'a' },
+        'Name.b': { DataType: 'Number', StringValue: '2' },
+        Namex: { DataType: 'String', StringValue: 'x' },
+        Other: { DataType: 'String', StringValue: 'o' },
+      };
+      const filters = [['*'], ['.*'], ['Name.*'], ['Other'], ['Name.*', 'Other']];
+      const run = await calls([
+        { op: 'create_queue', params: { QueueName: uniqueName('boto3-filter') } },
+        {
+          op: 'send_message',
+          params: { QueueUrl: '$0.QueueUrl', MessageBody: 'b', MessageAttributes: attributes },
+        },
+        // VisibilityTimeout 0: the one message is there for every receive.
+        ...filters.map((names) => ({
+          op: 'receive_message',
+          params: { QueueUrl: '$0.QueueUrl', VisibilityTimeout: 0, MessageAttributeNames: names },
+        })),
+      ]);
+      const pick = (...names: Array<keyof typeof attributes>): Record<string, AttributeValue> =>
+        Object.fromEntries(names.map((n) => [n, attributes[n]]));
+      const expected = [
+        attributes,
+        attributes,
+        pick('Name.a', 'Name.b'),
+        pick('Other'),
+        pick('Name.a', 'Name.b', 'Other'),
+      ];
+      expected.forEach((want, i) => {
+        const [m] = ok(run.results[2 + i]).Messages as Array<Record<string, unknown>>;
+        assert.deepEqual(m?.MessageAttributes, want, `filter ${JSON.stringify(filters[i])}`);
+        assert.equal(
+          m?.MD5OfMessageAttributes,
+          md5OfAttributes(want),
+          `MD5 for ${JSON.stringify(filters[i])}`,
+        );
+      });
+    },
+  );
+
+  test(
+    `${client}: Given X-Amzn-Trace-Id on SendMessage and SendMessageBatch, When received, Then it is the AWSTraceHeader, unless the message sets its own (issue 21: 16)`,
+    testOpts,
+    async () => {
+      const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
+      const own = 'Root=1-67891233-abcdef012345678912345678;Sampled=0';
+      const traced = { 'X-Amzn-Trace-Id': header };
+      const run = await calls([
+        { op: 'create_queue', params: { QueueName: uniqueName('boto3-trace') } },
+        { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: 'one' }, headers: traced },
+        {
+          op: 'send_message',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            MessageBody: 'own',
+            MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: own } },
+          },
+          headers: traced,
+        },
+        {
+          op: 'send_message_batch',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            Entries: [
+              { Id: 'a', MessageBody: 'batch-a' },
+              { Id: 'b', MessageBody: 'batch-b' },
+            ],
+          },
+          headers: traced,
+        },
+        { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: 'untraced' } },
+        {
+          op: 'receive_message',
+          params: { QueueUrl: '$0.QueueUrl', MaxNumberOfMessages: 10, AttributeNames: ['AWSTraceHeader'] },
+        },
+      ]);
+      const messages = ok(run.results[5]).Messages as Array<{
+        Body: string;
+        Attributes?: Record<string, string>;
+      }>;
+      const traces = Object.fromEntries(messages.map((m) => [m.Body, m.Attributes?.AWSTraceHeader]));
+      assert.deepEqual(traces, {
+        one: header,
+        own,
+        'batch-a': header,
+        'batch-b': header,
+        untraced: undefined,
+      });
+    },
+  );
+
+  test(
+    `${client}: Given any reply, success or error, Then its Content-Type is exactly AWS's (${protocol}) (issue 21: 17)`,
+    testOpts,
+    async () => {
+      const run = await calls([
+        { op: 'list_queues' },
+        { op: 'get_queue_url', params: { QueueName: uniqueName('boto3-nosuch') } },
+      ]);
+      const want = protocol === 'json' ? 'application/x-amz-json-1.0' : 'text/xml';
+      for (const r of run.results) assert.equal(r.contentType, want);
+      expectError(run.results[1], E.queueDoesNotExist);
     },
   );
 }

@@ -17,12 +17,21 @@ const SCRIPT = fileURLToPath(new URL('../fixtures/boto3_calls.py', import.meta.u
 export interface Boto3Call {
   readonly op: string;
   readonly params?: Record<string, unknown>;
+  /** Added to the call's HTTP request (e.g. X-Amzn-Trace-Id). */
+  readonly headers?: Record<string, string>;
 }
 
 export type Boto3Result =
-  | { readonly ok: true; readonly status: number; readonly response: Record<string, unknown> }
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly response: Record<string, unknown>;
+      /** The reply's Content-Type header, as sent. */
+      readonly contentType: string | null;
+    }
   | {
       readonly ok: false;
+      readonly contentType: string | null;
       readonly status: number;
       readonly code: string;
       readonly message: string;

@@ -110,12 +110,24 @@ void test('Given a FIFO attribute with a value outside its set, when validated, 
   );
 });
 
-void test('Given FifoQueue on an existing queue, when set, then InvalidAttributeName (it is fixed at creation)', () => {
-  throwsCode(
-    () => validateAttributes({ FifoQueue: 'true' }, { fifo: true, creating: false }),
-    'InvalidAttributeName',
-    'FifoQueue',
-  );
+void test('Given FifoQueue on an existing FIFO queue, when set, then InvalidAttributeValue: the queue type cannot change (AWS)', () => {
+  for (const value of ['true', 'false']) {
+    assert.throws(() => validateAttributes({ FifoQueue: value }, { fifo: true, creating: false }), {
+      code: 'InvalidAttributeValue',
+      message: 'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',
+    });
+  }
+});
+
+void test('Given FifoQueue or ContentBasedDeduplication for a standard queue, when created or set, then InvalidAttributeName "Unknown Attribute" (AWS)', () => {
+  for (const creating of [true, false]) {
+    for (const name of ['FifoQueue', 'ContentBasedDeduplication']) {
+      assert.throws(() => validateAttributes({ [name]: 'false' }, { fifo: false, creating }), {
+        code: 'InvalidAttributeName',
+        message: `Unknown Attribute ${name}.`,
+      });
+    }
+  }
 });
 
 void test('Given a boolean attribute in mixed case, when validated, then it is normalised to lower case', () => {
@@ -207,12 +219,23 @@ void test('Given an SSE-KMS queue, when SqsManagedSseEnabled is set to true, the
   assert.equal(next.SqsManagedSseEnabled, 'true');
 });
 
-void test('Given an empty KmsMasterKeyId, when validated, then InvalidAttributeValue', () => {
-  throwsCode(
-    () => validateAttributes({ KmsMasterKeyId: '' }, standard),
-    'InvalidAttributeValue',
-    'empty key',
-  );
+void test('Given an SSE-KMS queue, when KmsMasterKeyId is set to the empty string, then SSE-KMS and its data key period go', () => {
+  const kms = resolveAttributes(defaultAttributes(false), { KmsMasterKeyId: 'k' });
+  const valid = validateAttributes({ KmsMasterKeyId: '' }, { fifo: false, creating: false });
+  const next = resolveAttributes(kms, valid);
+  assert.equal(next.KmsMasterKeyId, undefined);
+  assert.equal(next.KmsDataKeyReusePeriodSeconds, undefined);
+  assert.equal(next.SqsManagedSseEnabled, 'false');
+});
+
+void test('Given an SSE-KMS queue, when KmsMasterKeyId "", KmsDataKeyReusePeriodSeconds 300 and SqsManagedSseEnabled true are set in one request, then the attributes are a new queue\'s again', () => {
+  const kms = resolveAttributes(defaultAttributes(false), {
+    KmsMasterKeyId: 'k',
+    KmsDataKeyReusePeriodSeconds: '600',
+  });
+  const given = { KmsMasterKeyId: '', KmsDataKeyReusePeriodSeconds: '300', SqsManagedSseEnabled: 'true' };
+  const valid = validateAttributes(given, { fifo: false, creating: false });
+  assert.deepEqual(resolveAttributes(kms, valid), defaultAttributes(false));
 });
 
 void test('Given a Policy over 8,192 bytes, when validated, then InvalidAttributeValue', () => {

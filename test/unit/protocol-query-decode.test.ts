@@ -26,16 +26,20 @@ function rejects(fn: () => unknown, name: ErrorName, message?: string): void {
 }
 
 describe('decodeQuery: actions', () => {
-  test('Given an unknown Action, when decoding, then InvalidAction in AWS wording', () => {
+  test('Given an unknown Action, when decoding, then InvalidAction in AWS wording, naming it', () => {
     rejects(
       () => decode('Action=SendMessages&QueueUrl=u'),
       'InvalidAction',
-      'The action or operation requested is invalid. Verify that the action is typed correctly.',
+      'The action SendMessages is not valid for this endpoint.',
     );
   });
 
   test('Given no Action parameter, when decoding, then InvalidAction', () => {
-    rejects(() => decode('QueueUrl=u&MessageBody=b'), 'InvalidAction');
+    rejects(
+      () => decode('QueueUrl=u&MessageBody=b'),
+      'InvalidAction',
+      'The action or operation requested is invalid. Verify that the action is typed correctly.',
+    );
   });
 
   test('Given an Action naming an Object.prototype member, when decoding, then InvalidAction', () => {

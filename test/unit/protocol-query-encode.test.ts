@@ -332,13 +332,19 @@ describe('encodeQueryError', () => {
     });
   });
 
-  test('Given QueueDoesNotExist, when encoding, then the NonExistentQueue code and status 400', () => {
+  test('Given QueueDoesNotExist, when encoding, then the NonExistentQueue code, status 400 and the Query wording ("for this wsdl version.")', () => {
     const encoded = encodeQueryError(
       new SqsError('QueueDoesNotExist', 'The specified queue does not exist.'),
       'r',
     );
     assert.equal(encoded.status, 400);
-    assert.ok(encoded.body.includes('<Code>AWS.SimpleQueueService.NonExistentQueue</Code>'), encoded.body);
+    assert.ok(
+      encoded.body.includes(
+        '<Code>AWS.SimpleQueueService.NonExistentQueue</Code>' +
+          '<Message>The specified queue does not exist for this wsdl version.</Message>',
+      ),
+      encoded.body,
+    );
   });
 
   test('Given a receiver-side error, when encoding, then Type Receiver and its status', () => {

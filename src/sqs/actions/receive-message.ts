@@ -59,10 +59,10 @@ export const receiveMessage: Action<'ReceiveMessage'> = async (svc, ctx, input) 
 
 type AttributeFilter = ((name: string) => boolean) | 'all' | 'none';
 
-/** `All` and `.*` mean every attribute; `prefix.*` every name under the prefix; others exact. */
+/** `All`, `*` and `.*` mean every attribute; `prefix.*` every name under `prefix.`; others exact. */
 function messageAttributeFilter(names: readonly string[] | undefined): AttributeFilter {
   if (names === undefined || names.length === 0) return 'none';
-  if (names.includes('All') || names.includes('.*')) return 'all';
+  if (names.includes('All') || names.includes('*') || names.includes('.*')) return 'all';
   const exact = new Set<string>();
   const prefixes: string[] = [];
   for (const n of names) {

@@ -35,7 +35,8 @@ export interface PreparedSend {
 /**
  * One entry's checks, in AWS's order, and the message to store. `batch`: SendMessageBatch, where
  * a FIFO entry without MessageGroupId or deduplication id fails the whole request with
- * InvalidParameterValue (AWS), instead of SendMessage's MissingParameter / InvalidParameterValue.
+ * InvalidParameterValue (AWS), instead of SendMessage's MissingParameter / InvalidParameterValue,
+ * and the entry's size is left to the batch's limit.
  */
 export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch = false): PreparedSend {
   const body = e.MessageBody;
@@ -56,14 +57,17 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch =
     Buffer.byteLength(body) +
     checkMessageAttributes(e.MessageAttributes) +
     checkSystemAttributes(e.MessageSystemAttributes);
-  if (size > q.maxMessageSize) {
+  // A batch entry is not held to the queue's MaximumMessageSize, only the batch to its 1 MiB
+  // (AWS recorded: an entry over a lowered limit is accepted in a batch).
+  if (!batch && size > q.maxMessageSize) {
     throw new SqsError(
       'InvalidParameterValue',
       `One or more parameters are invalid. Reason: Message must be shorter than ${q.maxMessageSize} bytes.`,
     );
   }
   const attrs = nonEmpty(e.MessageAttributes);
-  const sys = nonEmpty(e.MessageSystemAttributes);
+  const given = nonEmpty(e.MessageSystemAttributes);
+  const sys = withTraceHeader(given, ctx.traceHeader);
   return {
     size,
     message: {
@@ -73,13 +77,26 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch =
       attributes: attrs,
       md5OfAttributes: attrs === undefined ? undefined : md5OfMessageAttributes(attrs),
       systemAttributes: sys,
-      md5OfSystemAttributes: sys === undefined ? undefined : md5OfMessageAttributes(sys),
+      // Of what the request carried, as the reply's checksum is (not of a header's trace).
+      md5OfSystemAttributes: given === undefined ? undefined : md5OfMessageAttributes(given),
       delaySeconds: e.DelaySeconds,
       senderId: ctx.senderId,
       groupId: e.MessageGroupId,
       deduplicationId: e.MessageDeduplicationId,
     },
   };
+}
+
+/**
+ * The request's X-Amzn-Trace-Id header becomes the message's AWSTraceHeader unless the entry sets
+ * one (the X-Ray guide: the system attribute overrides the HTTP header).
+ */
+function withTraceHeader(
+  sys: Record<string, MessageSystemAttributeValue> | undefined,
+  trace: string | undefined,
+): Record<string, MessageSystemAttributeValue> | undefined {
+  if (trace === undefined || trace === '' || sys?.AWSTraceHeader !== undefined) return sys;
+  return { ...sys, AWSTraceHeader: { DataType: 'String', StringValue: trace } };
 }
 
 function nonEmpty<T extends object>(o: T | undefined): T | undefined {
