@@ -1,7 +1,7 @@
 /**
  * FAULTS.md row 21: a Sentinel failover under load. A master, one replica and three Sentinels
- * (quorum 2, down after 1 s); one shared-sqs through Sentinel; a steady load (the SDK over JSON
- * and the raw Query probe, workload.ts); the master is killed with SIGKILL and the Sentinels
+ * (quorum 2, down after 1 s); one shared-sqs through Sentinel; a steady load of sends (the SDK
+ * over JSON and the raw Query probe, workload.ts), received and deleted after the failover; the master is killed with SIGKILL and the Sentinels
  * promote the replica. 300 ms before, the replica is cut off from the master, so there is a window
  * of writes only the master has (a partition; on one loopback host replication is otherwise
  * too quick to leave one). Then the old master is started again, as a service manager would, and the
@@ -57,8 +57,10 @@ async function failover(t: TestContext, waitReplicas: number): Promise<Run> {
   await until('ready', () => instance.ready(), 15_000);
   const queueUrl = await createQueue(instance.url, uniqueName('sentinel'));
   // JSON (the SDK) and Query (the probe); aws-cli's process per send is left out to keep the
-  // shared machine's CPU for Redis and the Sentinels.
-  const w = new Workload(instance.url, queueUrl, `n${waitReplicas}`, { cli: false });
+  // shared machine's CPU for Redis and the Sentinels. Nothing is received until the drain after
+  // the failover: a message received at once would count as delivered even if the failover
+  // then lost it.
+  const w = new Workload(instance.url, queueUrl, `n${waitReplicas}`, { cli: false, consume: false });
   t.after(() => w.close());
   w.start();
   await w.acks(200);
@@ -92,12 +94,11 @@ async function failover(t: TestContext, waitReplicas: number): Promise<Run> {
 }
 
 test(
-  'FAULTS 21: Given a steady load with --redis-wait-replicas 1 against a master, one replica and three Sentinels, When the master is killed (SIGKILL) and Sentinel promotes the replica, Then lost = 0, nothing deleted comes back, and sends are served again',
+  'FAULTS 21: Given a steady load with --redis-wait-replicas 1 against a master, one replica and three Sentinels, When the master is killed (SIGKILL) and Sentinel promotes the replica, Then lost = 0 and sends are served again',
   { timeout: 150_000 },
   async (t) => {
     const { report } = await failover(t, 1);
     assert.deepEqual(report.lost, [], 'lost: acknowledged sends never received');
-    assert.deepEqual(report.resurrected, [], 'resurrected: received after a 200 DeleteMessage');
   },
 );
 
@@ -106,8 +107,6 @@ test(
   { timeout: 150_000 },
   async (t) => {
     const { report } = await failover(t, 0);
-    t.diagnostic(
-      `without WAIT: lost ${report.lost.length} acknowledged sends, resurrected ${report.resurrected.length} deleted messages`,
-    );
+    t.diagnostic(`without WAIT: lost ${report.lost.length} acknowledged sends`);
   },
 );
