@@ -188,6 +188,19 @@ describe('the writer with --redis-wait-replicas', () => {
   });
 });
 
+/** A server on the master without replicas, waiting for 1, and more flags. */
+function waitFlags(...more: string[]): string[] {
+  return [
+    '--redis-addr',
+    `127.0.0.1:${alone.port}`,
+    '--redis-prefix',
+    uniquePrefix(),
+    '--redis-wait-replicas',
+    '1',
+    ...more,
+  ];
+}
+
 describe('shared-sqs with --redis-wait-replicas', () => {
   test('Given --redis-wait-aof and a Redis without WAITAOF, when the server starts, then it exits 1 with one line that says so', async (t) => {
     const supported = Array.isArray(
@@ -201,13 +214,7 @@ describe('shared-sqs with --redis-wait-replicas', () => {
       '0',
       '--host',
       '127.0.0.1',
-      '--redis-addr',
-      `127.0.0.1:${alone.port}`,
-      '--redis-prefix',
-      uniquePrefix(),
-      '--redis-wait-replicas',
-      '1',
-      '--redis-wait-aof',
+      ...waitFlags('--redis-wait-aof'),
     ]);
     const status = await child.exited;
     assert.equal(status.code, 1, child.stderr());
@@ -219,18 +226,7 @@ describe('shared-sqs with --redis-wait-replicas', () => {
 
   test('Given no replica and a wait for 1, when clients of both protocols send, then each gets a retryable 503 ServiceUnavailable, the timed-out waits are counted, and the server serves again after reloading', async (t) => {
     requireDebianAws();
-    const server = await startServer({
-      args: [
-        '--redis-addr',
-        `127.0.0.1:${alone.port}`,
-        '--redis-prefix',
-        uniquePrefix(),
-        '--redis-wait-replicas',
-        '1',
-        '--redis-wait-timeout',
-        '20ms',
-      ],
-    });
+    const server = await startServer({ args: waitFlags('--redis-wait-timeout', '20ms') });
     t.after(() => server.stop());
     const sdk = sqsClient(server.url);
     t.after(() => sdk.destroy());
