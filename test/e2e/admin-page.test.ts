@@ -7,13 +7,15 @@
  * by playwright's timeouts, never a sleep.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
 import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('chromium');
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'page-test-token';
@@ -24,9 +26,6 @@ let context: BrowserContext;
 let profile: string;
 
 before(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install chromium (CI does); no browser is downloaded`);
-  }
   server = await startServer({ env: { SHARED_SQS_ADMIN_TOKEN: TOKEN } });
   profile = mkdtempSync(join(tmpdir(), 'ssq-chromium-'));
   context = await chromium.launchPersistentContext(profile, {

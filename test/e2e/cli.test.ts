@@ -2,7 +2,7 @@
  * Query protocol (form POST `Action=...&Version=2012-11-05`, XML replies) through Debian's aws-cli
  * 2.9 at /usr/bin/aws: every action of the standard-queue data plane, and its error cases with the
  * error code the CLI prints and the HTTP status (read from `--debug`). The `aws` first on PATH may
- * be a newer one that speaks JSON, so the full path is used; the suite fails, never skips, without it.
+ * be a newer one that speaks JSON, so the full path is used (test/helpers/requires.ts checks for it).
  *
  * Each aws-cli call costs about a second of CPU (Python start-up), so set-up and checks that are not
  * the action under test go through raw Query requests (still the Query protocol), not the CLI.
@@ -11,18 +11,20 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe } from 'node:test';
 import { md5Hex, md5OfAttributes, type AttributeValue } from '../helpers/md5.js';
 import {
   awsCli,
   awsCliOk,
-  requireDebianAws,
   startServer,
   uniqueName,
   waitForLongPollWaiters,
   type RunningServer,
 } from '../helpers/server.js';
 import { queryErrorCode, queryOk, queryPost, xmlAttributes, xmlText, xmlTexts } from '../helpers/wire.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('aws');
 
 const MIB = 1024 * 1024;
 const TRACE_HEADER = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
@@ -31,7 +33,6 @@ let server: RunningServer;
 let tmp: string;
 
 before(async () => {
-  requireDebianAws();
   server = await startServer();
   tmp = mkdtempSync(join(tmpdir(), 'shared-sqs-cli-'));
 });

@@ -5,21 +5,15 @@
  * requests (the same protocol), since every CLI call costs about a second of CPU.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import {
-  awsCli,
-  awsCliOk,
-  requireDebianAws,
-  startServer,
-  uniqueName,
-  type RunningServer,
-} from '../helpers/server.js';
+import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
 import { queryOk, xmlAttributes, xmlText } from '../helpers/wire.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('aws');
 
 let server: RunningServer;
 
 before(async () => {
-  requireDebianAws();
   server = await startServer();
 });
 

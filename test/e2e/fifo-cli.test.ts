@@ -5,21 +5,15 @@
  * CPU, so set-up goes through raw Query requests (the same protocol).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import {
-  awsCli,
-  awsCliOk,
-  requireDebianAws,
-  startServer,
-  uniqueName,
-  type RunningServer,
-} from '../helpers/server.js';
+import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
 import { queryOk, xmlText } from '../helpers/wire.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('aws');
 
 let server: RunningServer;
 
 before(async () => {
-  requireDebianAws();
   server = await startServer();
 });
 

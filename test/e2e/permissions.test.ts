@@ -4,7 +4,7 @@
  * @aws-sdk/client-sqs (JSON 1.0) and Debian's aws-cli 2.9 at /usr/bin/aws (Query).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe } from 'node:test';
 import {
   AddPermissionCommand,
   CreateQueueCommand,
@@ -17,18 +17,19 @@ import { expectSdkError } from '../helpers/assertions.js';
 import {
   awsCli,
   awsCliOk,
-  requireDebianAws,
   sqsClient,
   startServer,
   uniqueName,
   type RunningServer,
 } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('aws');
 
 let server: RunningServer;
 let client: SQSClient;
 
 before(async () => {
-  requireDebianAws();
   server = await startServer();
   client = sqsClient(server.url);
 });

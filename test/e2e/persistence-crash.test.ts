@@ -6,7 +6,6 @@
  * - Redis gone: 503 within 2 s and never a 200; service comes back with Redis.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
@@ -17,6 +16,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { sqsClient, startServer, type RunningServer } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 const servers: RunningServer[] = [];

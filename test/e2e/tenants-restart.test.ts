@@ -3,7 +3,6 @@
  * still sign requests (--auth on) after the process is replaced by a new one.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import {
   CreateQueueCommand,
   ReceiveMessageCommand,
@@ -12,6 +11,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { startServer, type RunningServer } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const TOKEN = 'restart-test-token';
 let redis: TestRedis;

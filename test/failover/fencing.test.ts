@@ -5,12 +5,14 @@
  * lock" is checked in Redis' own log, not in the server's.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { Redis } from 'ioredis';
 import { uniqueName } from '../helpers/server.js';
 import { queryPost } from '../helpers/wire.js';
 import { createQueue, pause, startCluster, until, type Instance } from './harness.js';
 import { summary, Workload } from './workload.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('nginx', 'redis-server');
 
 interface Line {
   readonly args: string[];

@@ -17,7 +17,8 @@ import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { track } from '../helpers/children.js';
 import { freePort, spawnMain, type ExitStatus } from '../helpers/server.js';
 
-export const NGINX = '/usr/sbin/nginx';
+/** Found on PATH, where test/helpers/requires.ts looks for it. */
+export const NGINX = 'nginx';
 export const NGINX_CONF = fileURLToPath(new URL('../../nginx/shared-sqs.conf', import.meta.url));
 
 export interface HaTiming {

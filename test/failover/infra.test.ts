@@ -3,13 +3,15 @@
  * switch, and a follower restarted again and again while the leader serves.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { keysUnder } from '../helpers/redis.js';
 import { uniqueName } from '../helpers/server.js';
 import { jsonPost, queryPost } from '../helpers/wire.js';
 import { createQueue, loadClient, pause, startCluster, until } from './harness.js';
 import { summary, Workload } from './workload.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('nginx', 'redis-server');
 
 /** FAULTS.md row 10's outage. */
 const OUTAGE_MS = 30_000;

@@ -4,7 +4,6 @@
  * and group order): all of it must come from Redis, reloaded when the lock is won.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import {
   DeleteMessageCommand,
   GetQueueAttributesCommand,
@@ -19,6 +18,9 @@ import {
 } from '@aws-sdk/client-sqs';
 import { uniqueName } from '../helpers/server.js';
 import { createQueue, loadClient, pause, startCluster, until, type Instance } from './harness.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('nginx', 'redis-server');
 
 test(
   'FAULTS 5: Given two instances, When both start at the same moment, again and again, Then exactly one answers /ready 200 each time',

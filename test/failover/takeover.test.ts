@@ -5,10 +5,12 @@
  * t.diagnostic (docs/operations.md quotes them); the only bounds asserted are the issue's.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { uniqueName } from '../helpers/server.js';
 import { createQueue, startCluster, until, watchReleases } from './harness.js';
 import { summary, Workload, type Report } from './workload.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('nginx', 'redis-server', 'aws');
 
 /** Process scheduling, nginx and the probe's 20 ms period, on a shared 2-core machine. */
 const SLACK_MS = 1000;

@@ -5,11 +5,13 @@
  * same happens to requests the follower refused before the dead leader was tried.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { awsCli, freePort, sqsClient } from '../helpers/server.js';
 import { jsonPost, queryPost } from '../helpers/wire.js';
 import { startNginx } from './harness.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('nginx', 'aws');
 
 test('Given nginx in front of two instances that are both down, When clients of both protocols send, Then each gets a 503 ServiceUnavailable in its own protocol, never an HTML 502', async (t) => {
   const nginx = await startNginx([await freePort(), await freePort()]);

@@ -32,8 +32,6 @@ export interface Boto3ScenarioOptions {
   readonly expectVersions: (run: Boto3Run) => void;
   /** When set, every test is registered as skipped with this reason, and no server is started. */
   readonly skip?: string;
-  /** Runs before the server starts (e.g. fails when a required client is missing). */
-  readonly require?: () => void;
 }
 
 /** One error as both protocols carry it (docs/errors.md): the Query code and the JSON `__type`. */
@@ -99,7 +97,6 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
 
   before(async () => {
     if (opts.skip !== undefined) return;
-    opts.require?.();
     server = await startServer();
   });
 

@@ -232,25 +232,6 @@ export interface CliResult {
   readonly status?: number;
 }
 
-/**
- * Fails (never skips) when Debian's aws-cli is missing: CI installs it (`apt-get install awscli`),
- * and the Query protocol is covered by nothing else.
- */
-export function requireDebianAws(): void {
-  if (!existsSync(DEBIAN_AWS)) {
-    throw new Error(
-      `${DEBIAN_AWS} (Debian's aws-cli 2.9, Query protocol) is not installed: apt-get install awscli. ` +
-        'The aws on PATH may be a newer one that speaks JSON, so it cannot stand in.',
-    );
-  }
-}
-
-export function requireDebianBoto3(): void {
-  if (!existsSync(DEBIAN_PYTHON)) {
-    throw new Error(`${DEBIAN_PYTHON} is not installed: apt-get install python3-boto3`);
-  }
-}
-
 /** Environment for the Debian Python tools: dummy credentials, no config files, no pager. */
 export function awsToolEnv(): NodeJS.ProcessEnv {
   const env = cleanEnv({
@@ -279,7 +260,6 @@ export async function awsCli(
   args: string[],
   opts: { debug?: boolean } = {},
 ): Promise<CliResult> {
-  requireDebianAws();
   const argv = [
     '--endpoint-url',
     url,

@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { after, before, test } from 'node:test';
 import { Elector } from '../../src/ha/elector.js';
 import { lockKeys, ReleaseListener, RedisLock } from '../../src/ha/lock.js';
 import { keysFor } from '../../src/persistence/keys.js';
@@ -15,6 +14,9 @@ import { QueueStore } from '../../src/core/store.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import type { Redis } from 'ioredis';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 const clients: Redis[] = [];

@@ -5,7 +5,6 @@
  * move tasks. Each test has its own key prefix; time is a ManualClock.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
@@ -17,6 +16,9 @@ import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import type { Redis } from 'ioredis';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const ACCOUNT = '000000000000';
 const S = 1000;

@@ -37,7 +37,6 @@
  * operations per seed.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { CoreError } from '../../src/core/errors.js';
 import type { Message, MessageAttributes, NewMessage } from '../../src/core/message.js';
@@ -53,6 +52,9 @@ import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/
 import { snapshot } from '../helpers/snapshot.js';
 import type { Redis } from 'ioredis';
 import { Rng } from '../helpers/rng.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const S = 1000;
 const MIN = 60 * S;

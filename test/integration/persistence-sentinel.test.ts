@@ -11,7 +11,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -22,6 +21,9 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { uniquePrefix } from '../helpers/redis.js';
 import { track } from '../helpers/children.js';
 import { freePort } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const MASTER = 'ssqmaster';
 const procs: ChildProcess[] = [];

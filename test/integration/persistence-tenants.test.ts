@@ -3,7 +3,6 @@
  * the loader reads back into a fresh store, as after a restart or a failover.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import type { Tenant } from '../../src/core/tenants.js';
@@ -13,6 +12,9 @@ import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import type { Redis } from 'ioredis';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 let c: Redis;

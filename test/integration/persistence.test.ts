@@ -4,7 +4,6 @@
  * moved by advancing it, never by waiting.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
@@ -19,6 +18,9 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { snapshot } from '../helpers/snapshot.js';
 import type { Redis } from 'ioredis';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';

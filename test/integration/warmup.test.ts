@@ -8,7 +8,6 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
 import {
   CreateQueueCommand,
   ListQueuesCommand,
@@ -18,6 +17,9 @@ import {
 import { samples } from '../helpers/prometheus.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 before(async () => {

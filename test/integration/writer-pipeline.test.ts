@@ -6,7 +6,6 @@
  * the client's `call`, which also counts the calls in flight and records what each returned.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -18,6 +17,9 @@ import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
 import type { Redis } from 'ioredis';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
 
 let redis: TestRedis;
 const clients: Redis[] = [];

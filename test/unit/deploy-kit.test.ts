@@ -14,35 +14,44 @@ import { test } from 'node:test';
 import { productNodeFlags, waitForReady } from '../../scripts/bench/proc.js';
 import { NGINX, renderNginxMain, renderNginxSnippet, run } from '../failover/harness.js';
 import { track } from '../helpers/children.js';
+import { testsRequiring } from '../helpers/requires.js';
 import { cleanEnv, freePort } from '../helpers/server.js';
 
 const UNIT = fileURLToPath(new URL('../../systemd/shared-sqs.service', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/shared-sqs.js', import.meta.url));
 const PACKAGE = fileURLToPath(new URL('../../package.json', import.meta.url));
+const systemdTest = testsRequiring('systemd-analyze').test;
+const nginxTest = testsRequiring('nginx').test;
 
-test('Given systemd/shared-sqs.service, When systemd-analyze verifies it, Then it passes with no warning', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'ssq-unit-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const unit = join(dir, 'shared-sqs.service');
-  copyFileSync(UNIT, unit);
-  const res = await run('systemd-analyze', ['verify', unit]);
-  assert.equal(res.code, 0, res.stderr);
-  assert.equal(res.stderr.trim(), '', 'no warnings');
-});
+systemdTest(
+  'Given systemd/shared-sqs.service, When systemd-analyze verifies it, Then it passes with no warning',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ssq-unit-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const unit = join(dir, 'shared-sqs.service');
+    copyFileSync(UNIT, unit);
+    const res = await run('systemd-analyze', ['verify', unit]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.equal(res.stderr.trim(), '', 'no warnings');
+  },
+);
 
-test('Given nginx/shared-sqs.conf rendered with test addresses, When nginx -t checks it, Then it passes', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'ssq-nginx-t-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  mkdirSync(join(dir, 'tmp'));
-  const snippet = join(dir, 'shared-sqs.conf');
-  writeFileSync(snippet, renderNginxSnippet(18080, [14100, 14200]));
-  const main = join(dir, 'nginx.conf');
-  writeFileSync(main, renderNginxMain(dir, snippet));
-  const res = await run(NGINX, ['-t', '-p', dir, '-c', main, '-g', `pid ${dir}/nginx.pid;`]);
-  assert.equal(res.code, 0, res.stderr);
-  assert.match(res.stderr, /syntax is ok/);
-  assert.match(res.stderr, /test is successful/);
-});
+nginxTest(
+  'Given nginx/shared-sqs.conf rendered with test addresses, When nginx -t checks it, Then it passes',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ssq-nginx-t-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    mkdirSync(join(dir, 'tmp'));
+    const snippet = join(dir, 'shared-sqs.conf');
+    writeFileSync(snippet, renderNginxSnippet(18080, [14100, 14200]));
+    const main = join(dir, 'nginx.conf');
+    writeFileSync(main, renderNginxMain(dir, snippet));
+    const res = await run(NGINX, ['-t', '-p', dir, '-c', main, '-g', `pid ${dir}/nginx.pid;`]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stderr, /syntax is ok/);
+    assert.match(res.stderr, /test is successful/);
+  },
+);
 
 test('Given nginx/shared-sqs.conf, Then it keeps the settings failover depends on', () => {
   const text = renderNginxSnippet(18080, [14100, 14200]);

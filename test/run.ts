@@ -1,0 +1,94 @@
+/**
+ * `npm test`: check, build, then the suites, each step run whether or not the one before it
+ * passed, and a non-zero exit when any failed. The one exception is a failed build: the e2e and
+ * failover suites run dist/, so they are not run against a stale or missing one (said, and failed).
+ * At the end, one line sums up every skipped test by its reason (test/helpers/requires.ts).
+ *
+ * `node --import tsx test/run.ts FILE...` runs only those test files, with no check or build.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const NODE_TEST = ['--import', 'tsx', '--test', '--test-timeout=600000'];
+
+process.chdir(fileURLToPath(new URL('..', import.meta.url)));
+
+const failed: string[] = [];
+const notRun: string[] = [];
+const reports = mkdtempSync(join(tmpdir(), 'ssq-test-run-'));
+
+function step(name: string, command: string, args: readonly string[], detail = ''): boolean {
+  console.log(`\n=== ${name}${detail}`);
+  const res = spawnSync(command, args, { stdio: 'inherit' });
+  const ok = res.status === 0;
+  if (!ok) failed.push(name);
+  return ok;
+}
+
+function tests(name: string, concurrency: number, files: readonly string[]): void {
+  const skipped = join(reports, `${readdirSync(reports).length}.txt`);
+  step(
+    `${name} tests`,
+    process.execPath,
+    [
+      ...NODE_TEST,
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./test/skips-reporter.mjs',
+      `--test-reporter-destination=${skipped}`,
+      ...files,
+    ],
+    ` (${files.length} files)`,
+  );
+}
+
+function testFiles(...dirs: string[]): string[] {
+  return dirs.flatMap((dir) =>
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.test.ts'))
+      .sort()
+      .map((f) => `${dir}/${f}`),
+  );
+}
+
+/** "3 skipped: 2 × needs nginx (...); 1 × ..." from every step's skips file. */
+function skipSummary(): string {
+  const counts = new Map<string, number>();
+  for (const f of readdirSync(reports)) {
+    for (const reason of readFileSync(join(reports, f), 'utf8').split('\n')) {
+      if (reason !== '') counts.set(reason, (counts.get(reason) ?? 0) + 1);
+    }
+  }
+  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return 'nothing skipped';
+  const reasons = [...counts].map(([reason, n]) => `${n} × ${reason}`);
+  return `${total} skipped: ${reasons.join('; ')}`;
+}
+
+const only = process.argv.slice(2);
+if (only.length > 0) {
+  tests('selected', 2, only);
+} else {
+  step('check', 'npm', ['run', 'check']);
+  const built = step('build', 'npm', ['run', 'build']);
+  if (built) {
+    tests('unit, integration and e2e', 2, testFiles('test/unit', 'test/integration', 'test/e2e'));
+    tests('failover', 1, testFiles('test/failover'));
+  } else {
+    notRun.push('e2e and failover (they run dist/, which did not build)');
+    tests('unit and integration', 2, testFiles('test/unit', 'test/integration'));
+  }
+}
+
+console.log(`\nnpm test: ${skipSummary()}`);
+rmSync(reports, { recursive: true, force: true });
+if (notRun.length > 0) console.log(`npm test: not run: ${notRun.join('; ')}`);
+if (failed.length > 0) {
+  console.log(`npm test: FAILED: ${failed.join(', ')}`);
+  process.exit(1);
+}
+console.log('npm test: passed');
