@@ -13,11 +13,14 @@
  * with t.diagnostic: the sends of that window were answered 200 and are gone.
  */
 import assert from 'node:assert/strict';
-import { test, type TestContext } from 'node:test';
+import type { TestContext } from 'node:test';
 import { startRedis, startSentinels, uniquePrefix } from '../helpers/redis.js';
 import { freePort, uniqueName } from '../helpers/server.js';
 import { createQueue, Instance, pause, until } from './harness.js';
 import { summary, Workload, type Report } from './workload.js';
+import { testsRequiring } from '../helpers/requires.js';
+
+const { test } = testsRequiring('redis-server');
 
 const MASTER = 'ssqfailover';
 /** How long the replica is cut off from the master before the master dies. */
