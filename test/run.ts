@@ -2,7 +2,8 @@
  * `npm test`: check, build, then the suites, each step run whether or not the one before it
  * passed, and a non-zero exit when any failed. The one exception is a failed build: the e2e and
  * failover suites run dist/, so they are not run against a stale or missing one (said, and failed).
- * At the end, one line sums up every skipped test by its reason (test/helpers/requires.ts).
+ * At the end, one line sums up every skipped test by its reason (test/helpers/requires.ts), and the
+ * last line counts every test of every step: `N passed, N failed, N skipped`.
  *
  * `node --import tsx test/run.ts FILE...` runs only those test files, with no check or build.
  */
@@ -29,7 +30,7 @@ function step(name: string, command: string, args: readonly string[], detail = '
 }
 
 function tests(name: string, concurrency: number, files: readonly string[]): void {
-  const skipped = join(reports, `${readdirSync(reports).length}.txt`);
+  const outcomes = join(reports, `${readdirSync(reports).length}.txt`);
   step(
     `${name} tests`,
     process.execPath,
@@ -38,8 +39,8 @@ function tests(name: string, concurrency: number, files: readonly string[]): voi
       `--test-concurrency=${concurrency}`,
       '--test-reporter=spec',
       '--test-reporter-destination=stdout',
-      '--test-reporter=./test/skips-reporter.mjs',
-      `--test-reporter-destination=${skipped}`,
+      '--test-reporter=./test/outcomes-reporter.mjs',
+      `--test-reporter-destination=${outcomes}`,
       ...files,
     ],
     ` (${files.length} files)`,
@@ -55,17 +56,26 @@ function testFiles(...dirs: string[]): string[] {
   );
 }
 
-/** "3 skipped: 2 × needs nginx (...); 1 × ..." from every step's skips file. */
-function skipSummary(): string {
-  const counts = new Map<string, number>();
+/** Every step's outcomes (test/outcomes-reporter.mjs): counts, and the skips by reason. */
+function tally(): { passed: number; failed: number; skips: Map<string, number> } {
+  const t = { passed: 0, failed: 0, skips: new Map<string, number>() };
   for (const f of readdirSync(reports)) {
-    for (const reason of readFileSync(join(reports, f), 'utf8').split('\n')) {
-      if (reason !== '') counts.set(reason, (counts.get(reason) ?? 0) + 1);
+    for (const line of readFileSync(join(reports, f), 'utf8').split('\n')) {
+      if (line === 'pass') t.passed++;
+      else if (line === 'fail') t.failed++;
+      else if (line.startsWith('skip\t')) {
+        const reason = line.slice('skip\t'.length);
+        t.skips.set(reason, (t.skips.get(reason) ?? 0) + 1);
+      }
     }
   }
-  const total = [...counts.values()].reduce((a, b) => a + b, 0);
+  return t;
+}
+
+/** "3 skipped: 2 × needs nginx (...); 1 × ..." */
+function skipSummary(skips: ReadonlyMap<string, number>, total: number): string {
   if (total === 0) return 'nothing skipped';
-  const reasons = [...counts].map(([reason, n]) => `${n} × ${reason}`);
+  const reasons = [...skips].map(([reason, n]) => `${n} × ${reason}`);
   return `${total} skipped: ${reasons.join('; ')}`;
 }
 
@@ -84,11 +94,12 @@ if (only.length > 0) {
   }
 }
 
-console.log(`\nnpm test: ${skipSummary()}`);
+const { passed, failed: failedTests, skips } = tally();
+const skipped = [...skips.values()].reduce((a, b) => a + b, 0);
+console.log(`\nnpm test: ${skipSummary(skips, skipped)}`);
 rmSync(reports, { recursive: true, force: true });
 if (notRun.length > 0) console.log(`npm test: not run: ${notRun.join('; ')}`);
-if (failed.length > 0) {
-  console.log(`npm test: FAILED: ${failed.join(', ')}`);
-  process.exit(1);
-}
-console.log('npm test: passed');
+if (failed.length > 0) console.log(`npm test: FAILED: ${failed.join(', ')}`);
+else console.log('npm test: passed');
+console.log(`${passed} passed, ${failedTests} failed, ${skipped} skipped`);
+if (failed.length > 0) process.exit(1);

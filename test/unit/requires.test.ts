@@ -35,6 +35,7 @@ test('Given a PATH without nginx and no CI, When a test that needs it runs, Then
   assert.match(skipLines[0] ?? '', /# needs nginx \(apt-get install nginx\): not (found )?on PATH/);
   assert.match(out, /npm test: 1 skipped: 1 × needs nginx \(apt-get install nginx\)/);
   assert.match(out, /npm test: passed/);
+  assert.match(out, /\n0 passed, 0 failed, 1 skipped\n$/);
 });
 
 test('Given a PATH without nginx and CI=true, When a test that needs it runs, Then the run fails naming nginx and its package', () => {
@@ -43,4 +44,6 @@ test('Given a PATH without nginx and CI=true, When a test that needs it runs, Th
   assert.match(out, /CI=true and a program the tests need is missing: nginx \(apt-get install nginx\)/);
   assert.match(out, /npm test: nothing skipped/);
   assert.match(out, /npm test: FAILED: selected tests/);
+  // The file that could not load is the one failed test of the closing count.
+  assert.match(out, /\n0 passed, 1 failed, 0 skipped\n$/);
 });
