@@ -6,8 +6,12 @@
  *
  * Groups. Every message of a FIFO queue sits in its group's list, in send order, whatever its
  * state (delayed, visible, in flight). A group can be received from when no message of it is in
- * flight and its first message is visible; such groups are kept in a heap ordered by the send
- * order (`seq`) of their first message, so a receive takes the oldest receivable group in
+ * flight and its first message is visible; such groups are kept in a heap ordered by the moment
+ * they became receivable (the later of: their first message became visible, their last in-flight
+ * message left flight), then by their first message's send order (`seq`). A group whose message
+ * comes back (timeout, ChangeMessageVisibility 0, a receive with VisibilityTimeout 0) or whose
+ * in-flight messages are deleted thus waits behind the groups that were waiting already, as AWS
+ * serves them (recorded; docs/compatibility.md). A receive takes the first receivable group in
  * O(log g) without looking at any other group or message, and serves several messages of that
  * group, in order, before it moves on to the next group.
  */
@@ -28,8 +32,11 @@ export class Group implements HeapItem {
   tail: Message | null = null;
   /** How many of its messages are in flight; the group is locked while this is above 0. */
   inflight = 0;
-  /** While the group is receivable: its first message's `seq`. */
+  /** When its last in-flight message left flight (deleted, visible again, expired). */
+  unlockedAt = Number.NEGATIVE_INFINITY;
+  /** While the group is receivable: the moment it became so; then its first message's `seq`. */
   heapKey = 0;
+  heapTie = 0;
   heapIndex = -1;
 
   constructor(readonly id: string) {}
@@ -76,7 +83,7 @@ export class Groups {
    * Takes a message out of its group; `wasInflight` says whether it counted as in flight. The
    * group is forgotten when it becomes empty. Returns the group, for `refresh`.
    */
-  unlink(msg: Message, wasInflight: boolean): Group | undefined {
+  unlink(msg: Message, wasInflight: boolean, at: number): Group | undefined {
     const g = this.byId.get(msg.groupId ?? '');
     if (g === undefined) return undefined;
     if (msg.gprev === null) g.head = msg.gnext;
@@ -84,12 +91,18 @@ export class Groups {
     if (msg.gnext === null) g.tail = msg.gprev;
     else msg.gnext.gprev = msg.gprev;
     msg.gprev = msg.gnext = null;
-    if (wasInflight) g.inflight--;
+    if (wasInflight) this.leftFlight(g, at);
     if (g.head === null) {
       this.ready.remove(g);
       this.byId.delete(g.id);
     }
     return g;
+  }
+
+  /** One of the group's messages stopped being in flight at `at`. */
+  leftFlight(g: Group, at: number): void {
+    g.inflight--;
+    if (at > g.unlockedAt) g.unlockedAt = at;
   }
 
   /**
@@ -98,15 +111,19 @@ export class Groups {
    */
   refresh(g: Group): boolean {
     if (g.receivable) {
-      const key = (g.head as Message).seq;
+      const head = g.head as Message;
+      // A visible message's heapKey is the moment it became visible (queue.ts pushVisible).
+      const key = Math.max(g.unlockedAt, head.heapKey);
       if (g.heapIndex < 0) {
         g.heapKey = key;
+        g.heapTie = head.seq;
         this.ready.push(g);
         return true;
       }
-      if (g.heapKey !== key) {
+      if (g.heapKey !== key || g.heapTie !== head.seq) {
         this.ready.remove(g);
         g.heapKey = key;
+        g.heapTie = head.seq;
         this.ready.push(g);
       }
       return false;

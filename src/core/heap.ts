@@ -2,6 +2,12 @@
 export interface HeapItem {
   heapKey: number;
   heapIndex: number;
+  /** Orders items of equal heapKey (lower first); items without one count as 0. */
+  heapTie?: number;
+}
+
+function before(a: HeapItem, b: HeapItem): boolean {
+  return a.heapKey < b.heapKey || (a.heapKey === b.heapKey && (a.heapTie ?? 0) < (b.heapTie ?? 0));
 }
 
 // Frozen, so a slip that pushed onto the shared empty array would throw instead of leaking items.
@@ -68,7 +74,7 @@ export class IndexedHeap<T extends HeapItem> {
     while (i > 0) {
       const p = (i - 1) >> 1;
       const parent = items[p] as T;
-      if (parent.heapKey <= item.heapKey) break;
+      if (!before(item, parent)) break;
       items[i] = parent;
       parent.heapIndex = i;
       i = p;
@@ -86,9 +92,9 @@ export class IndexedHeap<T extends HeapItem> {
       if (l >= n) break;
       const r = l + 1;
       let c = l;
-      if (r < n && (items[r] as T).heapKey < (items[l] as T).heapKey) c = r;
+      if (r < n && before(items[r] as T, items[l] as T)) c = r;
       const child = items[c] as T;
-      if (child.heapKey >= item.heapKey) break;
+      if (!before(child, item)) break;
       items[i] = child;
       child.heapIndex = i;
       i = c;

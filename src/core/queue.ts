@@ -103,6 +103,12 @@ export class Queue {
   private vhead: Message | null = null;
   private vtail: Message | null = null;
   private visibleCount = 0;
+  /**
+   * Standard queues: visible messages whose visibility timeout passed, by send order (heapKey is
+   * their seq). A receive takes the lower of its top and the visible list's head, so such a
+   * message comes again before the messages sent after it (AWS, recorded).
+   */
+  private readonly expired = new IndexedHeap<Message>();
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
@@ -266,7 +272,7 @@ export class Queue {
       msg.heapKey = now + delayMs;
       this.schedule(this.delayed, msg);
     } else {
-      this.pushVisible(msg, false);
+      this.pushVisible(msg, false, now);
     }
     if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
@@ -326,13 +332,12 @@ export class Queue {
     if (this.groups !== null)
       return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
     const out: Message[] = [];
-    if (this.vhead === null) return out;
+    if (this.visibleCount === 0) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
       throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
     }
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    while (out.length < max && this.vhead !== null) {
-      const msg = this.vhead;
+    for (let msg = this.nextVisible(); out.length < max && msg !== null; msg = this.nextVisible()) {
       const dlq = this.deadLetterTarget(msg);
       if (dlq !== undefined) {
         this.moveToDeadLetter(msg, dlq, now);
@@ -350,13 +355,13 @@ export class Queue {
     }
     // With a zero timeout the messages are visible again at once, behind the others; only after
     // the loop, so one call does not hand out the same message twice.
-    if (vt === 0) for (const msg of out) this.pushVisible(msg, false);
+    if (vt === 0) for (const msg of out) this.pushVisible(msg, false, now);
     return out;
   }
 
   /**
-   * FIFO receive: the oldest receivable group first, as many of its messages in order as it has
-   * visible ones (and `max` allows), then the next group. Each group served is locked until its
+   * FIFO receive: the groups in the order they became receivable (fifo.ts), as many of each one's
+   * visible messages in order as `max` allows, then the next group. Each group served is locked until its
    * messages are deleted or become visible again. With a ReceiveRequestAttemptId, a retry within
    * 5 minutes returns the same messages and receipt handles, with their visibility timeout
    * started again, as long as none of them was deleted, had its visibility changed or expired;
@@ -402,7 +407,7 @@ export class Queue {
       // In flight now: off the receivable heap. (Or emptied by dead-lettering: refreshed anyway.)
       groups.refresh(g);
     }
-    if (vt === 0) for (const m of out) this.returnToVisible(m, false);
+    if (vt === 0) for (const m of out) this.returnToVisible(m, false, now);
     if (attemptId !== undefined && out.length > 0) {
       const record: AttemptRecord = {
         expiresAt: now + RECEIVE_ATTEMPT_WINDOW_MS,
@@ -449,7 +454,7 @@ export class Queue {
     for (const m of msgs) {
       this.inflight.remove(m);
       if (vt === 0) {
-        if (this.returnToVisible(m, true)) unlocked = true;
+        if (this.returnToVisible(m, true, now)) unlocked = true;
       } else {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
@@ -488,23 +493,23 @@ export class Queue {
 
   /**
    * The message a move task takes next: the oldest receivable one (FIFO: the first message of the
-   * oldest receivable group, so a group's order survives the move). In-flight messages are not.
+   * first receivable group, so a group's order survives the move). In-flight messages are not.
    */
   nextToMove(now: number): Message | undefined {
     this.tick(now);
     if (this.groups !== null) return this.groups.peekReady()?.head ?? undefined;
-    return this.vhead ?? undefined;
+    return this.nextVisible() ?? undefined;
   }
 
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
   takeOut(msg: Message, now: number): void {
     this.tick(now);
-    if (msg.state !== 'deleted') this.remove(msg);
+    if (msg.state !== 'deleted') this.remove(msg, now);
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
     this.deadLettered++;
-    this.remove(msg);
+    this.remove(msg, now);
     dlq.acceptDeadLetter(msg, this.arn, now);
   }
 
@@ -530,18 +535,28 @@ export class Queue {
     } else if (msg.receiveCount < ref.receiveCount) {
       return;
     }
-    this.remove(msg);
+    this.remove(msg, now);
   }
 
-  /** Sets the visibility of an in-flight message, counted from now. */
+  /**
+   * Sets the visibility of a message, counted from now. FIFO queues take only the current handle
+   * of a message in flight. A standard queue takes any handle the message was given, as AWS does
+   * (recorded): an older one after the message was received again, or one whose timeout has
+   * passed; the message is hidden again, or made visible at once with 0.
+   */
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
     const ref = this.parseHandle(receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
-    if (msg === undefined || msg.receiveCount !== ref.receiveCount || msg.receiptNonce !== ref.nonce) {
-      throw expiredHandle(receiptHandle);
+    if (msg === undefined) {
+      throw new CoreError(
+        'InvalidParameterValue',
+        `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+      );
     }
-    if (msg.state !== 'inflight') {
+    const current = msg.receiveCount === ref.receiveCount && msg.receiptNonce === ref.nonce;
+    if (this.fifo ? !current : msg.receiveCount < ref.receiveCount) throw expiredHandle(receiptHandle);
+    if (this.fifo && msg.state !== 'inflight') {
       throw new CoreError('MessageNotInflight', 'The message referred to is not in flight.');
     }
     if (now + timeoutMs > msg.lastReceiveAt + MAX_VISIBILITY_MS) {
@@ -550,14 +565,20 @@ export class Queue {
         `Value ${timeoutMs / 1000} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]`,
       );
     }
-    this.inflight.remove(msg);
     msg.visibilityChanged = true;
+    if (msg.state === 'visible') {
+      if (timeoutMs === 0) return;
+      this.unlinkVisible(msg);
+    } else {
+      this.inflight.remove(msg);
+    }
     if (timeoutMs === 0) {
       // Made visible on purpose: the client wants it redelivered next.
-      const receivable = this.returnToVisible(msg, true);
+      const receivable = this.returnToVisible(msg, true, now);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
       if (receivable) this.listener.available?.(this);
     } else {
+      msg.state = 'inflight';
       msg.heapKey = now + timeoutMs;
       this.schedule(this.inflight, msg);
       this.listener.change?.({ type: 'message-put', queue: this, message: msg });
@@ -579,9 +600,16 @@ export class Queue {
     this.visibleCount = 0;
     this.inflight.clear();
     this.delayed.clear();
+    this.expired.clear();
     this.late = null;
     this.groups?.clear();
-    // Attempt records name purged messages; deduplication records stay (5 minutes, as after a delete).
+    // AWS (recorded): a deduplication id sent again right after a purge is a new message.
+    if (this.dedup !== null) {
+      for (const [key] of this.dedup.entries()) {
+        this.listener.change?.({ type: 'dedup-delete', queue: this, key });
+      }
+      this.dedup.clear();
+    }
     this.attempts?.clear();
     this.listener.change?.({ type: 'queue-purge', queue: this });
   }
@@ -625,21 +653,24 @@ export class Queue {
     let woke = false;
     for (let m = this.delayed.peek(); m !== undefined && m.heapKey <= now; m = this.delayed.peek()) {
       this.delayed.pop();
-      if (this.returnToVisible(m, false)) woke = true;
+      if (this.returnToVisible(m, false, m.heapKey)) woke = true;
     }
     for (let m = this.inflight.peek(); m !== undefined && m.heapKey <= now; m = this.inflight.peek()) {
       this.inflight.pop();
-      if (this.returnToVisible(m, false)) woke = true;
+      if (this.returnToVisible(m, false, m.heapKey)) woke = true;
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
     }
     const oldest = now - this.retentionMs;
-    while (this.head !== null && this.head.sentAt <= oldest) this.remove(this.head);
+    // Removed at the moment their retention ended, which is when a FIFO group they held unlocked.
+    while (this.head !== null && this.head.sentAt <= oldest) {
+      this.remove(this.head, this.head.sentAt + this.retentionMs);
+    }
     for (
       let m = this.late?.peekOldest();
       m !== undefined && m.sentAt <= oldest;
       m = this.late?.peekOldest()
     ) {
-      this.remove(m);
+      this.remove(m, m.sentAt + this.retentionMs);
     }
     if (this.groups !== null) this.expireFifoRecords(now);
     if (woke) this.listener.available?.(this);
@@ -658,12 +689,22 @@ export class Queue {
    * to 0). Returns whether it can be received now: always on a standard queue; on a FIFO queue
    * when its group is receivable (not locked, and this or an earlier message at its head).
    */
-  private returnToVisible(msg: Message, atFront: boolean): boolean {
+  private returnToVisible(msg: Message, atFront: boolean, at: number): boolean {
     const wasInflight = msg.state === 'inflight';
-    this.pushVisible(msg, atFront);
-    if (this.groups === null) return true;
+    if (this.groups === null) {
+      if (wasInflight && !atFront) {
+        msg.state = 'visible';
+        msg.heapKey = msg.seq;
+        this.expired.push(msg);
+        this.visibleCount++;
+      } else {
+        this.pushVisible(msg, atFront, at);
+      }
+      return true;
+    }
+    this.pushVisible(msg, atFront, at);
     const g = this.groups.get(msg.groupId ?? '') as Group;
-    if (wasInflight) g.inflight--;
+    if (wasInflight) this.groups.leftFlight(g, at);
     this.groups.refresh(g);
     return g.heapIndex >= 0;
   }
@@ -690,7 +731,8 @@ export class Queue {
     const g = this.groups?.append(msg);
     switch (msg.state) {
       case 'visible':
-        this.pushVisible(msg, false);
+        // A FIFO message keeps the moment it became visible: its group's place (fifo.ts).
+        this.pushVisible(msg, false, msg.heapKey);
         break;
       case 'delayed':
         this.delayed.push(msg);
@@ -765,6 +807,20 @@ export class Queue {
     this.lastPurgeAt = c.lastPurgeAt;
   }
 
+  /**
+   * The visible messages in the order receives would take them (standard queues; FIFO receives go
+   * by group). For tests, not the hot path: it sorts the expired ones.
+   */
+  *visibleInReceiveOrder(): IterableIterator<Message> {
+    const expired = [...this.expired].sort((a, b) => a.seq - b.seq);
+    let i = 0;
+    for (let m = this.vhead; m !== null; m = m.vnext) {
+      for (; i < expired.length && (expired[i] as Message).seq < m.seq; i++) yield expired[i] as Message;
+      yield m;
+    }
+    for (; i < expired.length; i++) yield expired[i] as Message;
+  }
+
   /** Visits every message in send order; for persistence and admin views, not the hot path. */
   *allMessages(): IterableIterator<Message> {
     for (let m = this.head; m !== null; m = m.next) yield m;
@@ -803,7 +859,8 @@ export class Queue {
     if (heap.peek() === msg && this.nextTransitionAt() === msg.heapKey) this.listener.deadline?.(this);
   }
 
-  private remove(msg: Message): void {
+  /** `at`: the moment it left, which unlocks its FIFO group if it was in flight. */
+  private remove(msg: Message, at: number): void {
     const was = msg.state;
     switch (msg.state) {
       case 'visible':
@@ -828,7 +885,7 @@ export class Queue {
     let unlocked = false;
     if (this.groups !== null) {
       // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
-      const g = this.groups.unlink(msg, was === 'inflight');
+      const g = this.groups.unlink(msg, was === 'inflight', at);
       if (g !== undefined) unlocked = this.groups.refresh(g);
     }
     this.listener.change?.({ type: 'message-delete', queue: this, message: msg });
@@ -861,9 +918,10 @@ export class Queue {
     this.count--;
   }
 
-  private pushVisible(msg: Message, atFront: boolean): void {
+  /** `at`: when it became visible; FIFO groups are served in the order they became receivable. */
+  private pushVisible(msg: Message, atFront: boolean, at: number): void {
     msg.state = 'visible';
-    msg.heapKey = 0;
+    msg.heapKey = at;
     if (atFront) {
       msg.vprev = null;
       msg.vnext = this.vhead;
@@ -880,7 +938,19 @@ export class Queue {
     this.visibleCount++;
   }
 
+  /** Standard queues: the visible message a receive takes next; see `expired`. */
+  private nextVisible(): Message | null {
+    const e = this.expired.peek();
+    if (e === undefined) return this.vhead;
+    return this.vhead !== null && this.vhead.seq < e.seq ? this.vhead : e;
+  }
+
   private unlinkVisible(msg: Message): void {
+    if (msg.heapIndex >= 0) {
+      this.expired.remove(msg);
+      this.visibleCount--;
+      return;
+    }
     if (msg.vprev === null) this.vhead = msg.vnext;
     else msg.vprev.vnext = msg.vnext;
     if (msg.vnext === null) this.vtail = msg.vprev;

@@ -7,7 +7,7 @@ import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
 import { parseForm } from '../protocol/form.js';
-import { decodeQuery, encodeQueryError, encodeQueryResult } from '../protocol/query.js';
+import { decodeQuery, encodeQueryError, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
@@ -170,6 +170,8 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {
         replies.send(reply, 'application/x-amz-json-1.0', encodeJson(output));
+      } else if (acceptsJson(req)) {
+        replies.send(reply, 'application/json', encodeQueryJson(decoded.action, output, requestId));
       } else {
         replies.send(reply, 'text/xml', encodeQueryResult(decoded.action, output, requestId));
       }
@@ -205,6 +207,17 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     method: ['GET', 'POST'],
     url: '/*',
     handler: (req, reply) => {
+      if (isBareQueueUrlGet(req)) {
+        // AWS (recorded): a plain GET of a queue's URL names no operation.
+        const requestId = uuid();
+        void reply
+          .code(404)
+          .header('x-amzn-RequestId', requestId)
+          .type('text/xml')
+          .send('<UnknownOperationException/>');
+        observe('Unknown', 'query', 404, 0);
+        return;
+      }
       // serve() turns every failure of an action into an AWS-shaped reply; this is for a bug in
       // serve() itself, which must not become an unhandled rejection (that would end the process).
       serve(req, reply).catch((e: unknown) => {
@@ -385,6 +398,19 @@ function decodeQueryRequest(
   if (body.length > 0) parseForm(body.toString('utf8'), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
   return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
+}
+
+/** A Query request that asks for its answer in JSON (encodeQueryJson). */
+function acceptsJson(req: FastifyRequest): boolean {
+  return header(req, 'accept')?.toLowerCase().includes('application/json') === true;
+}
+
+/** A GET of a path other than `/` with no query string and no JSON headers. */
+function isBareQueueUrlGet(req: FastifyRequest): boolean {
+  if (req.method !== 'GET') return false;
+  const qm = req.url.indexOf('?');
+  const path = qm >= 0 ? req.url.slice(0, qm) : req.url;
+  return path.length > 1 && (qm < 0 || qm === req.url.length - 1) && detectProtocol(req.headers) === 'query';
 }
 
 function baseUrlOf(req: FastifyRequest): string {

@@ -171,6 +171,8 @@ export interface CompiledOperation {
   readonly resultOpen: string;
   /** `</XxxResult>` */
   readonly resultClose: string;
+  /** `<XxxResult/>`: an empty result, as AWS writes it. */
+  readonly resultEmpty: string;
 }
 
 export const XMLNS = 'http://queue.amazonaws.com/doc/2012-11-05/';
@@ -193,6 +195,7 @@ export const compiledOperations: ReadonlyMap<string, CompiledOperation> = new Ma
       responseClose: `</${action}Response>`,
       resultOpen: `<${action}Result>`,
       resultClose: `</${action}Result>`,
+      resultEmpty: `<${action}Result/>`,
     };
     return [action, compiled] as const;
   }),

@@ -318,8 +318,12 @@ export function decodeQuery(
   const input: Holder = {};
   for (const [key, value] of params) setMember(root, input, key, 0, value);
   finalizeStruct(root, input);
-  if (queueUrl !== undefined && input.QueueUrl === undefined && root.byName.has('QueueUrl')) {
-    input.QueueUrl = queueUrl;
+  if (queueUrl !== undefined) {
+    // AWS (recorded): an action that names no queue is refused at a queue's URL.
+    if (!root.byName.has('QueueUrl')) {
+      throw new SqsError('InvalidAction', `The action ${op.action} is not valid for this endpoint.`);
+    }
+    input.QueueUrl ??= queueUrl;
   }
   // The Query wire cannot tell an empty list or map from an absent one; AWS answers a batch with
   // no entries EmptyBatchRequest, not MissingParameter, so a required collection is just empty.
@@ -442,11 +446,50 @@ export function encodeQueryResult(action: ActionName, output: unknown, requestId
   if (op === undefined) throw new Error(`Unknown action ${action}`);
   let xml = XML_DECLARATION + op.responseOpen;
   if (op.output !== undefined) {
-    xml += op.resultOpen;
-    if (isRecord(output)) xml += encodeStruct(op.output, output);
-    xml += op.resultClose;
+    const inner = isRecord(output) ? encodeStruct(op.output, output) : '';
+    xml += inner === '' ? op.resultEmpty : op.resultOpen + inner + op.resultClose;
   }
   return xml + METADATA_OPEN + escapeXml(requestId) + METADATA_CLOSE + op.responseClose;
+}
+
+/**
+ * The Query API's JSON form, for a Query request sent with `Accept: application/json` (AWS answers
+ * those in JSON; recorded, not in the API reference): `{"XxxResponse": {"XxxResult": {...},
+ * "ResponseMetadata": {"RequestId": ...}}}`. As in AWS's recorded ListQueues and ReceiveMessage
+ * replies, every member of the result is present (null when unset) and list members are named in
+ * lower camel case (`queueUrls`, `messages`); everything else keeps the JSON protocol's names.
+ */
+export function encodeQueryJson(action: ActionName, output: unknown, requestId: string): string {
+  const op = compiledOperations.get(action);
+  if (op === undefined) throw new Error(`Unknown action ${action}`);
+  const response: Record<string, unknown> = {};
+  if (op.output !== undefined) {
+    response[`${action}Result`] = jsonStruct(op.output, isRecord(output) ? output : {});
+  }
+  response.ResponseMetadata = { RequestId: requestId };
+  return JSON.stringify({ [`${action}Response`]: response });
+}
+
+function jsonStruct(node: StructNode, obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const member of node.members) {
+    const value = obj[member.name];
+    const m = member.node;
+    if (m.k === 'list') {
+      const name = member.name.charAt(0).toLowerCase() + member.name.slice(1);
+      const element = m.member;
+      out[name] = Array.isArray(value)
+        ? (value as unknown[]).map((v) =>
+            element.k === 'structure' && isRecord(v) ? jsonStruct(element, v) : v,
+          )
+        : null;
+    } else if (m.k === 'structure') {
+      out[member.name] = isRecord(value) ? jsonStruct(m, value) : null;
+    } else {
+      out[member.name] = value ?? null;
+    }
+  }
+  return out;
 }
 
 export function encodeQueryError(err: SqsError, requestId: string): EncodedError {

@@ -171,7 +171,7 @@ export const errorCatalogue = {
     400,
     'InvalidAction',
     `${CORAL}UnknownOperationException`,
-    'The action is not one of the SQS API.',
+    "The action is not one of the SQS API, or (Query) names no queue but was sent to a queue's URL.",
   ),
   MalformedRequest: def(
     400,

@@ -174,6 +174,43 @@ void describe('auth on: signed by the real clients', () => {
     assert.match(await res.text(), /<Code>SignatureDoesNotMatch<\/Code>/);
   });
 
+  void test("Given A's queue URL, when Query actions are sent to it signed (POST) or presigned (GET), then queue actions act on it and account actions are InvalidAction (issue 21)", async () => {
+    const queueUrl = `${server.url}/${A.accountId}/team-a-jobs`;
+    const post = await signRequest(
+      {
+        method: 'POST',
+        url: queueUrl,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'Action=GetQueueAttributes&AttributeName.1=QueueArn&Version=2012-11-05',
+      },
+      A,
+    );
+    const attrs = await fetch(post.url, { method: 'POST', headers: post.headers, body: post.body ?? '' });
+    const attrsText = await attrs.text();
+    assert.equal(attrs.status, 200, attrsText);
+    assert.match(attrsText, new RegExp(`<Value>arn:aws:sqs:[a-z0-9-]+:${A.accountId}:team-a-jobs</Value>`));
+    const get = await presignRequest(
+      {
+        method: 'GET',
+        url: `${queueUrl}?Action=ReceiveMessage&VisibilityTimeout=0&Version=2012-11-05`,
+        headers: {},
+      },
+      A,
+    );
+    const received = await fetch(get.url);
+    assert.equal(received.status, 200, await received.text());
+    const list = await presignRequest(
+      { method: 'GET', url: `${queueUrl}?Action=ListQueues&Version=2012-11-05`, headers: {} },
+      A,
+    );
+    const refused = await fetch(list.url);
+    assert.equal(refused.status, 400);
+    assert.match(
+      await refused.text(),
+      /<Code>InvalidAction<\/Code><Message>The action ListQueues is not valid for this endpoint.<\/Message>/,
+    );
+  });
+
   cliTest('Given a wrong secret, when aws-cli calls, then SignatureDoesNotMatch', async () => {
     const res = await cli({ ...A, secretAccessKey: 'wrong' }, ['list-queues']);
     assert.notEqual(res.code, 0);

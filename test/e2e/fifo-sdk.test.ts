@@ -10,6 +10,7 @@ import {
   CreateQueueCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
+  PurgeQueueCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
@@ -334,6 +335,58 @@ describe('receiving from a FIFO queue', () => {
         code: 'InvalidParameterValue',
         status: 400,
       },
+    );
+  });
+});
+
+describe('FIFO corners AWS recorded (issue 21)', () => {
+  test('Given a purged FIFO queue, When a deduplication id sent before the purge is sent again, Then it is a new message', async () => {
+    const url = await fifoQueue();
+    const before = await send(url, 'a', 'g', 'd');
+    await client.send(new PurgeQueueCommand({ QueueUrl: url }));
+    const after = await send(url, 'a', 'g', 'd');
+    assert.notEqual(after.id, before.id);
+    assert.deepEqual(
+      (await receive(url)).map((m) => m.MessageId),
+      [after.id],
+    );
+  });
+
+  test('Given a FIFO queue turned to high throughput after creation, When a deduplication id is sent again in another group, Then it is a new message', async () => {
+    const url = await fifoQueue();
+    const a = await send(url, 'a', 'g1', 'd');
+    assert.equal((await send(url, 'a', 'g2', 'd')).id, a.id, 'a duplicate before');
+    await client.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: url,
+        Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+      }),
+    );
+    const b = await send(url, 'b', 'g1', 'e');
+    assert.notEqual((await send(url, 'b', 'g2', 'e')).id, b.id);
+  });
+
+  test('Given a group whose in-flight message is set visible again, When received, Then the group that was waiting comes first', async () => {
+    const url = await fifoQueue();
+    for (const [group, body] of [
+      ['g1', 'g1-a'],
+      ['g1', 'g1-b'],
+      ['g3', 'g3-c'],
+    ] as const)
+      await send(url, body, group, body);
+    const [first] = await receive(url, 1);
+    assert.equal(first?.Body, 'g1-a');
+    assert.ok(first.ReceiptHandle);
+    await client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: first.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    assert.deepEqual(
+      (await receive(url)).map((m) => m.Body),
+      ['g3-c', 'g1-a', 'g1-b'],
     );
   });
 });

@@ -106,6 +106,8 @@ function problemWith(req: Req, res: Seen): string | undefined {
   const jsonType = jsonErrorType(res.text);
   switch (expectedShape(req)) {
     case 'query':
+      // AWS's answer to a GET of a queue's URL without a query (issue 21) is this, not an <ErrorResponse>.
+      if (res.status === 404 && res.text === '<UnknownOperationException/>') return undefined;
       return xmlCode === undefined ? 'Query <ErrorResponse> with <Code> expected' : undefined;
     case 'json':
       return jsonType === undefined ? 'JSON object with __type expected' : undefined;

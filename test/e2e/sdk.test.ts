@@ -53,6 +53,22 @@ after(async () => {
   await server?.stop();
 });
 
+/** Receives the one message `url` holds, with this VisibilityTimeout; returns its receipt handle. */
+async function receiveHandle(url: string, visibilityTimeout: number): Promise<string> {
+  const out = await client.send(
+    new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: visibilityTimeout }),
+  );
+  const handle = out.Messages?.[0]?.ReceiptHandle;
+  assert.ok(handle, 'a message received');
+  return handle;
+}
+
+function setVisibility(url: string, handle: string, seconds: number): Promise<unknown> {
+  return client.send(
+    new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: handle, VisibilityTimeout: seconds }),
+  );
+}
+
 async function createQueue(prefix: string, attributes?: Record<string, string>): Promise<string> {
   const out = await client.send(
     new CreateQueueCommand({
@@ -562,9 +578,7 @@ describe('JSON protocol: messages', () => {
   test('Given a message received with VisibilityTimeout 600, When received again, Then it is hidden; after ChangeMessageVisibility 0 it is back', async () => {
     const url = await createQueue('sdk-vis');
     await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'hide me' }));
-    const first = await client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 600 }));
-    const handle = first.Messages?.[0]?.ReceiptHandle;
-    assert.ok(handle);
+    const handle = await receiveHandle(url, 600);
     const hidden = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     assert.deepEqual(hidden.Messages ?? [], []);
     assert.deepEqual(await counts(url), { visible: 0, notVisible: 1, delayed: 0 });
@@ -577,6 +591,34 @@ describe('JSON protocol: messages', () => {
     assert.equal(again.Messages?.[0]?.Body, 'hide me');
     assert.equal(again.Messages?.[0]?.Attributes?.ApproximateReceiveCount, '2');
     assert.notEqual(again.Messages?.[0]?.ReceiptHandle, handle, 'a new receipt handle on every receive');
+  });
+
+  test('Given an expired handle, an older handle and a deleted message, When ChangeMessageVisibility, Then the first two act on the message and the last is InvalidParameterValue in AWS words (issue 21)', async () => {
+    const url = await createQueue('sdk-vis-handles');
+    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'm' }));
+    // VisibilityTimeout 0: this handle's timeout has passed at once.
+    const old = await receiveHandle(url, 0);
+    await setVisibility(url, old, 600);
+    assert.deepEqual(await counts(url), { visible: 0, notVisible: 1, delayed: 0 });
+    await setVisibility(url, old, 0);
+    const current = await receiveHandle(url, 600);
+    // The older handle still moves the message received since.
+    await setVisibility(url, old, 0);
+    assert.deepEqual(await counts(url), { visible: 1, notVisible: 0, delayed: 0 });
+    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: current }));
+    const err = await client
+      .send(
+        new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: current, VisibilityTimeout: 5 }),
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e as { name: string; message: string },
+      );
+    assert.equal(err?.name, 'InvalidParameterValue');
+    assert.equal(
+      err?.message,
+      `Value ${current} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+    );
   });
 
   test('Given two in-flight messages, When ChangeMessageVisibilityBatch to 0 with one bad handle, Then two succeed, one fails, and both are receivable', async () => {

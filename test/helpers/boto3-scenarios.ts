@@ -621,4 +621,123 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       expectError(run.results[1], E.queueDoesNotExist);
     },
   );
+
+  test(
+    `${client}: Given standard-queue receipt handles, When their visibility is changed, Then a deleted message is refused in AWS's words and an older or expired handle works (issue 21, items 8 and 10)`,
+    testOpts,
+    async () => {
+      const run = await calls([
+        /* 0 */ { op: 'create_queue', params: { QueueName: uniqueName('boto3-vis') } },
+        /* 1 */ { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: 'm' } },
+        // Timeout 0: this handle's visibility has expired at once.
+        /* 2 */ { op: 'receive_message', params: { QueueUrl: '$0.QueueUrl', VisibilityTimeout: 0 } },
+        /* 3 */ {
+          op: 'change_message_visibility',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            ReceiptHandle: '$2.Messages.0.ReceiptHandle',
+            VisibilityTimeout: 60,
+          },
+        },
+        /* 4 */ { op: 'receive_message', params: { QueueUrl: '$0.QueueUrl' } },
+        /* 5 */ {
+          op: 'change_message_visibility',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            ReceiptHandle: '$2.Messages.0.ReceiptHandle',
+            VisibilityTimeout: 0,
+          },
+        },
+        /* 6 */ { op: 'receive_message', params: { QueueUrl: '$0.QueueUrl', AttributeNames: ['All'] } },
+        /* 7 */ {
+          op: 'delete_message',
+          params: { QueueUrl: '$0.QueueUrl', ReceiptHandle: '$6.Messages.0.ReceiptHandle' },
+        },
+        /* 8 */ {
+          op: 'change_message_visibility',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            ReceiptHandle: '$6.Messages.0.ReceiptHandle',
+            VisibilityTimeout: 10,
+          },
+        },
+      ]);
+      const r = run.results;
+      ok(r[3]);
+      // Hidden again by the expired handle.
+      assert.deepEqual(ok(r[4]).Messages ?? [], []);
+      ok(r[5]);
+      const again = (
+        ok(r[6]).Messages as Array<{ Attributes: Record<string, string>; ReceiptHandle: string }>
+      )[0];
+      assert.equal(again?.Attributes.ApproximateReceiveCount, '2');
+      ok(r[7]);
+      expectError(r[8], E.invalidParameterValue);
+      assert.equal(
+        r[8]?.ok === false ? r[8].message : '',
+        `Value ${again?.ReceiptHandle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+      );
+    },
+  );
+
+  test(
+    `${client}: Given FIFO queues, When purged, turned to high throughput, or a group's message comes back, Then deduplication and group order follow AWS (issue 21, items 12-14)`,
+    testOpts,
+    async () => {
+      const fifo = { FifoQueue: 'true' };
+      const send = (queue: number, body: string, group: string, dedup: string) => ({
+        op: 'send_message',
+        params: {
+          QueueUrl: `$${queue}.QueueUrl`,
+          MessageBody: body,
+          MessageGroupId: group,
+          MessageDeduplicationId: dedup,
+        },
+      });
+      const run = await calls([
+        /* 0 */ {
+          op: 'create_queue',
+          params: { QueueName: `${uniqueName('boto3-fp')}.fifo`, Attributes: fifo },
+        },
+        /* 1 */ send(0, 'a', 'g', 'd'),
+        /* 2 */ { op: 'purge_queue', params: { QueueUrl: '$0.QueueUrl' } },
+        /* 3 */ send(0, 'a', 'g', 'd'),
+        /* 4 */ {
+          op: 'create_queue',
+          params: { QueueName: `${uniqueName('boto3-ht')}.fifo`, Attributes: fifo },
+        },
+        /* 5 */ {
+          op: 'set_queue_attributes',
+          params: {
+            QueueUrl: '$4.QueueUrl',
+            Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+          },
+        },
+        /* 6 */ send(4, 'a', 'g1', 'd'),
+        /* 7 */ send(4, 'a', 'g2', 'd'),
+        /* 8 */ {
+          op: 'create_queue',
+          params: { QueueName: `${uniqueName('boto3-go')}.fifo`, Attributes: fifo },
+        },
+        /* 9-11 */ send(8, 'g1-a', 'g1', 'g1-a'),
+        send(8, 'g1-b', 'g1', 'g1-b'),
+        send(8, 'g3-c', 'g3', 'g3-c'),
+        /* 12 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', VisibilityTimeout: 0 } },
+        /* 13 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', MaxNumberOfMessages: 10 } },
+      ]);
+      const r = run.results;
+      assert.notEqual(ok(r[3]).MessageId, ok(r[1]).MessageId, 'a new message after the purge');
+      ok(r[5]);
+      assert.notEqual(ok(r[7]).MessageId, ok(r[6]).MessageId, 'the same id in another group is new');
+      assert.deepEqual(
+        (ok(r[12]).Messages as Array<{ Body: string }>).map((m) => m.Body),
+        ['g1-a'],
+      );
+      // g1 came back (VisibilityTimeout 0) after g3 was waiting: g3 first.
+      assert.deepEqual(
+        (ok(r[13]).Messages as Array<{ Body: string }>).map((m) => m.Body),
+        ['g3-c', 'g1-a', 'g1-b'],
+      );
+    },
+  );
 }

@@ -129,16 +129,7 @@ function outcome(fn: () => void): Outcome {
 
 /** A standard queue's visible messages in the order they will be received. */
 function visibleOrder(q: Queue): string[] {
-  let m: Message | null = null;
-  for (const x of q.allMessages()) {
-    if (x.state === 'visible' && x.vprev === null) {
-      m = x;
-      break;
-    }
-  }
-  const out: string[] = [];
-  for (; m !== null; m = m.vnext) out.push(m.id);
-  return out;
+  return [...q.visibleInReceiveOrder()].map((m) => m.id);
 }
 
 const sorted = (ids: readonly string[]): string[] => [...ids].sort();

@@ -14,15 +14,17 @@
  *     one of its group in send order (only messages the core moved to the dead-letter queue in that
  *     call may be skipped), its group was not locked, it was not delayed, and nothing comes back
  *     when no group has an eligible message. Then the exact result is compared with the core's
- *     documented choice (compatibility.md, "FIFO queues"): the group whose first message is oldest
- *     first, as many of its eligible messages as `max` allows, then the next group; so a receive
+ *     documented choice (compatibility.md, "FIFO queues"): groups in the order they became
+ *     receivable (readyAt: AWS's recorded order; ties by their first message's send order), as many
+ *     of each one's eligible messages as `max` allows, then the next group; so a receive
  *     returns min(max, the eligible messages it does not move to the dead-letter queue).
  *   - Deduplication. A list of (scope, group, deduplication id, time, MessageId, SequenceNumber):
  *     a send whose id (explicit, else the body's SHA-256 with ContentBasedDeduplication) was seen
  *     under the current DeduplicationScope (queue: anywhere; messageGroup: in its group) less than
  *     5 minutes ago is accepted, stores nothing and answers the original MessageId and
- *     SequenceNumber, even if that message is gone (deleted, purged, expired, dead-lettered: the
- *     window survives them, compatibility.md). A changed scope applies to later sends.
+ *     SequenceNumber, even if that message is gone (deleted, expired, dead-lettered: the window
+ *     survives them, compatibility.md). A purge drops the records (AWS, recorded): the same id
+ *     sent after it is a new message. A changed scope applies to later sends.
  *   - SequenceNumber: 20 digits, increasing per queue (and in the dead-letter queue).
  *   - ReceiveRequestAttemptId (implemented by the core, so modelled): a retry within 5 minutes of
  *     the receive returns the same messages and receipt handles and starts their visibility timeout
@@ -121,6 +123,8 @@ interface ModelMessage {
   /** Successful ChangeMessageVisibility calls on it: a ReceiveRequestAttemptId record notes them. */
   visibilityChanges: number;
   gone: Gone | null;
+  /** Set when it went (deleted, expired) while in flight: that moment, which unlocked its group. */
+  leftFlightAt: number | null;
 }
 
 interface DedupRecord {
@@ -201,6 +205,8 @@ class Model {
   /** Every deduplication record ever made; those older than 5 minutes no longer count. */
   readonly dedup: DedupRecord[] = [];
   readonly attempts = new Map<string, AttemptRecord>();
+  /** Deduplication ids whose record a purge dropped (for coverage only). */
+  private readonly purgedDedupIds = new Set<string>();
   /** Attempt ids whose record a purge dropped (for coverage only). */
   private readonly purgedAttempts = new Set<string>();
   /** The dead-letter queue's messages, in the order they were moved. */
@@ -222,6 +228,7 @@ class Model {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
         const state = this.state(m, now);
         m.gone = 'expired';
+        if (state === 'inflight') m.leftFlightAt = m.sentAt + this.retentionMs;
         coverage.hit(`expired while ${state}`);
         const v = this.view(m.group, now);
         if (state === 'inflight' && v.live.length > 0 && !v.locked)
@@ -258,6 +265,23 @@ class Model {
       }
     }
     return { live, locked, run };
+  }
+
+  /**
+   * When a receivable group became receivable (compatibility.md, "FIFO queues"): the later of the
+   * moment its first message became visible and the last moment one of its messages left flight
+   * (visible again, deleted or expired while in flight). A purge starts its groups anew.
+   */
+  readyAt(v: GroupView, now: number): number {
+    const head = v.live[0]?.m;
+    if (head === undefined) throw new Error('readyAt of an empty group');
+    let at = head.visibleAt;
+    for (const m of this.messages) {
+      if (m.group !== head.group || m.receiveCount === 0 || m.gone === 'purged') continue;
+      if (m.leftFlightAt !== null) at = Math.max(at, m.leftFlightAt);
+      else if (m.gone !== null || this.state(m, now) === 'visible') at = Math.max(at, m.visibleAt);
+    }
+    return at;
   }
 
   /** Every group with live messages, the one whose first live message is oldest first. */
@@ -344,6 +368,7 @@ class Model {
       if (now === seen.at + DEDUP_WINDOW_MS - 1) coverage.hit('send: duplicate 1 ms before the window ends');
       return { duplicateOf: seen };
     }
+    if (this.purgedDedupIds.has(dedupId)) coverage.hit('send: same id after a purge: new');
     if (sameId.some((r) => matches(r) && now === r.at + DEDUP_WINDOW_MS))
       coverage.hit('send: same id exactly when the window ends: new');
     else if (sameId.some(matches)) coverage.hit('send: same id after the window: new');
@@ -379,6 +404,7 @@ class Model {
       handles: [],
       visibilityChanges: 0,
       gone: null,
+      leftFlightAt: null,
     };
     this.messages.push(m);
     this.byId.set(id, m);
@@ -407,7 +433,7 @@ class Model {
 
   /**
    * A receive: a retried attempt id whose record holds replays it; otherwise the groups with an
-   * eligible message, oldest first message first, each as far as `max` allows; a message received
+   * eligible message, in the order they became receivable (readyAt), each as far as `max` allows; a message received
    * maxReceiveCount times already goes to the dead-letter queue instead, and the walk goes on.
    */
   receive(
@@ -446,8 +472,20 @@ class Model {
         coverage.hit('attempt: first use');
       }
     }
-    // views() lists the groups by their first live message, oldest first.
-    const views = [...this.views(now).values()].filter((v) => v.run.length > 0);
+    const views = [...this.views(now).values()]
+      .filter((v) => v.run.length > 0)
+      .map((v) => ({
+        v,
+        at: this.readyAt(v, now),
+        first: this.messages.indexOf(v.live[0]?.m as ModelMessage),
+      }))
+      .sort((a, b) => a.at - b.at || a.first - b.first)
+      .map((x) => x.v);
+    if (
+      views.length > 1 &&
+      views[0]?.live[0] !== [...this.views(now).values()].find((v) => v.run.length > 0)?.live[0]
+    )
+      coverage.hit('receive: a group that came back waits behind older waiting groups');
     const deliver: ModelMessage[] = [];
     const deadLettered: ModelMessage[] = [];
     for (const v of views) {
@@ -533,6 +571,7 @@ class Model {
     }
     coverage.hit('delete: current handle of an inflight message');
     m.gone = 'deleted';
+    m.leftFlightAt = now;
     const v = this.view(m.group, now);
     if (!v.locked && v.live.length > 0) coverage.hit('delete: unlocks its group');
     return OK;
@@ -579,7 +618,7 @@ class Model {
     return OK;
   }
 
-  /** Every message goes, and the attempt records; deduplication records stay. Once per 60 s. */
+  /** Every message goes, and the attempt and deduplication records. Once per 60 s. */
   purge(now: number): Outcome {
     this.tick(now);
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
@@ -591,6 +630,8 @@ class Model {
     this.lastPurgeAt = now;
     for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
     for (const id of this.attempts.keys()) this.purgedAttempts.add(id);
+    for (const r of this.dedup) if (now < r.at + DEDUP_WINDOW_MS) this.purgedDedupIds.add(r.dedupId);
+    this.dedup.length = 0;
     this.attempts.clear();
     return OK;
   }
@@ -1140,7 +1181,8 @@ const EXPECTED_RULES = [
   'send: explicit id equal to an earlier body hash',
   'send: duplicate of a live message',
   'send: duplicate of a deleted message',
-  'send: duplicate of a purged message',
+  'send: same id after a purge: new',
+  'receive: a group that came back waits behind older waiting groups',
   'send: duplicate from another group (scope queue)',
   'send: duplicate 1 ms before the window ends',
   'send: same id exactly when the window ends: new',

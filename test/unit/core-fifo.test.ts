@@ -311,12 +311,28 @@ void test('Given a FIFO queue with a queue delay, when the first message of a gr
   assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
 });
 
-void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is still a duplicate', () => {
+void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is a new message (AWS, recorded)', () => {
   const { q, clock } = fifo();
   const first = q.sendMessage(msg('a', 'd'), clock.now());
   q.purge(clock.now());
   assert.equal(q.groupCount, 0);
-  assert.equal(q.sendMessage(msg('a', 'd'), clock.now()).messageId, first.messageId);
+  assert.deepEqual([...q.dedupRecords()], []);
+  const again = q.sendMessage(msg('a', 'd'), clock.now());
+  assert.notEqual(again.messageId, first.messageId);
+  assert.notEqual(again.message, undefined);
+});
+
+void test('Given a FIFO queue turned to high throughput after creation, when a deduplication id is sent again in another group, then it is a new message', () => {
+  const { q, clock } = fifo();
+  q.sendMessage(msg('a', 'd'), clock.now());
+  assert.equal(q.sendMessage(msg('b', 'd'), clock.now()).message, undefined);
+  q.setAttributes(
+    { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+    clock.now(),
+  );
+  q.sendMessage(msg('a', 'e'), clock.now());
+  assert.notEqual(q.sendMessage(msg('b', 'e'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(msg('a', 'e'), clock.now()).message, undefined);
 });
 
 void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
@@ -424,4 +440,61 @@ void test('Given a standard queue, when messages carry MessageGroupIds, then the
   const got = queue.receive(1, undefined, clock.now());
   assert.equal(got[0]?.groupId, 'tenant-a');
   assert.equal(queue.receive(1, undefined, clock.now()).length, 1, 'the same group is not locked');
+});
+
+// ---- which group a receive serves first (docs/compatibility.md, "FIFO queues") -----------------
+
+/** Sends messages named `group-x` in order: group and deduplication id from the name, body the name. */
+function sendEach(q: Queue, clock: ManualClock, names: string): void {
+  for (const name of names.split(' ')) q.sendMessage(msg(name.split('-')[0], name, name), clock.now());
+}
+
+void test('Given a group whose in-flight message came back by timeout, when received, then the group that was waiting before it comes first (AWS, recorded)', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  sendEach(q, clock, 'g1-a g1-b g3-c');
+  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['g1-a']);
+  clock.advance(30 * S);
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g3-c', 'g1-a', 'g1-b']);
+});
+
+void test('Given a group whose in-flight message is set visible (ChangeMessageVisibility 0), when received, then the waiting group comes first', () => {
+  const { q, clock } = fifo();
+  sendEach(q, clock, 'g1-a g2-b');
+  const [m] = q.receive(1, undefined, clock.now());
+  // Ties (the same millisecond) go by the first message's send order: the clock moves on here.
+  clock.advance(1);
+  q.changeVisibility(q.receiptHandle(m as Message), 0, clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g2-b', 'g1-a']);
+});
+
+void test('Given receives with VisibilityTimeout 0, when received again, then the groups take turns', () => {
+  const { q, clock } = fifo();
+  sendEach(q, clock, 'g1-a g1-b g2-c g3-d');
+  clock.advance(1);
+  assert.deepEqual(bodies(q.receive(1, 0, clock.now())), ['g1-a']);
+  clock.advance(1);
+  assert.deepEqual(bodies(q.receive(1, 0, clock.now())), ['g2-c']);
+  clock.advance(1);
+  assert.deepEqual(bodies(q.receive(10, 0, clock.now())), ['g3-d', 'g1-a', 'g1-b', 'g2-c']);
+});
+
+void test('Given a group whose in-flight messages were deleted, when received, then it comes after the groups that were waiting', () => {
+  const { q, clock } = fifo();
+  sendEach(q, clock, 'g1-a g1-b g2-c');
+  const [m] = q.receive(1, undefined, clock.now());
+  clock.advance(1);
+  q.deleteMessage(q.receiptHandle(m as Message), clock.now());
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g2-c', 'g1-b']);
+});
+
+void test('Given two in-flight messages of a group, when one is extended and the other times out, then the whole group stays locked', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  sendEach(q, clock, 'g1-a g1-b');
+  const got = q.receive(10, undefined, clock.now());
+  assert.deepEqual(bodies(got), ['g1-a', 'g1-b']);
+  q.changeVisibility(q.receiptHandle(got[1] as Message), 100 * S, clock.now());
+  clock.advance(30 * S);
+  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
+  clock.advance(70 * S);
+  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g1-a', 'g1-b']);
 });

@@ -376,27 +376,86 @@ void test('Given an in-flight message, when its visibility is extended with the 
   assert.equal(only(q.receive(1, undefined, T0 + 130 * S)).receiveCount, 2);
 });
 
-void test('Given a message received twice, when its visibility is changed with the older handle, then InvalidParameterValue', () => {
+void test('Given a message received again (VisibilityTimeout 0), when its visibility is set to 0 with the older handle, then it is visible at once (AWS, recorded)', () => {
+  const q = newQueue({ VisibilityTimeout: '30' });
+  q.send(msg(), T0);
+  const oldHandle = q.receiptHandle(only(q.receive(1, 0, T0)));
+  only(q.receive(1, undefined, T0));
+  assert.deepEqual(q.counts(T0), { visible: 0, inflight: 1, delayed: 0 });
+  q.changeVisibility(oldHandle, 0, T0 + 1 * S);
+  assert.equal(only(q.receive(1, undefined, T0 + 1 * S)).receiveCount, 3);
+});
+
+void test('Given a message received twice, when its visibility is extended with the older handle, then the message stays hidden until the new time', () => {
   const q = newQueue({ VisibilityTimeout: '30' });
   q.send(msg(), T0);
   const oldHandle = q.receiptHandle(only(q.receive(1, undefined, T0)));
   only(q.receive(1, undefined, T0 + 30 * S));
-  throwsCode(() => q.changeVisibility(oldHandle, 60 * S, T0 + 31 * S), 'InvalidParameterValue');
+  q.changeVisibility(oldHandle, 100 * S, T0 + 31 * S);
+  assert.deepEqual(q.receive(1, undefined, T0 + 131 * S - 1), []);
+  assert.equal(only(q.receive(1, undefined, T0 + 131 * S)).receiveCount, 3);
 });
 
-void test('Given a deleted message, when its visibility is changed, then InvalidParameterValue', () => {
+void test('Given a deleted message, when its visibility is changed, then InvalidParameterValue saying it does not exist', () => {
   const q = newQueue();
   q.send(msg(), T0);
   const handle = q.receiptHandle(only(q.receive(1, undefined, T0)));
   q.deleteMessage(handle, T0);
-  throwsCode(() => q.changeVisibility(handle, 60 * S, T0), 'InvalidParameterValue');
+  assert.throws(
+    () => q.changeVisibility(handle, 60 * S, T0),
+    (e: unknown) =>
+      e instanceof CoreError &&
+      e.code === 'InvalidParameterValue' &&
+      e.message ===
+        `Value ${handle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
+  );
 });
 
-void test('Given a message whose visibility timeout expired, when its visibility is changed with its last handle, then MessageNotInflight', () => {
+void test('Given a message whose visibility timeout expired, when its visibility is changed with its last handle, then it succeeds and hides the message again (AWS, recorded)', () => {
   const q = newQueue({ VisibilityTimeout: '30' });
   q.send(msg(), T0);
   const handle = q.receiptHandle(only(q.receive(1, undefined, T0)));
-  throwsCode(() => q.changeVisibility(handle, 60 * S, T0 + 30 * S), 'MessageNotInflight');
+  q.changeVisibility(handle, 60 * S, T0 + 30 * S);
+  assert.deepEqual(q.counts(T0 + 30 * S), { visible: 0, inflight: 1, delayed: 0 });
+  assert.deepEqual(q.receive(1, undefined, T0 + 90 * S - 1), []);
+  assert.equal(only(q.receive(1, undefined, T0 + 90 * S)).receiveCount, 2);
+});
+
+void test('Given a message whose visibility timeout expired, when its visibility is set to 0 with its last handle, then it succeeds and the message stays visible', () => {
+  const q = newQueue({ VisibilityTimeout: '30' });
+  q.send(msg(), T0);
+  const handle = q.receiptHandle(only(q.receive(1, undefined, T0)));
+  q.changeVisibility(handle, 0, T0 + 30 * S);
+  assert.deepEqual(q.counts(T0 + 30 * S), { visible: 1, inflight: 0, delayed: 0 });
+});
+
+void test('Given a message whose visibility timeout expired and a message sent after it, when received, then the expired one comes first (AWS, recorded)', () => {
+  const q = newQueue();
+  q.send(msg('m1'), T0);
+  only(q.receive(1, 3 * S, T0));
+  q.send(msg('m2'), T0 + 1500);
+  const got = q.receive(1, undefined, T0 + 4500);
+  assert.deepEqual(
+    got.map((m) => m.body),
+    ['m1'],
+  );
+  assert.deepEqual(
+    q.receive(10, undefined, T0 + 4500).map((m) => m.body),
+    ['m2'],
+  );
+});
+
+void test('Given visible messages and several whose timeouts expired, when received, then they come in send order', () => {
+  const q = newQueue();
+  for (const b of ['a', 'b', 'c', 'd', 'e']) q.send(msg(b), T0);
+  const got = q.receive(3, 10 * S, T0);
+  // b expires first, then a: send order still decides.
+  q.changeVisibility(q.receiptHandle(got[1] as Message), 5 * S, T0);
+  q.send(msg('f'), T0 + 20 * S);
+  assert.deepEqual(
+    q.receive(10, undefined, T0 + 20 * S).map((m) => m.body),
+    ['a', 'b', 'c', 'd', 'e', 'f'],
+  );
 });
 
 void test('Given a malformed receipt handle, when used to change visibility, then ReceiptHandleIsInvalid', () => {

@@ -1,17 +1,23 @@
 /**
  * The data plane's reply batching (src/http/data.ts, ReplyBatch), through fastify's inject: every
  * request of a turn is answered, and replies still waiting when the plane closes go out with
- * `Connection: close`. The wire formats themselves are covered by the e2e tests.
+ * `Connection: close`; the Query protocol at a queue's URL (`/<account>/<queue>`, raw HTTP: no
+ * client sends there); and, on a ManualClock, redelivery order over both protocols, which a real
+ * client could only show by sleeping. The wire formats themselves are covered by the e2e tests.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
+import { ManualClock, type Clock } from '../../src/core/clock.js';
 import { buildDataPlane } from '../../src/http/data.js';
 import { createLogger } from '../../src/log.js';
 import type { SqsServices } from '../../src/sqs/service.js';
 import { memoryServices } from '../helpers/services.js';
 
-function dataPlane(t: TestContext): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
-  const services = memoryServices();
+function dataPlane(
+  t: TestContext,
+  clock?: Clock,
+): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
+  const services = memoryServices(undefined, clock);
   const app = buildDataPlane({
     services,
     logger: createLogger('silent'),
@@ -79,3 +85,133 @@ void test(
     assert.equal(r.headers.connection, 'close');
   },
 );
+
+// ---- Query protocol at a queue's URL (AWS, recorded) ---------------------------------------------
+
+function queryAt(
+  app: ReturnType<typeof buildDataPlane>,
+  method: 'GET' | 'POST',
+  path: string,
+  query: string,
+) {
+  return method === 'GET'
+    ? app.inject({ method, url: query === '' ? path : `${path}?${query}` })
+    : app.inject({
+        method,
+        url: path,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: query,
+      });
+}
+
+for (const method of ['GET', 'POST'] as const) {
+  void test(`Given a queue, when queue-level Query actions are sent to its URL by ${method}, then they act on that queue`, async (t) => {
+    const { app, services } = dataPlane(t);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const empty = await queryAt(app, method, '/000000000000/q', 'Action=ReceiveMessage&Version=2012-11-05');
+    assert.equal(empty.statusCode, 200, empty.body);
+    assert.match(empty.body, /<ReceiveMessageResult\/>/);
+    const sent = await queryAt(
+      app,
+      method,
+      '/000000000000/q',
+      'Action=SendMessage&MessageBody=hi&Version=2012-11-05',
+    );
+    assert.equal(sent.statusCode, 200, sent.body);
+    assert.equal(services.store.get('000000000000', 'q')?.size, 1);
+    const got = await queryAt(app, method, '/000000000000/q', 'Action=ReceiveMessage&Version=2012-11-05');
+    assert.match(got.body, /<Body>hi<\/Body>/);
+    const attrs = await queryAt(
+      app,
+      method,
+      '/000000000000/q',
+      'Action=GetQueueAttributes&AttributeName.1=ApproximateNumberOfMessagesNotVisible',
+    );
+    assert.match(attrs.body, /<Value>1<\/Value>/);
+  });
+
+  void test(`Given a queue's URL, when an account-level Query action is sent to it by ${method}, then 400 InvalidAction naming the action`, async (t) => {
+    const { app } = dataPlane(t);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    for (const action of ['CreateQueue', 'ListQueues', 'GetQueueUrl']) {
+      const r = await queryAt(app, method, '/000000000000/q', `Action=${action}&QueueName=x`);
+      assert.equal(r.statusCode, 400, r.body);
+      assert.match(r.body, /<Code>InvalidAction<\/Code>/);
+      assert.match(
+        r.body,
+        new RegExp(`<Message>The action ${action} is not valid for this endpoint.</Message>`),
+      );
+    }
+  });
+}
+
+void test("Given a queue's URL, when it is fetched by GET with no query, then 404 with an UnknownOperationException body", async (t) => {
+  const { app } = dataPlane(t);
+  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  for (const url of ['/000000000000/q', '/000000000000/q?']) {
+    const r = await app.inject({ method: 'GET', url });
+    assert.equal(r.statusCode, 404, r.body);
+    assert.equal(r.body, '<UnknownOperationException/>');
+    assert.match(String(r.headers['x-amzn-requestid']), /^[0-9a-f-]{36}$/);
+  }
+});
+
+void test('Given a deleted queue, when a Query action is sent to its URL, then 400 NonExistentQueue', async (t) => {
+  const { app } = dataPlane(t);
+  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  assert.equal((await call(app, 'DeleteQueue', { QueueUrl: QUEUE_URL })).statusCode, 200);
+  const r = await queryAt(app, 'GET', '/000000000000/q', 'Action=ReceiveMessage');
+  assert.equal(r.statusCode, 400, r.body);
+  assert.match(r.body, /<Code>AWS.SimpleQueueService.NonExistentQueue<\/Code>/);
+  assert.match(r.body, /<Message>The specified queue does not exist for this wsdl version.<\/Message>/);
+});
+
+void test("Given a Query request with Accept: application/json at a queue's URL, when answered, then in the Query API's JSON form", async (t) => {
+  const { app } = dataPlane(t);
+  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  const r = await app.inject({
+    method: 'GET',
+    url: '/000000000000/q?Action=ReceiveMessage',
+    headers: { accept: 'application/json' },
+  });
+  assert.equal(r.statusCode, 200, r.body);
+  assert.match(String(r.headers['content-type']), /^application\/json/);
+  const body = r.json<{
+    ReceiveMessageResponse: { ReceiveMessageResult: unknown; ResponseMetadata: { RequestId: string } };
+  }>();
+  assert.deepEqual(body.ReceiveMessageResponse.ReceiveMessageResult, { messages: null });
+  assert.equal(body.ReceiveMessageResponse.ResponseMetadata.RequestId, r.headers['x-amzn-requestid']);
+});
+
+// ---- a message whose visibility expired comes before later sends (AWS, recorded; issue 21) -----
+
+for (const protocol of ['json', 'query'] as const) {
+  void test(`Given m1 received with VisibilityTimeout 3 and m2 sent 1.5 s later, when received after m1's timeout (${protocol}), then m1 comes first`, async (t) => {
+    const clock = new ManualClock();
+    const { app } = dataPlane(t, clock);
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const receiveOne = async (vt?: number): Promise<string | undefined> => {
+      if (protocol === 'json') {
+        const r = await call(app, 'ReceiveMessage', {
+          QueueUrl: QUEUE_URL,
+          ...(vt === undefined ? {} : { VisibilityTimeout: vt }),
+        });
+        return r.json<{ Messages?: Array<{ Body: string }> }>().Messages?.[0]?.Body;
+      }
+      const r = await queryAt(
+        app,
+        'POST',
+        '/000000000000/q',
+        `Action=ReceiveMessage${vt === undefined ? '' : `&VisibilityTimeout=${vt}`}`,
+      );
+      return /<Body>([^<]*)<\/Body>/.exec(r.body)?.[1];
+    };
+    await call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: 'm1' });
+    assert.equal(await receiveOne(3), 'm1');
+    clock.advance(1500);
+    await call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: 'm2' });
+    clock.advance(3000);
+    assert.equal(await receiveOne(), 'm1');
+    assert.equal(await receiveOne(), 'm2');
+  });
+}

@@ -73,6 +73,8 @@ const QUEUE_STRUCTURE = new Set([
   'visibleCount',
   'inflight',
   'delayed',
+  // Visible messages whose timeout passed: restored into the visible list, which is in send order.
+  'expired',
   // Messages out of sentAt order (dead letters), FIFO groups: rebuilt by restoreMessage.
   'late',
   'groups',
@@ -350,7 +352,7 @@ test('Given a queue with received messages, when it is purged, then the old hand
   queue.purge(clock.now());
   assert.equal(queue.size, 0);
   queue.deleteMessage(handle, clock.now());
-  assert.throws(() => queue.changeVisibility(handle, 0, clock.now()), /receipt handle has expired/);
+  assert.throws(() => queue.changeVisibility(handle, 0, clock.now()), /Message does not exist/);
   queue.send({ id: 'c', body: 'c', md5OfBody: 'x', senderId: 's' }, clock.now());
   assert.equal(queue.size, 1);
 });

@@ -165,8 +165,12 @@ describe('decodeQuery: QueueUrl and required parameters', () => {
     });
   });
 
-  test('Given a path URL for an action without QueueUrl, when decoding, then none is added', () => {
-    assert.deepEqual(inputOf('Action=ListQueues', 'http://h/1/q'), {});
+  test('Given a path URL for an action without QueueUrl, when decoding, then InvalidAction naming it (AWS, recorded)', () => {
+    rejects(
+      () => decode('Action=ListQueues', 'http://h/1/q'),
+      'InvalidAction',
+      'The action ListQueues is not valid for this endpoint.',
+    );
   });
 
   test('Given neither a QueueUrl parameter nor a path URL, when decoding, then MissingParameter', () => {

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 
 import { XMLParser } from 'fast-xml-parser';
 
-import { encodeQueryError, encodeQueryResult, escapeXml } from '../../src/protocol/query.js';
+import { encodeQueryError, encodeQueryJson, encodeQueryResult, escapeXml } from '../../src/protocol/query.js';
 import { SqsError } from '../../src/sqs/errors.js';
 
 // Golden documents are the AWS API reference's "Using AWS query protocol" sample responses, with
@@ -226,10 +226,10 @@ describe('encodeQueryResult: serialisation rules', () => {
     );
   });
 
-  test('Given no messages, when encoding ReceiveMessage, then an empty result element', () => {
+  test('Given no messages, when encoding ReceiveMessage, then one empty result element, as AWS writes it', () => {
     assert.equal(
       encodeQueryResult('ReceiveMessage', { Messages: [] }, 'r'),
-      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult></ReceiveMessageResult>` +
+      `${DECL}<ReceiveMessageResponse xmlns="${NS}"><ReceiveMessageResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ReceiveMessageResponse>',
     );
   });
@@ -237,7 +237,7 @@ describe('encodeQueryResult: serialisation rules', () => {
   test('Given undefined and null members, when encoding, then they are left out', () => {
     assert.equal(
       encodeQueryResult('ListQueues', { QueueUrls: undefined, NextToken: null }, 'r'),
-      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult></ListQueuesResult>` +
+      `${DECL}<ListQueuesResponse xmlns="${NS}"><ListQueuesResult/>` +
         '<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></ListQueuesResponse>',
     );
   });
@@ -313,6 +313,44 @@ describe('encodeQueryResult: serialisation rules', () => {
 
   test('Given text without special characters, when escaping, then the very same string comes back', () => {
     assert.equal(escapeXml('plain text 123 é'), 'plain text 123 é');
+  });
+});
+
+describe('encodeQueryJson: the Query API answered in JSON (Accept: application/json)', () => {
+  test('Given ListQueues, when encoding, then the recorded AWS shape: Response, Result, queueUrls, unset members null', () => {
+    assert.deepEqual(JSON.parse(encodeQueryJson('ListQueues', { QueueUrls: ['http://h/1/a'] }, 'r')), {
+      ListQueuesResponse: {
+        ListQueuesResult: { queueUrls: ['http://h/1/a'], NextToken: null },
+        ResponseMetadata: { RequestId: 'r' },
+      },
+    });
+  });
+
+  test('Given ReceiveMessage, when encoding, then its messages under `messages`, each with every member', () => {
+    const out = JSON.parse(
+      encodeQueryJson(
+        'ReceiveMessage',
+        { Messages: [{ MessageId: 'i', Body: 'b', Attributes: { SenderId: 's' } }] },
+        'r',
+      ),
+    ) as { ReceiveMessageResponse: { ReceiveMessageResult: { messages: Array<Record<string, unknown>> } } };
+    const [m] = out.ReceiveMessageResponse.ReceiveMessageResult.messages;
+    assert.equal(m?.MessageId, 'i');
+    assert.equal(m?.Body, 'b');
+    assert.deepEqual(m?.Attributes, { SenderId: 's' });
+    assert.equal(m?.ReceiptHandle, null);
+    assert.deepEqual(JSON.parse(encodeQueryJson('ReceiveMessage', {}, 'r')), {
+      ReceiveMessageResponse: {
+        ReceiveMessageResult: { messages: null },
+        ResponseMetadata: { RequestId: 'r' },
+      },
+    });
+  });
+
+  test('Given an action without output, when encoding, then only ResponseMetadata', () => {
+    assert.deepEqual(JSON.parse(encodeQueryJson('DeleteMessage', {}, 'r')), {
+      DeleteMessageResponse: { ResponseMetadata: { RequestId: 'r' } },
+    });
   });
 });
 
