@@ -95,6 +95,16 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   }
 
   const target = redisTarget(config);
+  const replicaWait =
+    config.redisWaitReplicas === 0
+      ? undefined
+      : {
+          count: config.redisWaitReplicas,
+          timeoutMs: config.redisWaitTimeoutMs,
+          aof: config.redisWaitAof,
+          observe: (seconds: number, acknowledged: boolean) =>
+            messageMetrics.observeReplicaWait(seconds, acknowledged),
+        };
   const instanceId = `${hostname()}-${process.pid}`;
   // Loading ioredis, the Lua scripts and the persistence and HA code took about a fifth of a
   // memory-only start (spawn to first reply): they are imported only when Redis is configured.
@@ -115,6 +125,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onDiverged: () => replaceStore(newStore()),
       onFatal: (e) => fatal(e),
       log: logger.child({ component: 'persistence' }),
+      replicaWait,
     });
   }
   if (target !== undefined && config.leaderElection) {
@@ -142,6 +153,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onDrain: () => current.poller.closeAll(),
       onFatal: (e) => fatal(e),
       log: logger.child({ component: 'ha' }),
+      replicaWait,
     });
   }
   if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
@@ -310,6 +322,11 @@ main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
     console.error(`shared-sqs: ${e.message}`);
     process.exit(2);
+  }
+  if (e instanceof Error && e.name === 'UnsupportedError') {
+    // Redis cannot do what the flags ask (src/persistence/persistence.ts): one line, no stack.
+    console.error(`shared-sqs: ${e.message}`);
+    process.exit(1);
   }
   const code = (e as { code?: string }).code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {

@@ -22,6 +22,7 @@ import type { QueueStore } from '../core/store.js';
 import type { Keys } from '../persistence/keys.js';
 import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
 import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
+import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
 import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
@@ -48,12 +49,14 @@ export interface ActivePassiveOptions {
   readonly onDrop: () => void;
   /** A drain began: answer waiting long polls now (the lock is still ours, so they get a 200). */
   readonly onDrain: () => void;
-  /** The data in Redis cannot be loaded by this process (layout, or too big): it should exit. */
+  /** The data in Redis cannot be loaded by this process (layout, too big, or a Redis without the WAITAOF asked for): it should exit. */
   readonly onFatal: (e: Error) => void;
   readonly log?: PersistenceLog | undefined;
   /** Longest wait for requests in flight during a drain; default 10 s. */
   readonly drainTimeoutMs?: number | undefined;
   readonly timers?: ElectorTimers | undefined;
+  /** Each term's writer waits for replicas (--redis-wait-replicas); undefined: no wait. */
+  readonly replicaWait?: ReplicaWait | undefined;
 }
 
 export interface LeaderStatus extends ElectorStatus {
@@ -230,6 +233,7 @@ export class ActivePassive {
       },
       onFatal: (e) => this.opts.onFatal(e),
       log: this.log,
+      replicaWait: this.opts.replicaWait,
     });
     this.persistence = p;
     try {

@@ -10,7 +10,8 @@
  *   more than the writer's 1 s must not start the load over, forever). Progress is logged every
  *   few seconds and readable as `loading`. A layout this version cannot read stops the first start
  *   (a LayoutError); a store too big for this process stops it at any time (StoreTooBigError,
- *   `onFatal`); everything else is retried.
+ *   `onFatal`), and so does a Redis without WAITAOF when --redis-wait-aof asks for it
+ *   (UnsupportedError) at the first start; everything else is retried.
  * - serving: the store is handed over (`onStore`) with a writer subscribed to it; `commit()` is
  *   the writer's.
  * - diverged: a write failed, timed out (outcome unknown) or was fenced, so the store handed over
@@ -39,7 +40,7 @@ import {
   type LoadStats,
 } from './loader.js';
 import { FencedError } from './scripts.js';
-import { Writer } from './writer.js';
+import { Writer, type ReplicaWait } from './writer.js';
 import type { Redis } from 'ioredis';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
@@ -76,6 +77,30 @@ export interface PersistenceOptions {
    * (src/ha/active.ts), and the next term's Persistence uses the same connection.
    */
   readonly keepConnection?: boolean | undefined;
+  /** --redis-wait-replicas and friends: every batch waits for replicas (writer.ts); undefined: none. */
+  readonly replicaWait?: ReplicaWait | undefined;
+}
+
+/** The Redis connected to cannot do what the configuration asks (WAITAOF before Redis 7.2). */
+export class UnsupportedError extends UnloadableError {
+  override readonly name = 'UnsupportedError';
+}
+
+/**
+ * Refuses a Redis without WAITAOF when it is asked for: asked of the server (COMMAND INFO names no
+ * such command before 7.2), not assumed from a version, and again after every reconnect, since a
+ * failover can land on another server.
+ */
+export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefined): Promise<void> {
+  if (wait?.aof !== true) return;
+  const info = (await redis.call('COMMAND', 'INFO', 'WAITAOF')) as unknown[];
+  if (Array.isArray(info[0])) return;
+  const server = await redis.info('server');
+  const version = /^redis_version:(\S+)/m.exec(server)?.[1] ?? 'unknown';
+  throw new UnsupportedError(
+    `--redis-wait-aof needs WAITAOF (Redis 7.2 or newer); this Redis is ${version} and has no WAITAOF. ` +
+      'Upgrade Redis, or use --redis-wait-replicas without --redis-wait-aof',
+  );
 }
 
 /** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
@@ -156,6 +181,7 @@ export class Persistence {
       this.stateNow = 'connecting';
       try {
         await this.connected(signal);
+        await checkReplicaWait(redis, this.opts.replicaWait);
         this.stateNow = 'loading';
         const store = this.opts.createStore();
         const stats = await this.load(store);
@@ -166,6 +192,7 @@ export class Persistence {
           token: this.opts.token,
           unavailable: this.opts.unavailable,
           onFailure: (cause) => this.diverge(writer, cause),
+          replicas: this.opts.replicaWait,
         });
         writer.attach(store);
         this.current = writer;
@@ -183,11 +210,19 @@ export class Persistence {
         return;
       } catch (e) {
         if (signal.aborted) break;
-        if (e instanceof StoreTooBigError || (first && e instanceof LayoutError)) throw e;
+        if (
+          e instanceof StoreTooBigError ||
+          (first && (e instanceof LayoutError || e instanceof UnsupportedError))
+        )
+          throw e;
         const wait = Math.min(100 * 2 ** Math.min(attempt, 5), this.opts.maxBackoffMs ?? 2000);
         this.log.warn(
           { error: e instanceof Error ? e.message : String(e), retryInMs: wait },
-          this.stateNow === 'loading' ? 'loading from Redis failed' : 'Redis is not answering',
+          e instanceof UnsupportedError
+            ? 'this Redis cannot do what the flags ask: not serving'
+            : this.stateNow === 'loading'
+              ? 'loading from Redis failed'
+              : 'Redis is not answering',
         );
         await delay(wait, undefined, { signal }).catch(() => undefined);
       }
