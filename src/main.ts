@@ -273,6 +273,8 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   /** What Redis holds cannot be loaded here (LayoutError, StoreTooBigError): one line, exit 1. */
   function fatal(e: Error): void {
     logger.fatal({ error: e.name }, `${e.message}: exiting`);
+    // Also the one plain line a person starting it by hand reads, as for a failure before listening.
+    console.error(`shared-sqs: ${e.message}`);
     void stop().finally(() => process.exit(1));
   }
   ha?.start();
@@ -322,11 +324,6 @@ main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
     console.error(`shared-sqs: ${e.message}`);
     process.exit(2);
-  }
-  if (e instanceof Error && e.name === 'UnsupportedError') {
-    // Redis cannot do what the flags ask (src/persistence/persistence.ts): one line, no stack.
-    console.error(`shared-sqs: ${e.message}`);
-    process.exit(1);
   }
   const code = (e as { code?: string }).code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {
