@@ -183,6 +183,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     commit: gate === undefined ? undefined : () => gate.commit(),
     baseUrl: config.baseUrl,
     defaultAccountId: config.accountId,
+    defaultRegion: config.region,
   });
   await control.listen({ port: config.controlPort, host: config.host });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).

@@ -43,6 +43,7 @@ const ctx: RequestContext = {
   requestId: '27daac76-34dd-47df-bd01-1f6e873584a0',
   accountId: '000000000000',
   region: 'us-east-1',
+  defaultRegion: 'us-east-1',
   baseUrl: BASE,
   senderId: '000000000000',
   onAbort: () => undefined,

@@ -12,7 +12,14 @@
  * Either way the region is the one of the credential scope, as on AWS (a queue lives in the region
  * its creator signed for); a request that names none, or (auth off) no valid one, gets the default.
  */
-import { claimedCredential, isRegionName, verify, type SignedRequest } from './sigv4.js';
+import {
+  AuthError,
+  claimedCredential,
+  isRegionName,
+  verify,
+  type SignedRequest,
+  type Verified,
+} from './sigv4.js';
 
 export type AuthMode = 'off' | 'on';
 
@@ -45,9 +52,15 @@ export interface Principal {
 
 const TWELVE_DIGITS = /^\d{12}$/;
 
-export function authenticate(opts: AuthOptions, req: SignedRequest): Principal {
+/**
+ * `protocol` is how the data plane will read the request (JSON: the action from X-Amz-Target and
+ * the input from the body; Query: both from the query string and the body).
+ */
+export function authenticate(opts: AuthOptions, req: SignedRequest, protocol: 'json' | 'query'): Principal {
   if (opts.mode === 'on') {
-    const { accessKeyId, region } = verify(req, (id) => opts.keyOwner(id)?.secretAccessKey, opts.now());
+    const verified = verify(req, (id) => opts.keyOwner(id)?.secretAccessKey, opts.now());
+    checkCovered(verified, req, protocol);
+    const { accessKeyId, region } = verified;
     const owner = opts.keyOwner(accessKeyId);
     // verify() found the key a moment ago, in the same synchronous turn.
     return { accountId: owner?.accountId ?? opts.defaultAccountId, region, tenant: owner?.tenant };
@@ -62,4 +75,27 @@ export function authenticate(opts: AuthOptions, req: SignedRequest): Principal {
   }
   const owner = opts.keyOwner(claimed.accessKeyId);
   return { accountId: owner?.accountId ?? opts.defaultAccountId, region, tenant: owner?.tenant };
+}
+
+/**
+ * The request is run only as far as its signature covers it (FAULTS row 20): a JSON request's
+ * action must be a signed header, or a captured request could be replayed as another action
+ * with the same body (GetQueueAttributes as DeleteQueue); and a body the signature does not
+ * cover (UNSIGNED-PAYLOAD) must be empty, or a presigned URL's holder could add parameters or,
+ * with JSON, choose them all. AWS documents unsigned payloads for S3 only; here they are refused
+ * as soon as they carry anything.
+ */
+function checkCovered(v: Verified, req: SignedRequest, protocol: 'json' | 'query'): void {
+  if (protocol === 'json' && !v.signedHeaders.includes('x-amz-target')) {
+    throw new AuthError(
+      'SignatureDoesNotMatch',
+      'There were headers present in the request which were not signed: x-amz-target. Sign the X-Amz-Target header.',
+    );
+  }
+  if (!v.payloadSigned && req.body.length > 0) {
+    throw new AuthError(
+      'SignatureDoesNotMatch',
+      'The request body is not covered by the signature (UNSIGNED-PAYLOAD); sign the payload, or send no body.',
+    );
+  }
 }

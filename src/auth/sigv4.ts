@@ -73,6 +73,10 @@ export interface CredentialScope {
 export interface Verified {
   readonly accessKeyId: string;
   readonly region: string;
+  /** The headers the signature covers (lower case). */
+  readonly signedHeaders: readonly string[];
+  /** False when the signature covers no body: `UNSIGNED-PAYLOAD`, given or implied by a presigned URL. */
+  readonly payloadSigned: boolean;
 }
 
 export const ALGORITHM = 'AWS4-HMAC-SHA256';
@@ -183,13 +187,18 @@ export function verify(req: SignedRequest, lookup: SecretLookup, now: number): V
     `${canonicalHeaders(req.headers, parsed.signedHeaders)}\n${parsed.signedHeadersText}\n`;
   const key = signingKey(scope.accessKeyId, secret, scope.date, scope.region);
   const candidates = payloadHashes(req, parsed);
-  let matched = false;
+  let matched: string | undefined;
   for (const payloadHash of candidates) {
     // Every candidate is compared, so the time taken does not tell which one matched.
-    if (signatureMatches(parsed, key, head + payloadHash)) matched = true;
+    if (signatureMatches(parsed, key, head + payloadHash)) matched = payloadHash;
   }
-  if (!matched) throw new AuthError('SignatureDoesNotMatch', MISMATCH);
-  return { accessKeyId: scope.accessKeyId, region: scope.region };
+  if (matched === undefined) throw new AuthError('SignatureDoesNotMatch', MISMATCH);
+  return {
+    accessKeyId: scope.accessKeyId,
+    region: scope.region,
+    signedHeaders: parsed.signedHeaders,
+    payloadSigned: matched !== UNSIGNED_PAYLOAD,
+  };
 }
 
 function signatureMatches(parsed: Parsed, key: Buffer, canonicalRequest: string): boolean {

@@ -481,13 +481,16 @@ export class Queue {
   /**
    * The dead-letter queue a message goes to instead of this receive: when it has been received
    * maxReceiveCount times already, and the RedrivePolicy's target (still) exists, is another
-   * queue and of the same kind. Otherwise undefined and the message is delivered as usual.
+   * queue of this account and region and of the same kind. Otherwise undefined and the message is
+   * delivered as usual (a policy naming another account's queue, stored before such policies were
+   * refused, never moves a message there).
    */
   private deadLetterTarget(msg: Message): Queue | undefined {
     const r = this.redrive;
     if (r === null || msg.receiveCount < r.maxReceiveCount) return undefined;
     const dlq = this.listener.queueByArn?.(r.deadLetterTargetArn);
     if (dlq === undefined || dlq === this || dlq.deleted || dlq.fifo !== this.fifo) return undefined;
+    if (dlq.accountId !== this.accountId || dlq.region !== this.region) return undefined;
     return dlq;
   }
 

@@ -168,6 +168,23 @@ export function formatRedriveAllowPolicy(p: RedriveAllowPolicy): string {
   );
 }
 
+/**
+ * A RedriveAllowPolicy's `sourceQueueArns` may name only queues of the dead-letter queue's own
+ * account and region (a source must be there to use it). Whether such a queue exists is not
+ * looked up, for any account, so the answer tells nothing of other accounts' queues.
+ */
+export function checkRedriveSources(
+  raw: string,
+  dlq: { readonly accountId: string; readonly region: string },
+): void {
+  for (const arn of parseRedriveAllowPolicy(raw).sourceQueueArns) {
+    const a = parseQueueArn(arn);
+    if (a === undefined || a.accountId !== dlq.accountId || a.region !== dlq.region) {
+      throw invalidAllow(raw, `Invalid value for sourceQueueArns: ${arn}.`);
+    }
+  }
+}
+
 /** What the store knows of the queue a RedrivePolicy names, for `checkRedriveTarget`. */
 export interface RedriveTarget {
   readonly arn: string;
@@ -177,7 +194,7 @@ export interface RedriveTarget {
 }
 
 /**
- * The checks that need the target: it exists (same account), is of the source's kind (FIFO to
+ * The checks that need the target: it exists (same account and region; the store finds no other), is of the source's kind (FIFO to
  * FIFO, standard to standard), and its RedriveAllowPolicy lets this source name it.
  */
 export function checkRedriveTarget(

@@ -3,8 +3,8 @@ import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
 import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
-import { Queue, queueKey, type QueueIdentity } from './queue.js';
-import { checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
+import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
+import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 import { Tenants } from './tenants.js';
 
@@ -133,7 +133,10 @@ export class QueueStore {
       }
       this.recentlyDeleted.delete(key);
     }
-    this.checkRedrive({ arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName }, valid);
+    this.checkRedrive(
+      { ...id, arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName },
+      valid,
+    );
     const queue = new Queue(id, resolved, tags, now, this.listener);
     this.queues.set(ownString(key), queue);
     this.listener.change?.({ type: 'queue-put', queue });
@@ -208,13 +211,20 @@ export class QueueStore {
     queue.setAttributes(valid, this.clock.now());
   }
 
+  /**
+   * A queue's RedriveAllowPolicy may name only queues of its own account and region, and its
+   * RedrivePolicy only a target there: another tenant's queue is answered as a missing one,
+   * whether it exists or not.
+   */
   private checkRedrive(
-    source: { readonly arn: string; readonly fifo: boolean },
+    source: QueueIdentity & { readonly arn: string; readonly fifo: boolean },
     valid: Readonly<Record<string, string>>,
   ): void {
+    const allow = valid.RedriveAllowPolicy;
+    if (allow !== undefined && allow !== '') checkRedriveSources(allow, source);
     const raw = valid.RedrivePolicy;
     if (raw === undefined || raw === '') return;
-    const target = this.byArn(parseRedrivePolicy(raw).deadLetterTargetArn);
+    const target = this.byArnIn(parseRedrivePolicy(raw).deadLetterTargetArn, source);
     checkRedriveTarget(
       raw,
       source,
@@ -224,16 +234,26 @@ export class QueueStore {
     );
   }
 
-  /** The queue an ARN names, if it exists (same account and region). */
+  /** The queue an ARN names, if it exists (in any account and region). */
   byArn(arn: string): Queue | undefined {
     const a = parseQueueArn(arn);
     if (a === undefined) return undefined;
     return this.queues.get(queueKey(a.accountId, a.name, a.region));
   }
 
-  /** ListDeadLetterSourceQueues: the account's queues whose RedrivePolicy names `dlq`, by name. */
+  /**
+   * The queue an ARN names when it is in `home`'s account and region; undefined otherwise, as for
+   * a queue that does not exist (a caller learns nothing of other accounts' queues).
+   */
+  byArnIn(arn: string, home: { readonly accountId: string; readonly region: string }): Queue | undefined {
+    const a = parseQueueArn(arn);
+    if (a === undefined || a.accountId !== home.accountId || a.region !== home.region) return undefined;
+    return this.queues.get(queueKey(a.accountId, a.name, a.region));
+  }
+
+  /** ListDeadLetterSourceQueues: the queues of `dlq`'s account and region whose RedrivePolicy names it. */
   deadLetterSources(dlq: Queue): Queue[] {
-    return this.list(dlq.accountId).filter((q) => q.redrive?.deadLetterTargetArn === dlq.arn);
+    return this.list(dlq.accountId, '', dlq.region).filter((q) => q.redrive?.deadLetterTargetArn === dlq.arn);
   }
 
   // ---- message move tasks -------------------------------------------------------------
@@ -248,20 +268,22 @@ export class QueueStore {
     sourceArn: string,
     destinationArn: string | undefined,
     rate: number | undefined,
+    region: string = DEFAULT_REGION,
   ): MoveTask {
-    const source = this.byArn(sourceArn);
-    if (source === undefined || source.accountId !== accountId) {
+    const caller = { accountId, region };
+    const source = this.byArnIn(sourceArn, caller);
+    if (source === undefined) {
       throw new CoreError(
         'ResourceNotFoundException',
         "The resource that you specified for the SourceArn parameter doesn't exist.",
       );
     }
-    if (!this.list(accountId).some((q) => q.redrive?.deadLetterTargetArn === source.arn)) {
+    if (this.deadLetterSources(source).length === 0) {
       throw new CoreError('InvalidParameterValue', 'Source queue must be configured as a Dead Letter Queue.');
     }
     if (destinationArn !== undefined) {
-      const dest = this.byArn(destinationArn);
-      if (dest === undefined || dest.accountId !== accountId) {
+      const dest = this.byArnIn(destinationArn, caller);
+      if (dest === undefined) {
         throw new CoreError(
           'ResourceNotFoundException',
           "The resource that you specified for the DestinationArn parameter doesn't exist.",
@@ -284,10 +306,10 @@ export class QueueStore {
   }
 
   /** CancelMessageMoveTask: the task a handle names, if it is running; it is CANCELLING after. */
-  cancelMoveTask(accountId: string, handle: string): MoveTask {
+  cancelMoveTask(accountId: string, handle: string, region: string = DEFAULT_REGION): MoveTask {
     const { taskId, sourceArn } = decodeTaskHandle(handle);
-    const source = this.byArn(sourceArn);
-    if (source === undefined || source.accountId !== accountId) {
+    const source = this.byArnIn(sourceArn, { accountId, region });
+    if (source === undefined) {
       throw new CoreError(
         'ResourceNotFoundException',
         "The resource that you specified for the SourceArn parameter doesn't exist.",
@@ -299,8 +321,15 @@ export class QueueStore {
     return task;
   }
 
-  /** Advances a task by up to `budget` messages (the driver's call); returns how many moved. */
+  /**
+   * Advances a task by up to `budget` messages (the driver's call); returns how many moved. Only
+   * queues of the source's account and region are found: a message whose origin is another
+   * account's queue (dead-lettered there by a policy stored before that was refused) stays put.
+   */
   stepMoveTask(task: MoveTask, budget: number): number {
-    return this.moveTasks.step(task, this.clock.now(), budget, (arn) => this.byArn(arn));
+    const home = parseQueueArn(task.sourceArn);
+    return this.moveTasks.step(task, this.clock.now(), budget, (arn) =>
+      home === undefined ? undefined : this.byArnIn(arn, home),
+    );
   }
 }

@@ -18,7 +18,8 @@ import type { Clock } from '../core/clock.js';
 import { CoreError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
-import type { Queue } from '../core/queue.js';
+import { DEFAULT_REGION, type Queue } from '../core/queue.js';
+import { queueUrlOf } from '../sqs/service.js';
 import type { QueueStore } from '../core/store.js';
 import { TenantError, type Tenant } from '../core/tenants.js';
 import { adminAuth } from './admin-ha.js';
@@ -41,6 +42,8 @@ export interface AdminOptions {
   /** scheme://host[:port] of the data plane for queue URLs; undefined: URLs are left out. */
   readonly baseUrl?: string | undefined;
   readonly defaultAccountId: string;
+  /** The server's region (--region), whose queue URLs carry no region. */
+  readonly defaultRegion?: string | undefined;
 }
 
 /** Peek returns at most this many messages, and bodies cut to this many characters. */
@@ -236,7 +239,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       const rate = rateText === undefined ? undefined : Number(rateText);
       // The same move task as StartMessageMoveTask: back to each message's source queue, or to the
       // destination given.
-      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate));
+      const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate, q.region));
       opts.services.mover.start(task);
       await durable();
       return reply.code(202).send({
@@ -279,7 +282,8 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       region: q.region,
       name: q.name,
       arn: q.arn,
-      url: opts.baseUrl === undefined ? null : `${opts.baseUrl}/${q.accountId}/${q.name}`,
+      url:
+        opts.baseUrl === undefined ? null : queueUrlOf(opts.baseUrl, q, opts.defaultRegion ?? DEFAULT_REGION),
       fifo: q.fifo,
       visible: counts.visible,
       inflight: counts.inflight,

@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
@@ -6,6 +7,7 @@ import { AuthError } from '../auth/sigv4.js';
 import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
+import { utf8Text } from '../protocol/common.js';
 import { parseForm } from '../protocol/form.js';
 import { decodeQuery, encodeQueryError, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
@@ -67,7 +69,8 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     keepAliveTimeout: 65_000,
     connectionTimeout: 0,
     requestTimeout: 120_000,
-    return503OnClosing: true,
+    // Answered by the gate below, in the AWS shape, rather than with fastify's JSON.
+    return503OnClosing: false,
     // On close, idle keep-alive connections are closed at once; busy ones after their reply.
     forceCloseConnections: 'idle',
     // A path fastify cannot even decode (`/%zz`) still gets an AWS-shaped 400.
@@ -75,6 +78,10 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       const err = new SqsError('MalformedRequest', error.message);
       sendError(reply, detectProtocol(req.headers), err, uuid());
     },
+    // What Node's HTTP parser refuses before there is a request (headers too large, a NUL in a
+    // header, a body not sent in time) gets an AWS-shaped answer too.
+    clientErrorHandler: (error, socket) =>
+      answerClientError(error, socket, (protocol, status) => observe('Unknown', protocol, status, 0)),
   });
   const { services, logger } = opts;
   const observe = opts.observe ?? (() => undefined);
@@ -101,26 +108,36 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   );
   app.addContentTypeParser('*', { parseAs: 'buffer' }, keepBuffer);
 
-  // Only an instance that can be passive needs the gate; a callback hook costs no promise.
+  // Once the server is closing, requests still arriving on open connections are refused.
+  let closing = false;
+  const refuse = (req: FastifyRequest, reply: FastifyReply): void => {
+    const protocol = detectProtocol(req.headers);
+    const err = new SqsError(
+      'ServiceUnavailable',
+      closing
+        ? 'This instance is shutting down; retry against the active one.'
+        : 'This instance is not serving; retry against the active one.',
+    );
+    if (closing) void reply.header('connection', 'close');
+    sendError(reply, protocol, err, uuid());
+    observe('Unknown', protocol, 503, 0);
+  };
+  // Only an instance that can be passive needs the gate; a callback hook costs no promise. Without
+  // it, serve() refuses requests while closing.
   const isServing = opts.isServing;
   if (isServing !== undefined) {
     app.addHook('onRequest', (req, reply, done) => {
-      if (isServing()) {
-        done();
-        return;
-      }
-      const protocol = detectProtocol(req.headers);
-      const err = new SqsError(
-        'ServiceUnavailable',
-        'This instance is not serving; retry against the active one.',
-      );
-      sendError(reply, protocol, err, uuid());
-      observe('Unknown', protocol, 503, 0);
+      if (!closing && isServing()) done();
+      else refuse(req, reply);
     });
   }
 
   const replies = new ReplyBatch();
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (closing) {
+      refuse(req, reply);
+      return;
+    }
     const started = performance.now();
     const requestId = uuid();
     const protocol = detectProtocol(req.headers);
@@ -145,7 +162,11 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       } catch (e) {
         decodeError = e;
       }
-      principal = authenticate(authOptions, { method: req.method, url: req.url, headers: req.headers, body });
+      principal = authenticate(
+        authOptions,
+        { method: req.method, url: req.url, headers: req.headers, body },
+        protocol,
+      );
       if (decoded === undefined) throw decodeError;
       const run = actions[decoded.action] as Action<ActionName> | undefined;
       if (run === undefined) {
@@ -155,6 +176,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         requestId,
         accountId: principal.accountId,
         region: principal.region,
+        defaultRegion: opts.region,
         baseUrl,
         senderId: principal.accountId,
         traceHeader: header(req, 'x-amzn-trace-id'),
@@ -229,6 +251,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   });
   // Before the server stops taking connections and closes the idle ones.
   app.addHook('preClose', (done) => {
+    closing = true;
     replies.close();
     done();
   });
@@ -363,6 +386,57 @@ function asIs(body: string): Buffer {
   return Buffer.from(body, 'utf8');
 }
 
+/**
+ * Answers an error of Node's HTTP parser or its request timer on the raw socket, as Node would
+ * (only while no answer has begun), but in the AWS shape of the request's protocol: told by the
+ * headers of a request that was read (a body not sent in time), else by the bytes the parser saw
+ * (headers too large, a bad header); Query, the protocol of anything else, when neither tells.
+ */
+function answerClientError(
+  error: Error & { code?: string | undefined; rawPacket?: unknown },
+  socket: Duplex,
+  observed: (protocol: Protocol, status: number) => void,
+): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const protocol =
+    inFlight?.req !== undefined ? detectProtocol(inFlight.req.headers) : sniffProtocol(error.rawPacket);
+  const err =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new SqsError('RequestTimeout', 'The request was not received in full within the time allowed.')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new SqsError('RequestHeaderFieldsTooLarge', 'The request headers are larger than the server reads.')
+        : new SqsError(
+            'MalformedRequest',
+            `The HTTP request could not be parsed (${error.code ?? 'unknown'}).`,
+          );
+  const requestId = uuid();
+  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
+  let head = `HTTP/1.1 ${encoded.status} ${STATUS_CODES[encoded.status] ?? ''}\r\n`;
+  for (const [name, value] of Object.entries(encoded.headers)) head += `${name}: ${value}\r\n`;
+  head += `x-amzn-RequestId: ${requestId}\r\ncontent-length: ${Buffer.byteLength(encoded.body)}\r\nconnection: close\r\n\r\n`;
+  observed(protocol, encoded.status);
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(head + encoded.body, () => socket.destroy());
+}
+
+/** The protocol the start of a request names, the way detectProtocol tells it from headers. */
+function sniffProtocol(raw: unknown): Protocol {
+  // Node gives the bytes it failed on as a Buffer (fastify's types say otherwise).
+  if (!Buffer.isBuffer(raw)) return 'query';
+  const text = raw.toString('latin1').toLowerCase();
+  return text.includes('\nx-amz-target:') || text.includes('\ncontent-type: application/x-amz-json')
+    ? 'json'
+    : 'query';
+}
+
 function internalFailure(): SqsError {
   return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
 }
@@ -395,7 +469,7 @@ function decodeQueryRequest(
 ): { action: ActionName; input: unknown } {
   const qm = url.indexOf('?');
   const params = qm >= 0 ? parseForm(url.slice(qm + 1)) : [];
-  if (body.length > 0) parseForm(body.toString('utf8'), params);
+  if (body.length > 0) parseForm(utf8Text(body), params);
   const path = qm >= 0 ? url.slice(0, qm) : url;
   return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
 }

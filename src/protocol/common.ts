@@ -1,4 +1,4 @@
-import { missingParameter, SqsError } from '../sqs/errors.js';
+import { invalidMessageContents, missingParameter, SqsError } from '../sqs/errors.js';
 import { resolve, type Shape } from '../sqs/shape.js';
 
 /** AWS's wording for a request that names no action, and for an unknown JSON target. */
@@ -40,5 +40,28 @@ export function setOwn(target: Record<string, unknown>, key: string, value: unkn
     Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   } else {
     target[key] = value;
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The text of request bytes that must be UTF-8; InvalidMessageContents when they are not, rather
+ * than U+FFFD in their place (the stored body would differ from what was sent, and its MD5 with
+ * it). Buffer#toString puts U+FFFD for every invalid sequence, so only a text holding one (rare)
+ * is decoded again, strictly.
+ */
+export function utf8Text(bytes: Uint8Array): string {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  if (text.includes('\uFFFD')) checkUtf8(bytes);
+  return text;
+}
+
+/** The text of `bytes`; InvalidMessageContents unless they are valid UTF-8. */
+export function checkUtf8(bytes: Uint8Array): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    throw invalidMessageContents();
   }
 }

@@ -4,7 +4,7 @@
  */
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
-import { invalidAction, requireMembers } from './common.js';
+import { invalidAction, requireMembers, utf8Text } from './common.js';
 import { compiledOperations, type Node, type StructNode } from './compiled.js';
 
 export { checkRequired } from './common.js';
@@ -93,7 +93,7 @@ function checkStruct(node: StructNode, value: Record<string, unknown>): void {
 
 function parseBody(body: Buffer | string): unknown {
   if (body.length === 0) return {};
-  const text = typeof body === 'string' ? body : body.toString('utf8');
+  const text = typeof body === 'string' ? body : utf8Text(body);
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -185,6 +185,18 @@ export const errorCatalogue = {
     `${CORAL}RequestEntityTooLargeException`,
     'The HTTP body is larger than any valid request.',
   ),
+  RequestHeaderFieldsTooLarge: def(
+    431,
+    'RequestHeaderFieldsTooLarge',
+    `${CORAL}RequestHeaderFieldsTooLargeException`,
+    "The request's headers are larger than Node's parser reads (16 KiB).",
+  ),
+  RequestTimeout: def(
+    408,
+    'RequestTimeout',
+    `${CORAL}RequestTimeoutException`,
+    "The request was not received in full within the server's request timeout (120 s).",
+  ),
   AccessDenied: def(403, 'AccessDenied', `${CORAL}AccessDeniedException`, 'The caller may not do this.'),
   // Authentication (SigV4, src/auth/sigv4.ts). The Query codes are what SQS answers; the JSON
   // types are the Coral exceptions the JSON services name. SQS answers a stale or future-dated
@@ -269,4 +281,12 @@ export function missingParameter(name: string): SqsError {
 
 export function queueDoesNotExist(): SqsError {
   return new SqsError('QueueDoesNotExist', 'The specified queue does not exist.');
+}
+
+/** Characters SQS does not allow in a message (XML 1.0's Char production), or bytes that are not UTF-8. */
+export function invalidMessageContents(): SqsError {
+  return new SqsError(
+    'InvalidMessageContents',
+    'Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF',
+  );
 }

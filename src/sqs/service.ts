@@ -13,6 +13,8 @@ export interface RequestContext {
   /** The account the caller acts as (the default account while auth is off). */
   readonly accountId: string;
   readonly region: string;
+  /** The server's region (--region): its queues' URLs carry no region, every other region's do. */
+  readonly defaultRegion: string;
   /** scheme://host[:port] that queue URLs in replies start with. */
   readonly baseUrl: string;
   /** The SenderId attribute of messages this caller sends. */
@@ -46,13 +48,27 @@ export type Action<A extends ActionName> = (
 ) => Output<A> | Promise<Output<A>>;
 
 export function queueUrl(ctx: RequestContext, q: Queue): string {
-  return `${ctx.baseUrl}/${q.accountId}/${q.name}`;
+  return queueUrlOf(ctx.baseUrl, q, ctx.defaultRegion);
+}
+
+/**
+ * A queue's URL: `<base>/<account>/<name>` in the server's region, `<base>/<region>/<account>/<name>`
+ * in any other. On AWS the region is in the host (`sqs.<region>.amazonaws.com`); here one host
+ * serves every region, so it goes in the path, and two queues of one name in two regions have
+ * two URLs.
+ */
+export function queueUrlOf(baseUrl: string, q: Queue, defaultRegion: string): string {
+  return q.region === defaultRegion
+    ? `${baseUrl}/${q.accountId}/${q.name}`
+    : `${baseUrl}/${q.region}/${q.accountId}/${q.name}`;
 }
 
 /**
  * Finds the queue a QueueUrl names. Only the path matters, as on AWS (clients behind proxies
- * rewrite hosts): `/<account>/<name>`, the account being the caller's own. A bare path segment
- * (`/<name>`) is accepted too, for clients configured with emulator-style URLs.
+ * rewrite hosts): `/<account>/<name>` in the server's region, `/<region>/<account>/<name>` in
+ * another; the account and region must be the caller's own (its credential scope's region), or
+ * the queue does not exist for it, whether it exists or not. A bare path segment (`/<name>`) is
+ * accepted too, for clients configured with emulator-style URLs: the caller's account and region.
  */
 export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string | undefined): Queue {
   if (url === undefined || url === '') throw missingParameter('QueueUrl');
@@ -70,8 +86,11 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
   ) {
     return known;
   }
-  const { accountId, name } = parseQueueUrl(url);
-  if (accountId !== undefined && accountId !== ctx.accountId) throw queueDoesNotExist();
+  const { accountId, name, region } = parseQueueUrl(url);
+  if (accountId !== undefined) {
+    if (accountId !== ctx.accountId || (region ?? ctx.defaultRegion) !== ctx.region)
+      throw queueDoesNotExist();
+  }
   const q = svc.store.get(ctx.accountId, name, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
   // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
@@ -87,7 +106,12 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
 const resolved = new WeakMap<QueueStore, Map<string, WeakRef<Queue>>>();
 const MAX_RESOLVED_URLS = 10_000;
 
-export function parseQueueUrl(url: string): { accountId: string | undefined; name: string } {
+export function parseQueueUrl(url: string): {
+  accountId: string | undefined;
+  name: string;
+  /** The segment before the account, when it is a region name. */
+  region?: string;
+} {
   // Index arithmetic instead of split/filter: this runs on every request that names a queue.
   let start = 0;
   const scheme = url.indexOf('://');
@@ -107,11 +131,18 @@ export function parseQueueUrl(url: string): { accountId: string | undefined; nam
   if (accountEnd - start < 12) return { accountId: undefined, name };
   const accountStart = url.lastIndexOf('/', accountEnd - 1) + 1;
   const account = url.slice(Math.max(accountStart, start), accountEnd);
-  return { accountId: ACCOUNT_ID.test(account) ? account : undefined, name };
+  if (!ACCOUNT_ID.test(account)) return { accountId: undefined, name };
+  let regionEnd = accountStart - 1;
+  while (regionEnd > start && url.charCodeAt(regionEnd - 1) === SLASH) regionEnd--;
+  if (regionEnd <= start) return { accountId: account, name };
+  const region = url.slice(Math.max(url.lastIndexOf('/', regionEnd - 1) + 1, start), regionEnd);
+  return REGION.test(region) ? { accountId: account, name, region } : { accountId: account, name };
 }
 
 const SLASH = 0x2f;
 const ACCOUNT_ID = /^\d{12}$/;
+/** AWS region names (`us-east-1`, `us-gov-west-1`, `cn-north-1`), as src/auth checks a scope's. */
+const REGION = /^[a-z]{2}(?:-[a-z]+)*-[a-z]+-\d{1,2}$/;
 
 /** Re-throws a core error as its SQS wire error; other errors pass through unchanged. */
 export function toSqsError(e: unknown): unknown {

@@ -1,5 +1,5 @@
 import type { MessageAttributes, MessageAttributeValue } from '../core/message.js';
-import { invalidParameter, missingParameter, SqsError } from './errors.js';
+import { invalidMessageContents, invalidParameter, missingParameter, SqsError } from './errors.js';
 
 /** Characters SQS allows in a body and in string attribute values (XML 1.0's Char production). */
 // eslint-disable-next-line no-control-regex
@@ -18,12 +18,7 @@ const MAX_ATTRIBUTES = 10;
 export function checkBody(body: string): void {
   // AWS treats an empty body as a missing one.
   if (body.length === 0) throw missingParameter('MessageBody');
-  if (INVALID_CHARS.test(body)) {
-    throw new SqsError(
-      'InvalidMessageContents',
-      'Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF',
-    );
-  }
+  if (INVALID_CHARS.test(body)) throw invalidMessageContents();
 }
 
 /**

@@ -13,8 +13,10 @@
  */
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { md5Hex } from '../helpers/md5.js';
 import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../helpers/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
@@ -702,6 +704,164 @@ describe('seeded random garbage', () => {
   test('Then the server logged no internal failure', () => {
     assert.doesNotMatch(server.logs(), /InternalFailure|unexpected error/i, server.logs().slice(-3000));
   });
+});
+
+/**
+ * Bytes that are not UTF-8 in a message, over both protocols: a surrogate encoded (ED A0 80), FF,
+ * an overlong NUL (C0 80), past U+10FFFF (F4 90 80 80), and sequences cut short. Each is refused
+ * with InvalidMessageContents and nothing is stored; the valid neighbours (U+FFFD itself, a 4-byte
+ * character) are stored as sent, with the MD5 of what was sent.
+ */
+describe('invalid UTF-8 is refused, not rewritten', () => {
+  const bad: ReadonlyArray<readonly number[]> = [
+    [0xed, 0xa0, 0x80],
+    [0xff],
+    [0xc0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xe2, 0x82],
+    [0xf0, 0x9f, 0x98],
+    [0x80],
+  ];
+  const good: ReadonlyArray<readonly number[]> = [
+    [0xef, 0xbf, 0xbd],
+    [0xf0, 0x9f, 0x98, 0x80],
+  ];
+  const pct = (bytes: readonly number[]): string =>
+    bytes.map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  const depth = async (queueUrl: string): Promise<string | undefined> => {
+    const res = await send(
+      query(
+        'GetQueueAttributes',
+        `Action=GetQueueAttributes&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&AttributeName.1=ApproximateNumberOfMessages`,
+      ),
+    );
+    return /<Value>(\d+)<\/Value>/.exec(res.text)?.[1];
+  };
+
+  test('Given bytes that are not UTF-8 (percent-encoded in a Query body or URL, raw in a Query or JSON body), When SendMessage, Then 400 InvalidMessageContents and nothing stored', async () => {
+    const queueUrl = await createQueueQuery();
+    const path = new URL(queueUrl).pathname;
+    for (const seq of bad) {
+      const form = `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a${pct(seq)}b`;
+      const label = pct(seq);
+      const answers = [
+        await expectAwsClientError(query(`body ${label}`, form), 400),
+        await expectAwsClientError({ label: `GET ${label}`, method: 'GET', path: `${path}?${form}` }, 400),
+        await expectAwsClientError(
+          query(
+            `raw bytes ${label}`,
+            Buffer.concat([
+              Buffer.from(
+                `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a`,
+              ),
+              Buffer.from(seq),
+              Buffer.from('b'),
+            ]),
+          ),
+          400,
+        ),
+        await expectAwsClientError(
+          json(
+            `raw bytes ${label}`,
+            'AmazonSQS.SendMessage',
+            Buffer.concat([
+              Buffer.from(`{"QueueUrl":${JSON.stringify(queueUrl)},"MessageBody":"a`),
+              Buffer.from(seq),
+              Buffer.from('b"}'),
+            ]),
+          ),
+          400,
+        ),
+      ];
+      assert.deepEqual(
+        answers.map((a) => a.code),
+        [
+          'InvalidMessageContents',
+          'InvalidMessageContents',
+          'InvalidMessageContents',
+          'com.amazonaws.sqs#InvalidMessageContents',
+        ],
+        label,
+      );
+    }
+    assert.equal(await depth(queueUrl), '0');
+  });
+
+  test('Given U+FFFD itself and a 4-byte character, When sent percent-encoded, Then stored as sent with the MD5 of what was sent', async () => {
+    const queueUrl = await createQueueQuery();
+    for (const seq of good) {
+      const res = await send(
+        query(
+          pct(seq),
+          `Action=SendMessage&Version=2012-11-05&QueueUrl=${encodeURIComponent(queueUrl)}&MessageBody=a${pct(seq)}b`,
+        ),
+      );
+      assert.equal(res.status, 200, res.text);
+      const sent = Buffer.concat([Buffer.from('a'), Buffer.from(seq), Buffer.from('b')]);
+      assert.equal(/<MD5OfMessageBody>([0-9a-f]+)</.exec(res.text)?.[1], md5Hex(sent));
+    }
+    assert.equal(await depth(queueUrl), String(good.length));
+  });
+});
+
+/**
+ * What Node's HTTP parser refuses before there is a request: headers over its 16 KiB, a NUL byte
+ * in a header. Sent on a raw socket (node:http will not send either). The answer is AWS-shaped in
+ * the protocol the request's first bytes name, with a request id, and the connection is closed.
+ */
+describe('errors below SQS: the HTTP parser', () => {
+  function rawExchange(request: Buffer): Promise<string> {
+    const { hostname, port } = new URL(server.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect({ host: hostname, port: Number(port) });
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      socket.setTimeout(30_000, () => socket.destroy(new Error('no answer in 30 s')));
+      // The server may close before all of a too-large request is written: that is its answer.
+      socket.write(request, () => undefined);
+    });
+  }
+  const request = (headers: string): Buffer =>
+    Buffer.from(`POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}content-length: 2\r\n\r\n{}`, 'latin1');
+
+  const cases: ReadonlyArray<{ label: string; head: string; status: string; query: string; json: string }> = [
+    {
+      label: 'a 100 KB header',
+      head: `x-big: ${'a'.repeat(100_000)}\r\n`,
+      status: '431',
+      query: 'RequestHeaderFieldsTooLarge',
+      json: 'com.amazon.coral.service#RequestHeaderFieldsTooLargeException',
+    },
+    {
+      label: 'a NUL byte in a header',
+      head: 'x-amz-date: 2026\u0000\r\n',
+      status: '400',
+      query: 'MalformedQueryString',
+      json: 'com.amazon.coral.service#SerializationException',
+    },
+  ];
+  for (const c of cases) {
+    test(`Given ${c.label}, When sent as JSON and as Query, Then ${c.status} in that protocol's AWS shape with a request id`, async () => {
+      const json = await rawExchange(
+        request(
+          `content-type: application/x-amz-json-1.0\r\nx-amz-target: AmazonSQS.ListQueues\r\n${c.head}`,
+        ),
+      );
+      const query = await rawExchange(request(`content-type: ${FORM}\r\n${c.head}`));
+      for (const [answer, code] of [
+        [json, c.json],
+        [query, c.query],
+      ] as const) {
+        const [head = '', body = ''] = answer.split('\r\n\r\n');
+        assert.match(head, new RegExp(`^HTTP/1\\.1 ${c.status} `), answer.slice(0, 300));
+        assert.match(head, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/i);
+        assert.equal(queryErrorCode(body) ?? jsonErrorType(body), code, answer.slice(0, 300));
+      }
+      await expectStillServing();
+    });
+  }
 });
 
 /** encodeURIComponent, except that a lone surrogate (which it refuses) goes through as UTF-8 bytes of U+FFFD. */

@@ -24,7 +24,7 @@ import {
   TagQueueCommand,
   UntagQueueCommand,
   type MessageAttributeValue,
-  type SQSClient,
+  SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../helpers/assertions.js';
 import { md5Hex, md5OfAttributes, MD5_SELF_CHECK } from '../helpers/md5.js';
@@ -761,5 +761,34 @@ describe('JSON protocol: messages', () => {
       ),
       { name: 'QueueDoesNotExist', code: 'AWS.SimpleQueueService.NonExistentQueue', status: 400 },
     );
+  });
+});
+
+void describe('regions with auth off (issue 21 item 19)', () => {
+  void test('Given a client configured for ap-southeast-2 and one for the default region, when both create queue "twin", then two queues with two URLs, each used from its own region', async () => {
+    const ap = new SQSClient({
+      region: 'ap-southeast-2',
+      endpoint: server.url,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+    });
+    const name = uniqueName('twin');
+    const apUrl = (await ap.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl ?? '';
+    const usUrl = (await client.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl ?? '';
+    assert.equal(apUrl, `${server.url}/ap-southeast-2/000000000000/${name}`);
+    assert.equal(usUrl, `${server.url}/000000000000/${name}`);
+    await ap.send(new SendMessageCommand({ QueueUrl: apUrl, MessageBody: 'in ap' }));
+    const got = await ap.send(new ReceiveMessageCommand({ QueueUrl: apUrl }));
+    assert.equal(got.Messages?.[0]?.Body, 'in ap');
+    const arn = await ap.send(
+      new GetQueueAttributesCommand({ QueueUrl: apUrl, AttributeNames: ['QueueArn'] }),
+    );
+    assert.equal(arn.Attributes?.QueueArn, `arn:aws:sqs:ap-southeast-2:000000000000:${name}`);
+    assert.equal((await client.send(new ReceiveMessageCommand({ QueueUrl: usUrl }))).Messages, undefined);
+    await expectSdkError(client.send(new SendMessageCommand({ QueueUrl: apUrl, MessageBody: 'x' })), {
+      name: 'QueueDoesNotExist',
+      code: 'AWS.SimpleQueueService.NonExistentQueue',
+      status: 400,
+    });
   });
 });

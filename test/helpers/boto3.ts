@@ -52,11 +52,15 @@ export function b64(bytes: Uint8Array): { __b64: string } {
   return { __b64: Buffer.from(bytes).toString('base64') };
 }
 
-/** Runs `calls` in order through the boto3 of `python` (Debian's unless told). */
+/**
+ * Runs `calls` in order through the boto3 of `python` (Debian's unless told); `env` adds to the
+ * tools' environment (a tenant's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
+ */
 export async function boto3Calls(
   endpoint: string,
   calls: readonly Boto3Call[],
   python: string = DEBIAN_PYTHON,
+  env: Readonly<Record<string, string>> = {},
 ): Promise<Boto3Run> {
   const input = JSON.stringify({ endpoint, calls });
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
@@ -64,7 +68,7 @@ export async function boto3Calls(
       const child = execFile(
         python,
         [SCRIPT],
-        { env: awsToolEnv(), timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+        { env: { ...awsToolEnv(), ...env }, timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
         (error, out, err) => {
           resolve({
             stdout: out,

@@ -43,7 +43,12 @@ function assertAuthError(fn: () => unknown, code: string, message?: RegExp): voi
 void describe('SigV4 verification: the Authorization header', () => {
   void test('Given a request signed by the SDK signer, when verified, then its key and scope region are returned', async () => {
     const r = await signRequest(jsonRequest(), { ...KEY, region: 'eu-west-1', signingDate: new Date(NOW) });
-    assert.deepEqual(verify(received(r), lookup, NOW), { accessKeyId: KEY.accessKeyId, region: 'eu-west-1' });
+    assert.deepEqual(verify(received(r), lookup, NOW), {
+      accessKeyId: KEY.accessKeyId,
+      region: 'eu-west-1',
+      signedHeaders: ['content-type', 'host', 'x-amz-content-sha256', 'x-amz-date', 'x-amz-target'],
+      payloadSigned: true,
+    });
   });
 
   void test('Given a wrong secret, when verified, then SignatureDoesNotMatch', async () => {
@@ -201,7 +206,8 @@ void describe('SigV4 verification: presigned URLs', () => {
     r.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
     const signed = await presignRequest(r, { ...KEY, signingDate: new Date(NOW) });
     assert.match(signed.url, /X-Amz-Content-Sha256=UNSIGNED-PAYLOAD/i);
-    assert.equal(verify(received(signed), lookup, NOW).accessKeyId, KEY.accessKeyId);
+    const v = verify(received(signed), lookup, NOW);
+    assert.deepEqual([v.accessKeyId, v.payloadSigned], [KEY.accessKeyId, false]);
   });
 
   void test('Given a presigned URL whose query was changed, when verified, then SignatureDoesNotMatch', async () => {
@@ -263,7 +269,7 @@ void describe('The auth step: modes', () => {
   });
 
   void test('Given auth off and no credentials, when authenticating, then the default account and region', () => {
-    assert.deepEqual(authenticate(options('off'), received(jsonRequest())), {
+    assert.deepEqual(authenticate(options('off'), received(jsonRequest()), 'json'), {
       accountId: '000000000000',
       region: 'us-east-1',
       tenant: undefined,
@@ -277,7 +283,7 @@ void describe('The auth step: modes', () => {
       region: 'ap-south-1',
       signingDate: new Date(0),
     });
-    assert.deepEqual(authenticate(options('off'), received(r)), {
+    assert.deepEqual(authenticate(options('off'), received(r), 'json'), {
       accountId: '123456789012',
       region: 'ap-south-1',
       tenant: undefined,
@@ -290,13 +296,13 @@ void describe('The auth step: modes', () => {
       secretAccessKey: 'wrong',
       signingDate: new Date(NOW),
     });
-    assert.equal(authenticate(options('off'), received(r)).accountId, '111111111111');
+    assert.equal(authenticate(options('off'), received(r), 'json').accountId, '111111111111');
   });
 
   void test('Given auth off and a credential without a region part, when authenticating, then its account and the default region', () => {
     const r = received(jsonRequest());
     const headers = { ...r.headers, authorization: 'AWS4-HMAC-SHA256 Credential=123456789012/20260601' };
-    assert.deepEqual(authenticate(options('off'), { ...r, headers }), {
+    assert.deepEqual(authenticate(options('off'), { ...r, headers }, 'json'), {
       accountId: '123456789012',
       region: 'us-east-1',
       tenant: undefined,
@@ -309,7 +315,7 @@ void describe('The auth step: modes', () => {
       url: 'http://h/?Action=ListQueues&X-Amz-Credential=210987654321%2F20260601%2Feu-north-1%2Fsqs%2Faws4_request',
       headers: {},
     });
-    assert.deepEqual(authenticate(options('off'), r), {
+    assert.deepEqual(authenticate(options('off'), r, 'query'), {
       accountId: '210987654321',
       region: 'eu-north-1',
       tenant: undefined,
@@ -322,12 +328,12 @@ void describe('The auth step: modes', () => {
       secretAccessKey: 'test',
       signingDate: new Date(NOW),
     });
-    assert.equal(authenticate(options('off'), received(r)).accountId, '000000000000');
+    assert.equal(authenticate(options('off'), received(r), 'json').accountId, '000000000000');
   });
 
   void test("Given auth on and a tenant's signature, when authenticating, then the tenant's account", async () => {
     const r = await signRequest(jsonRequest(), { ...KEY, region: 'eu-west-1', signingDate: new Date(NOW) });
-    assert.deepEqual(authenticate(options('on'), received(r)), {
+    assert.deepEqual(authenticate(options('on'), received(r), 'json'), {
       accountId: '111111111111',
       region: 'eu-west-1',
       tenant: 'team-a',
@@ -340,6 +346,67 @@ void describe('The auth step: modes', () => {
       secretAccessKey: 'x',
       signingDate: new Date(NOW),
     });
-    assertAuthError(() => authenticate(options('on'), received(r)), 'InvalidClientTokenId');
+    assertAuthError(() => authenticate(options('on'), received(r), 'json'), 'InvalidClientTokenId');
+  });
+});
+
+void describe('The auth step: only what the signature covers is run (FAULTS 20)', () => {
+  const options: AuthOptions = {
+    mode: 'on',
+    defaultAccountId: '000000000000',
+    defaultRegion: 'us-east-1',
+    keyOwner: (id) =>
+      id === KEY.accessKeyId
+        ? { accountId: '111111111111', secretAccessKey: KEY.secretAccessKey, tenant: 'team-a' }
+        : undefined,
+    now: () => NOW,
+  };
+  const presignedPost = (headers: Record<string, string>): TestRequest => ({
+    method: 'POST',
+    url: 'http://127.0.0.1:4100/?Action=ListQueues&Version=2012-11-05',
+    headers,
+  });
+
+  void test('Given a JSON request whose X-Amz-Target is not signed, when authenticated, then SignatureDoesNotMatch though the signature is right', async () => {
+    const r = jsonRequest();
+    const target = r.headers['x-amz-target'] ?? '';
+    delete r.headers['x-amz-target'];
+    const signed = await signRequest(r, { ...KEY, signingDate: new Date(NOW) });
+    signed.headers['x-amz-target'] = target;
+    assert.equal(verify(received(signed), lookup, NOW).accessKeyId, KEY.accessKeyId);
+    assertAuthError(
+      () => authenticate(options, received(signed), 'json'),
+      'SignatureDoesNotMatch',
+      /x-amz-target/,
+    );
+  });
+
+  void test('Given a URL presigned with UNSIGNED-PAYLOAD, when sent with a body (form or JSON), then SignatureDoesNotMatch; with none, accepted', async () => {
+    const signed = await presignRequest(presignedPost({ 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }), {
+      ...KEY,
+      signingDate: new Date(NOW),
+    });
+    assert.equal(authenticate(options, received(signed), 'query').accountId, '111111111111');
+    for (const body of ['QueueUrl=x&MessageAttribute.1.Name=a', '{}']) {
+      assertAuthError(
+        () => authenticate(options, received(signed, body), 'query'),
+        'SignatureDoesNotMatch',
+        /UNSIGNED-PAYLOAD/,
+      );
+    }
+  });
+
+  void test('Given a URL presigned over its body (no content hash in the URL), when sent with that body, then accepted; with another, refused', async () => {
+    const r = {
+      ...presignedPost({ 'content-type': 'application/x-www-form-urlencoded' }),
+      body: 'QueueNamePrefix=a',
+    };
+    const signed = await presignRequest(r, { ...KEY, signingDate: new Date(NOW) });
+    assert.equal(authenticate(options, received(signed), 'query').accountId, '111111111111');
+    // The other body matches only as UNSIGNED-PAYLOAD, which carries no body.
+    assertAuthError(
+      () => authenticate(options, received(signed, 'QueueNamePrefix=b'), 'query'),
+      'SignatureDoesNotMatch',
+    );
   });
 });

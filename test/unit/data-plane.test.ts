@@ -6,6 +6,7 @@
  * client could only show by sleeping. The wire formats themselves are covered by the e2e tests.
  */
 import assert from 'node:assert/strict';
+import { Duplex } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { ManualClock, type Clock } from '../../src/core/clock.js';
 import { buildDataPlane } from '../../src/http/data.js';
@@ -85,6 +86,52 @@ void test(
     assert.equal(r.headers.connection, 'close');
   },
 );
+
+/** A socket that keeps what is written to it, for answers written on the raw connection. */
+function capturingSocket(extra: object = {}): { socket: Duplex; written: () => string } {
+  const chunks: Buffer[] = [];
+  const socket = new Duplex({
+    read() {},
+    write(chunk: Buffer, _enc, cb) {
+      chunks.push(Buffer.from(chunk));
+      cb();
+    },
+  });
+  Object.assign(socket, extra);
+  return { socket, written: () => Buffer.concat(chunks).toString('utf8') };
+}
+
+void test("Given a request body not received in time (Node's 408), when answered, then in the AWS shape of the request's protocol, with a request id", async (t) => {
+  const { app } = dataPlane(t);
+  await app.ready();
+  const timeout = Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+  const json = capturingSocket({
+    _httpMessage: { headersSent: false, req: { headers: { 'x-amz-target': 'AmazonSQS.SendMessage' } } },
+  });
+  app.server.emit('clientError', timeout, json.socket);
+  await new Promise((resolve) => json.socket.once('finish', resolve));
+  const [head = '', body = ''] = json.written().split('\r\n\r\n');
+  assert.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+  assert.match(head, /\r\nx-amzn-query-error: RequestTimeout;Sender\r\n/);
+  assert.match(head, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/);
+  assert.match(head, /\r\nconnection: close(\r\n|$)/);
+  assert.equal(
+    (JSON.parse(body) as { __type: string }).__type,
+    'com.amazon.coral.service#RequestTimeoutException',
+  );
+
+  // Nothing tells the protocol: Query's XML.
+  const bare = capturingSocket();
+  app.server.emit('clientError', timeout, bare.socket);
+  await new Promise((resolve) => bare.socket.once('finish', resolve));
+  assert.match(bare.written(), /<Code>RequestTimeout<\/Code>[\s\S]*<RequestId>[0-9a-f-]{36}<\/RequestId>/);
+
+  // An answer already begun is not interrupted by another.
+  const started = capturingSocket({ _httpMessage: { headersSent: true } });
+  app.server.emit('clientError', timeout, started.socket);
+  assert.equal(started.written(), '');
+  assert.ok(started.socket.destroyed);
+});
 
 // ---- Query protocol at a queue's URL (AWS, recorded) ---------------------------------------------
 

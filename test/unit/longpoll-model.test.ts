@@ -363,6 +363,7 @@ class Run {
       requestId: `req-${this.step}`,
       accountId: ACCOUNT,
       region: REGION,
+      defaultRegion: REGION,
       baseUrl: BASE_URL,
       senderId: ACCOUNT,
       onAbort,

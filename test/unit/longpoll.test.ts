@@ -339,6 +339,7 @@ void test('Given two ReceiveMessage long polls with VisibilityTimeout 0, when on
     requestId: 'r',
     accountId: '000000000000',
     region: 'us-east-1',
+    defaultRegion: 'us-east-1',
     baseUrl: 'http://localhost:4100',
     senderId: '000000000000',
     onAbort: () => undefined,

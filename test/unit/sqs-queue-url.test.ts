@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Queue } from '../../src/core/queue.js';
-import { parseQueueUrl, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
+import { parseQueueUrl, queueUrlOf, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
 import { memoryServices } from '../helpers/services.js';
 
 test('parseQueueUrl: the path names the queue, and the account when it is 12 digits', () => {
@@ -25,6 +25,43 @@ test('parseQueueUrl: the path names the queue, and the account when it is 12 dig
   }
 });
 
+test('parseQueueUrl: a region name before the account names the region', () => {
+  const cases: Array<[string, string | undefined, string, string | undefined]> = [
+    ['http://h/eu-west-1/123456789012/q', '123456789012', 'q', 'eu-west-1'],
+    ['http://h/us-gov-west-1/123456789012/q.fifo', '123456789012', 'q.fifo', 'us-gov-west-1'],
+    ['http://h/queue/ap-south-2//123456789012/q/', '123456789012', 'q', 'ap-south-2'],
+    ['/eu-west-1/123456789012/q', '123456789012', 'q', 'eu-west-1'],
+    ['http://h/moon/123456789012/q', '123456789012', 'q', undefined],
+    ['http://h/eu-west-1/q', undefined, 'q', undefined],
+  ];
+  for (const [url, accountId, name, region] of cases) {
+    assert.deepEqual(
+      parseQueueUrl(url),
+      region === undefined ? { accountId, name } : { accountId, name, region },
+      url,
+    );
+  }
+});
+
+test('queueUrlOf: the server region has no region in the path; any other has, and its URL resolves only for a caller in that region', () => {
+  const svc = memoryServices();
+  const us = svc.store.create({ accountId: '111111111111', region: 'us-east-1', name: 'jobs' }, {}, {}).queue;
+  const eu = svc.store.create({ accountId: '111111111111', region: 'eu-west-1', name: 'jobs' }, {}, {}).queue;
+  const usUrl = queueUrlOf('http://h', us, 'us-east-1');
+  const euUrl = queueUrlOf('http://h', eu, 'us-east-1');
+  assert.equal(usUrl, 'http://h/111111111111/jobs');
+  assert.equal(euUrl, 'http://h/eu-west-1/111111111111/jobs');
+  assert.equal(resolveQueue(svc, ctxOf('111111111111'), usUrl), us);
+  assert.equal(resolveQueue(svc, ctxOf('111111111111', 'eu-west-1'), euUrl), eu);
+  // A URL of one region, sent by a caller signed for the other: no such queue for it.
+  assert.throws(() => resolveQueue(svc, ctxOf('111111111111', 'eu-west-1'), usUrl), {
+    errorName: 'QueueDoesNotExist',
+  });
+  assert.throws(() => resolveQueue(svc, ctxOf('111111111111'), euUrl), { errorName: 'QueueDoesNotExist' });
+  // The server's own region written out is the same queue.
+  assert.equal(resolveQueue(svc, ctxOf('111111111111'), 'http://h/us-east-1/111111111111/jobs'), us);
+});
+
 test('parseQueueUrl: a URL without a path segment names no queue', () => {
   for (const url of ['http://h', 'http://h/', 'http://h//', '', '/', 'http://h/?x=1']) {
     assert.throws(() => parseQueueUrl(url), { name: 'SqsError' }, url);
@@ -36,6 +73,7 @@ function ctxOf(accountId: string, region = 'us-east-1'): RequestContext {
     requestId: 'r',
     accountId,
     region,
+    defaultRegion: 'us-east-1',
     baseUrl: 'http://h',
     senderId: accountId,
     onAbort: () => undefined,

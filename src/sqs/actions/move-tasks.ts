@@ -13,6 +13,7 @@ export const startMessageMoveTask: Action<'StartMessageMoveTask'> = (svc, ctx, i
       input.SourceArn,
       input.DestinationArn,
       input.MaxNumberOfMessagesPerSecond,
+      ctx.region,
     );
     svc.mover.start(task);
     return { TaskHandle: task.handle };
@@ -23,7 +24,7 @@ export const startMessageMoveTask: Action<'StartMessageMoveTask'> = (svc, ctx, i
 
 export const cancelMessageMoveTask: Action<'CancelMessageMoveTask'> = (svc, ctx, input) => {
   try {
-    const task = svc.store.cancelMoveTask(ctx.accountId, input.TaskHandle);
+    const task = svc.store.cancelMoveTask(ctx.accountId, input.TaskHandle, ctx.region);
     const moved = task.moved;
     svc.mover.wake(task);
     return { ApproximateNumberOfMessagesMoved: moved };
@@ -38,8 +39,8 @@ export const listMessageMoveTasks: Action<'ListMessageMoveTasks'> = (svc, ctx, i
   if (!Number.isInteger(max) || max < 1 || max > MOVE_TASK_HISTORY) {
     throw invalidParameter('MaxResults', max, `Must be between 1 and ${MOVE_TASK_HISTORY}, if provided.`);
   }
-  const source = svc.store.byArn(input.SourceArn);
-  if (source === undefined || source.accountId !== ctx.accountId) {
+  const source = svc.store.byArnIn(input.SourceArn, ctx);
+  if (source === undefined) {
     throw toSqsError(
       new CoreError(
         'ResourceNotFoundException',
