@@ -80,6 +80,9 @@ Scenarios (--scenarios, comma-separated; default all):
   memory           create --queues empty queues, then send --messages 256-byte messages to one queue;
                    bytes per queue and per message, of RSS and of V8 heap (the server runs with
                    --inspect; the bench forces a full GC through the inspector before each reading)
+  back-pressure    shared-sqs with --max-memory 64mb: SendMessageBatch of 3 x 256 KiB from one
+                   connection, no consumer, until the first refusal; bytes accepted against the
+                   budget, the refusal (403 RequestThrottled), usage and server RSS then
   cold-start       time from spawning the server to its first 200 on ListQueues, --cold-runs times
 
 Options:

@@ -15,6 +15,7 @@
  * start (`shared-sqs admin` still uses it).
  */
 import { readFileSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import yargsParser from 'yargs-parser';
 import { AUTH_MODES, type AuthMode } from './auth/authenticate.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
@@ -59,6 +60,11 @@ export interface Config {
   readonly configFile: string | undefined;
   /** Requests the process sends itself after start so its hot code is compiled (src/http/warmup.ts); 0: none. */
   readonly warmupRequests: number;
+  /**
+   * Bytes the store may hold (bodies, attributes, per-message and per-queue overhead, as
+   * src/core/budget.ts counts them); sends over it are refused. Default: {@link defaultMaxMemory}.
+   */
+  readonly maxMemory: number;
 }
 
 export interface RedisHostPort {
@@ -100,6 +106,69 @@ export const DEFAULTS = {
   warmupRequests: 3000,
 } as const satisfies Partial<Config>;
 
+/**
+ * The default budget's share of V8's heap limit. The rest is for what the budget does not count
+ * and the heap needs anyway: request bodies and their parsed copies (up to 1 MiB each, times the
+ * requests in flight), replies being built, the Redis writer's pending commands and the loader's
+ * chunks, the accounting's own error (docs/operations.md), and free space for the collector to
+ * work in: V8 slows to back-to-back full collections well before the heap is full.
+ */
+export const DEFAULT_MEMORY_FRACTION = 0.5;
+
+/** A budget above this share of the heap limit is refused at start: it could not be reached safely. */
+export const MAX_MEMORY_FRACTION = 0.8;
+
+/** The default --max-memory for a heap limit (v8.getHeapStatistics().heap_size_limit). */
+export function defaultMaxMemory(heapLimit: number): number {
+  return Math.floor(heapLimit * DEFAULT_MEMORY_FRACTION);
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1024 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1024 ** 3,
+  gib: 1024 ** 3,
+};
+
+/** Parses `512mb`, `4gb`, `1.5g`, `65536` into bytes (units are powers of 1024); undefined if not a size. */
+export function parseSize(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = SIZE_UNITS[(match?.[2] ?? '').toLowerCase()];
+  if (match === null || unit === undefined) return undefined;
+  return Math.floor(Number(match[1]) * unit);
+}
+
+/** Bytes as an operator reads them: 64.0 MiB, 1.50 GiB. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  if (bytes >= 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${bytes} B`;
+}
+
+function parseMaxMemory(raw: Raw<string> | undefined, heapLimit: number): number {
+  if (raw === undefined) return defaultMaxMemory(heapLimit);
+  const bytes = parseSize(raw.value);
+  if (bytes === undefined) fail(raw, 'must be a size like 512mb or 4gb');
+  // Below this a single 1 MiB message could not be stored with its overhead.
+  if (bytes < 2 * 1024 ** 2) fail(raw, 'must be at least 2mb');
+  const most = Math.floor(heapLimit * MAX_MEMORY_FRACTION);
+  if (bytes > most) {
+    throw new ConfigError(
+      `${raw.from} (${formatBytes(bytes)}) is more than ${MAX_MEMORY_FRACTION * 100} % of this process's ` +
+        `V8 heap limit (${formatBytes(heapLimit)}): lower it, or give node a larger --max-old-space-size`,
+    );
+  }
+  return bytes;
+}
+
 /** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
 const MAX_DURATION_MS = 2 ** 31 - 1;
 
@@ -123,6 +192,7 @@ const STRING_FLAGS = [
   'auth',
   'config',
   'warmup-requests',
+  'max-memory',
 ] as const;
 const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently'] as const;
 type StringFlag = (typeof STRING_FLAGS)[number];
@@ -207,6 +277,16 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
       'Requests the process sends to a private copy of its data plane after start, so that a failover ' +
       'or a restart under load does not meet cold code; 0 turns the warm-up off',
     shownDefault: String(DEFAULTS.warmupRequests),
+  },
+  'max-memory': {
+    group: GROUP_SERVER,
+    describe:
+      'Memory budget of the stored messages, e.g. 512mb or 4gb (k/m/g are powers of 1024); sends over it ' +
+      'are refused with RequestThrottled, which the SDKs retry. Must stay under the V8 heap limit ' +
+      '(node --max-old-space-size)',
+    shownDefault: `${Math.round(DEFAULT_MEMORY_FRACTION * 100)} % of the V8 heap limit, here ${formatBytes(
+      defaultMaxMemory(getHeapStatistics().heap_size_limit),
+    )}`,
   },
   'queue-deleted-recently': {
     group: GROUP_SERVER,
@@ -741,7 +821,11 @@ function parseDuration(raw: Raw<string> | undefined, fallback: number): number {
  * Parses flags (`argv` without node and the script, i.e. `process.argv.slice(2)`) and environment.
  * Throws {@link ConfigError} for anything invalid and {@link HelpRequested} for --help / --version.
  */
-export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Config {
+export function parseConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  heapLimit: number = getHeapStatistics().heap_size_limit,
+): Config {
   const src = new Sources(parseArgs(normalizeArgs(argv)), env);
 
   const portRaw = src.string('port');
@@ -813,6 +897,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Co
     auth: parseAuth(src.string('auth')),
     configFile: parseConfigFile(src.string('config')),
     warmupRequests: parseWarmupRequests(src.string('warmup-requests')),
+    maxMemory: parseMaxMemory(src.string('max-memory'), heapLimit),
   };
 }
 

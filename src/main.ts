@@ -1,9 +1,17 @@
 import { hostname } from 'node:os';
 import { systemClock } from './core/clock.js';
 import { QueueStore } from './core/store.js';
-import { loadConfigOrExit, type Config } from './config.js';
+import { getHeapStatistics } from 'node:v8';
+import { formatBytes, loadConfigOrExit, type Config } from './config.js';
 import { MessageMetrics } from './http/message-metrics.js';
-import { deadLetterStats, keyOwnerIn, queueStats, tenantLabel, timedCommit } from './http/tenancy.js';
+import {
+  deadLetterStats,
+  keyOwnerIn,
+  memoryStats,
+  queueStats,
+  tenantLabel,
+  timedCommit,
+} from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
 import type { WarmUp } from './http/warmup.js';
@@ -29,8 +37,16 @@ import { servicesFor, type SqsServices } from './sqs/service.js';
 export async function start(config: Config): Promise<{ stop: () => Promise<void> }> {
   const logger = createLogger(config.logLevel);
   const clock = systemClock;
-  const newStore = (): QueueStore =>
-    new QueueStore(clock, { deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0 });
+  const newStore = (): QueueStore => {
+    const store: QueueStore = new QueueStore(clock, {
+      deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
+      maxMemory: config.maxMemory,
+      onRefused: (accountId, scope) => {
+        metrics.observeRefusedSend(tenantLabel(store, accountId), scope);
+      },
+    });
+    return store;
+  };
   // --config: what it names is created in every store this process serves (created or loaded).
   const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
   let firstStore = true;
@@ -69,6 +85,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const messageMetrics = new MessageMetrics(metrics);
   messageMetrics.setDeadLetterProvider(() => deadLetterStats(current.store));
   metrics.setLongPollWaitersProvider(() => current.poller.waiting);
+  metrics.setMemoryStatsProvider(() => memoryStats(current.store));
 
   /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
   function replaceStore(store: QueueStore): void {
@@ -196,6 +213,8 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       persistence: target === undefined ? 'memory' : 'redis',
       leaderElection: ha !== undefined,
       ...(ha === undefined ? {} : { instanceId }),
+      maxMemory: config.maxMemory,
+      memoryBudget: `${formatBytes(config.maxMemory)} of a ${formatBytes(getHeapStatistics().heap_size_limit)} V8 heap limit`,
     },
     target === undefined
       ? 'shared-sqs serving (memory only: state is lost on restart)'

@@ -9,6 +9,7 @@
  *       "name": "team-a",
  *       "accountId": "111111111111",
  *       "keys": [{ "accessKeyId": "AKIATEAMA0000000001", "secretAccessKey": "..." }],
+ *       "memoryShare": 0.25,
  *       "queues": [{ "name": "orders", "attributes": { "VisibilityTimeout": "60" } }]
  *     }
  *   ],
@@ -19,11 +20,13 @@
  * Top-level `queues` belong to the default account (`--account-id`) unless they name an
  * `accountId`; a queue's `region` defaults to `--region`. Applying is idempotent and additive: a
  * tenant that exists keeps its keys and gets the file's missing ones; a queue that exists is left
- * as it is (a warning when the file's attributes differ). It runs whenever a store is (re)loaded,
+ * as it is (a warning when the file's attributes differ). A tenant's `memoryShare` (its share of
+ * --max-memory, in (0, 1]) is set when the file gives one, over what the admin API set. It runs whenever a store is (re)loaded,
  * so after a restart or a failover what the file names exists again, and what an operator
  * added through the admin API stays.
  */
 import { readFileSync } from 'node:fs';
+import { isMemoryShare } from './core/budget.js';
 import { CoreError } from './core/errors.js';
 import type { QueueStore } from './core/store.js';
 import { TenantError } from './core/tenants.js';
@@ -41,6 +44,8 @@ export interface StartupTenant {
   readonly accountId: string;
   readonly keys: readonly { readonly accessKeyId: string; readonly secretAccessKey: string }[];
   readonly queues: readonly StartupQueue[];
+  /** Its share of the memory budget, when the file gives one. */
+  readonly memoryShare?: number;
 }
 
 export interface StartupConfig {
@@ -83,7 +88,11 @@ export function parseStartupConfig(raw: unknown, where = 'config'): StartupConfi
 
 function tenant(raw: unknown, where: string): StartupTenant {
   const o = object(raw, where);
-  allowOnly(o, ['name', 'accountId', 'keys', 'queues'], where);
+  allowOnly(o, ['name', 'accountId', 'keys', 'queues', 'memoryShare'], where);
+  const memoryShare = o['memoryShare'];
+  if (memoryShare !== undefined && !isMemoryShare(memoryShare)) {
+    throw new StartupConfigError(`${where}.memoryShare: a fraction of --max-memory, above 0 and at most 1`);
+  }
   const keys = array(o['keys'], `${where}.keys`).map((k, i) => {
     const ko = object(k, `${where}.keys[${i}]`);
     allowOnly(ko, ['accessKeyId', 'secretAccessKey'], `${where}.keys[${i}]`);
@@ -100,6 +109,7 @@ function tenant(raw: unknown, where: string): StartupTenant {
     queues: array(o['queues'] ?? [], `${where}.queues`).map((q, i) =>
       queue(q, `${where}.queues[${i}]`, false),
     ),
+    ...(memoryShare === undefined ? {} : { memoryShare }),
   };
 }
 
@@ -161,6 +171,9 @@ export function applyStartupConfig(
             store.tenants.addKey(tenant, { ...k, createdAt: now }, false);
           }
         }
+      }
+      if (t.memoryShare !== undefined && tenant.memoryShare !== t.memoryShare) {
+        store.tenants.setMemoryShare(tenant, t.memoryShare);
       }
     } catch (e) {
       if (e instanceof TenantError) throw new StartupConfigError(`--config: tenant ${t.name}: ${e.message}`);

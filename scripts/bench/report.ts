@@ -101,6 +101,11 @@ export function notes(r: Result): string {
         `per msg: heap ${fmtNum(num(e['heapPerMessage']))} B, RSS ${fmtNum(num(e['rssPerMessage']))} B`,
       );
       break;
+    case 'back-pressure':
+      parts.push(
+        `${fmtNum(num(e['acceptedPctOfBudget']))} % of the budget accepted, then ${String(e['refusalStatus'])} ${String(e['refusalCode'])}; usage then ${fmtMiB(num(e['usedBytesAtRefusal']))} MiB`,
+      );
+      break;
     case 'cold-start':
       parts.push(
         `median ${fmtMs(num(e['medianMs']))} ms (min ${fmtMs(num(e['minMs']))}, max ${fmtMs(num(e['maxMs']))})`,
@@ -672,6 +677,7 @@ const SCENARIO_TITLES: Record<ScenarioName, string> = {
   roundtrip: 'roundtrip — end-to-end latency at a fixed send rate, long-polling consumers',
   'idle-long-polls': 'idle-long-polls — parked ReceiveMessage long polls on an empty queue',
   memory: 'memory — empty queues and queued messages',
+  'back-pressure': 'back-pressure — 256 KiB sends into --max-memory 64mb until the first refusal',
   'cold-start': 'cold-start — spawn to first 200 on ListQueues',
 };
 
@@ -843,6 +849,32 @@ function mdScenarioRows(scenario: ScenarioName, rs: readonly Result[]): [string[
           fmtNum(num(r.extra['heapPerMessage'])),
           fmtNum(num(r.extra['rssPerMessage'])),
           `${fmtMiB(r.serverRssBefore)}→${fmtMiB(r.serverRssAfter)}`,
+          err(r),
+        ]),
+      ];
+    case 'back-pressure':
+      return [
+        [
+          'target',
+          'protocol',
+          'budget MiB',
+          'accepted MiB',
+          '% of budget',
+          'usage MiB at refusal',
+          'refusal',
+          'RSS MiB before',
+          'RSS MiB at refusal',
+          'errors',
+        ],
+        rs.map((r) => [
+          ...base(r),
+          fmtMiB(num(r.extra['budgetBytes'])),
+          fmtMiB(num(r.extra['acceptedBytes'])),
+          fmtNum(num(r.extra['acceptedPctOfBudget']), 1),
+          fmtMiB(num(r.extra['usedBytesAtRefusal'])),
+          `${String(r.extra['refusalStatus'])} ${String(r.extra['refusalCode'])}`,
+          fmtMiB(r.serverRssBefore),
+          fmtMiB(r.serverRssAfter),
           err(r),
         ]),
       ];

@@ -952,6 +952,55 @@ async function coldStart(cfg: BenchConfig, target: TargetName, protocol: Protoco
   return res;
 }
 
+/** The budget back-pressure runs with: small, so that filling it takes seconds. */
+const BACK_PRESSURE_BUDGET_MIB = 64;
+
+/**
+ * SendMessageBatch of 3 x 256 KiB from one connection, no consumer, into a server with
+ * `--max-memory 64mb`, until the first refusal: the bytes accepted against the budget, the
+ * refusal's status and code, the server's RSS and its budget usage then.
+ */
+async function backPressure(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+  const res = newResult(target, protocol, 'back-pressure', `--max-memory ${BACK_PRESSURE_BUDGET_MIB}mb`);
+  const launchCfg = {
+    ...cfg,
+    launch: {
+      ...cfg.launch,
+      sharedSqsArgs: [...cfg.launch.sharedSqsArgs, '--max-memory', `${BACK_PRESSURE_BUDGET_MIB}mb`],
+    },
+  };
+  return withServer(launchCfg, res, false, async ({ server, pool, codec }) => {
+    const errors = new Errors();
+    const url = await createQueue(pool, codec, 'back-pressure');
+    const body = 'p'.repeat(256 * 1024);
+    const budget = BACK_PRESSURE_BUDGET_MIB * 1024 * 1024;
+    res.serverRssBefore = readRss(server.pid);
+    const started = nowNs();
+    let accepted = 0;
+    let requests = 0;
+    let refusal: Reply | undefined;
+    while (refusal === undefined && accepted < 4 * budget) {
+      const r = await pool.post(codec.sendMessageBatch(url, [body, body, body]), true);
+      requests++;
+      if (r.status === 200) accepted += 3 * body.length;
+      else refusal = r;
+    }
+    res.durationS = Number(nowNs() - started) / 1e9;
+    res.requests = requests;
+    res.messages = accepted / body.length;
+    res.serverRssAfter = readRss(server.pid);
+    const metrics = await server.metrics();
+    res.extra['budgetBytes'] = budget;
+    res.extra['acceptedBytes'] = accepted;
+    res.extra['acceptedPctOfBudget'] = Math.round((accepted / budget) * 1000) / 10;
+    res.extra['usedBytesAtRefusal'] = metricValue(metrics, 'sqs_memory_used_bytes');
+    res.extra['refusalStatus'] = refusal?.status ?? null;
+    res.extra['refusalCode'] = /RequestThrottled/.test(refusal?.body ?? '') ? 'RequestThrottled' : null;
+    if (refusal === undefined) errors.add(`back-pressure: ${accepted} bytes accepted and never refused`);
+    errors.into(res);
+  });
+}
+
 // ----------------------------------------------------------------
 
 export async function runScenario(
@@ -980,6 +1029,8 @@ export async function runScenario(
       return [await roundtrip(cfg, target, protocol)];
     case 'idle-long-polls':
       return [await idleLongPolls(cfg, target, protocol)];
+    case 'back-pressure':
+      return [await backPressure(cfg, target, protocol)];
     case 'memory':
       return [await memory(cfg, target, protocol)];
     case 'cold-start':

@@ -28,6 +28,7 @@ export type ScenarioName =
   | 'roundtrip'
   | 'idle-long-polls'
   | 'memory'
+  | 'back-pressure'
   | 'cold-start';
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'send',
@@ -37,6 +38,7 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'roundtrip',
   'idle-long-polls',
   'memory',
+  'back-pressure',
   'cold-start',
 ];
 
@@ -70,8 +72,8 @@ export const TARGETS: Record<TargetName, TargetDef> = {
   fauxqs: {
     name: 'fauxqs',
     protocols: ['json'],
-    scenarios: SCENARIO_NAMES,
-    note: 'the fauxqs npm emulator; speaks the JSON protocol only',
+    scenarios: SCENARIO_NAMES.filter((s) => s !== 'back-pressure'),
+    note: 'the fauxqs npm emulator; speaks the JSON protocol only; has no memory budget (no back-pressure)',
   },
 };
 

@@ -53,6 +53,12 @@ export interface CoreListener {
    */
   deadline?(queue: Queue): void;
   /**
+   * The bytes the queue's messages count against the memory budget changed by `delta`
+   * (budget.ts): a message was linked in (sent, moved in, restored) or out (deleted, expired,
+   * moved away, purged).
+   */
+  usage?(queue: Queue, delta: number): void;
+  /**
    * Not an event: the store's lookup of a queue by ARN (same account), so a queue can find its
    * dead-letter queue when a message has been received maxReceiveCount times.
    */

@@ -8,8 +8,7 @@
  * state (delayed, visible, in flight). A group can be received from when no message of it is in
  * flight and its first message is visible; such groups are kept in a heap ordered by the moment
  * they became receivable (the later of: their first message became visible, their last in-flight
- * message left flight), then, in the same millisecond, the groups that were waiting before those
- * that came back out of flight, then by their first message's send order (`seq`). A group whose message
+ * message left flight), then by their first message's send order (`seq`). A group whose message
  * comes back (timeout, ChangeMessageVisibility 0, a receive with VisibilityTimeout 0) or whose
  * in-flight messages are deleted thus waits behind the groups that were waiting already, as AWS
  * serves them (recorded; docs/compatibility.md). A receive takes the first receivable group in
@@ -115,19 +114,16 @@ export class Groups {
       const head = g.head as Message;
       // A visible message's heapKey is the moment it became visible (queue.ts pushVisible).
       const key = Math.max(g.unlockedAt, head.heapKey);
-      // In the same millisecond, a group that came back out of flight goes behind the ones
-      // that were waiting: it was receivable last (and a fast client's calls share milliseconds).
-      const tie = g.unlockedAt >= head.heapKey ? CAME_BACK + head.seq : head.seq;
       if (g.heapIndex < 0) {
         g.heapKey = key;
-        g.heapTie = tie;
+        g.heapTie = head.seq;
         this.ready.push(g);
         return true;
       }
-      if (g.heapKey !== key || g.heapTie !== tie) {
+      if (g.heapKey !== key || g.heapTie !== head.seq) {
         this.ready.remove(g);
         g.heapKey = key;
-        g.heapTie = tie;
+        g.heapTie = head.seq;
         this.ready.push(g);
       }
       return false;
@@ -141,9 +137,6 @@ export class Groups {
     this.byId.clear();
   }
 }
-
-/** Added to a group's tie when it came back out of flight; above any send order (`seq`). */
-const CAME_BACK = 2 ** 52;
 
 /** What a send within the deduplication window is answered with instead of storing it again. */
 export interface DedupRecord {

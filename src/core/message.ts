@@ -110,6 +110,8 @@ export class Message implements HeapItem {
   vnext: Message | null = null;
   private delivery: Delivery | null = null;
   private extras: Extras | null = null;
+  /** What it counts against the memory budget while stored (budget.ts); set as it is linked in. */
+  cost = 0;
 
   readonly id: string;
   readonly body: string;

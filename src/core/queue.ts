@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
+import { messageCost } from './budget.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
 import {
@@ -98,6 +99,8 @@ export class Queue {
   private received: Map<string, Message> | null = null;
   /** Messages held, in any state. */
   private count = 0;
+  /** What its messages count against the memory budget (budget.ts). */
+  bytes = 0;
   private head: Message | null = null;
   private tail: Message | null = null;
   private vhead: Message | null = null;
@@ -599,6 +602,8 @@ export class Queue {
     for (let m = this.head; m !== null; m = m.next) m.state = 'deleted';
     this.received = null;
     this.count = 0;
+    this.listener.usage?.(this, -this.bytes);
+    this.bytes = 0;
     this.head = this.tail = this.vhead = this.vtail = null;
     this.visibleCount = 0;
     this.inflight.clear();
@@ -905,6 +910,9 @@ export class Queue {
     else this.tail.next = msg;
     this.tail = msg;
     this.count++;
+    msg.cost = messageCost(msg);
+    this.bytes += msg.cost;
+    this.listener.usage?.(this, msg.cost);
   }
 
   private markReceived(msg: Message, now: number): void {
@@ -919,6 +927,8 @@ export class Queue {
     else msg.next.prev = msg.prev;
     msg.prev = msg.next = null;
     this.count--;
+    this.bytes -= msg.cost;
+    this.listener.usage?.(this, -msg.cost);
   }
 
   /** `at`: when it became visible; FIFO groups are served in the order they became receivable. */

@@ -1,4 +1,5 @@
 import { defaultAttributes, resolveAttributes, validateAttributes } from './attributes.js';
+import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
@@ -11,6 +12,10 @@ import { Tenants } from './tenants.js';
 export interface StoreOptions {
   /** How long a deleted queue's name stays taken; AWS: 60 s. 0 turns the rule off. */
   readonly deletedRecentlyMs: number;
+  /** The memory budget's limit in bytes (budget.ts); unlimited when not given. */
+  readonly maxMemory?: number;
+  /** Told of every send the budget refuses, with the account and the limit it hit. */
+  readonly onRefused?: (accountId: string, scope: RefusalScope) => void;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
@@ -32,6 +37,11 @@ export class QueueStore {
   readonly moveTasks: MoveTasks;
   /** Tenants and their keys (tenants.ts); their changes go to the same listener as the queues'. */
   readonly tenants: Tenants;
+  /**
+   * What the queues hold against the memory budget, per account; every way a message comes or
+   * goes (sends, moves, restores from storage, deletes, retention, purges, queue deletes) counts.
+   */
+  readonly budget: Budget;
 
   constructor(
     readonly clock: Clock,
@@ -45,7 +55,16 @@ export class QueueStore {
         for (const l of this.deadlineListeners) l(q);
       },
       queueByArn: (arn) => this.byArn(arn),
+      usage: (q, delta) => {
+        // A deleted queue's bytes left the budget with it; a long poll may still tick it.
+        if (!q.deleted) this.budget.add(q.accountId, delta);
+      },
     };
+    this.budget = new Budget(
+      options.maxMemory,
+      (accountId) => this.tenants.byAccountId(accountId)?.memoryShare,
+      options.onRefused,
+    );
     this.moveTasks = new MoveTasks((e) => this.listener.change?.(e));
     this.tenants = new Tenants((e) => this.listener.change?.(e));
   }
@@ -139,13 +158,18 @@ export class QueueStore {
     );
     const queue = new Queue(id, resolved, tags, now, this.listener);
     this.queues.set(ownString(key), queue);
+    this.budget.add(queue.accountId, QUEUE_OVERHEAD);
     this.listener.change?.({ type: 'queue-put', queue });
     return { queue, created: true };
   }
 
   /** Puts back a queue read from storage, as it was; emits nothing. */
   restore(queue: Queue): void {
+    const old = this.queues.get(queue.key);
+    if (old !== undefined) this.forget(old);
     this.queues.set(ownString(queue.key), queue);
+    // Its messages were counted as they were restored into it (restoreMessage).
+    this.budget.add(queue.accountId, QUEUE_OVERHEAD);
   }
 
   /** Builds a Queue bound to this store's listeners, for the loader. */
@@ -162,7 +186,7 @@ export class QueueStore {
   delete(queue: Queue): void {
     if (this.queues.get(queue.key) !== queue) return;
     this.queues.delete(queue.key);
-    queue.deleted = true;
+    this.forget(queue);
     if (this.options.deletedRecentlyMs > 0) {
       const now = this.clock.now();
       this.recentlyDeleted.set(queue.key, now);
@@ -174,6 +198,12 @@ export class QueueStore {
     this.listener.change?.({ type: 'queue-delete', queue });
     // Long-poll waiters on it are answered now, not at the end of their wait.
     this.listener.available?.(queue);
+  }
+
+  /** Takes a queue that leaves the store out of the budget; it counts nothing from now on. */
+  private forget(queue: Queue): void {
+    queue.deleted = true;
+    this.budget.add(queue.accountId, -(QUEUE_OVERHEAD + queue.bytes));
   }
 
   /** The account's queues whose names start with prefix (in `region`, or all), sorted by name. */

@@ -1,3 +1,4 @@
+import { isMemoryShare } from './budget.js';
 import type { ChangeEvent } from './events.js';
 
 /** One access key pair of a tenant. The secret is kept as given: SigV4 needs it to verify. */
@@ -14,6 +15,8 @@ export interface AccessKey {
  */
 export class Tenant {
   keys: AccessKey[];
+  /** Its share of the memory budget, a fraction in (0, 1] (budget.ts); undefined: no limit of its own. */
+  memoryShare: number | undefined = undefined;
 
   constructor(
     readonly name: string,
@@ -118,6 +121,18 @@ export class Tenants {
     }
     tenant.keys.splice(at, 1);
     this.byKey.delete(accessKeyId);
+    this.emit({ type: 'tenant-put', tenant });
+  }
+
+  /** Sets or (undefined) clears the tenant's share of the memory budget. */
+  setMemoryShare(tenant: Tenant, share: number | undefined): void {
+    if (share !== undefined && !isMemoryShare(share)) {
+      throw new TenantError(
+        'invalid',
+        'A memoryShare is a fraction of the memory budget, above 0 and at most 1.',
+      );
+    }
+    tenant.memoryShare = share;
     this.emit({ type: 'tenant-put', tenant });
   }
 

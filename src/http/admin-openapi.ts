@@ -61,6 +61,15 @@ export const ADMIN_OPENAPI = {
           createdAt: { type: 'string', format: 'date-time' },
           keys: { type: 'array', items: { $ref: '#/components/schemas/Key' } },
           queues: { type: 'integer', description: 'How many queues the account has' },
+          memoryShare: {
+            type: ['number', 'null'],
+            description: 'Its share of the memory budget (--max-memory), in (0, 1]; null: none of its own',
+          },
+          memoryUsedBytes: { type: 'integer', description: 'What its queues count against the budget' },
+          memoryLimitBytes: {
+            type: 'integer',
+            description: 'Its share of the budget in bytes, or the budget',
+          },
         },
       },
       QueueSummary: {
@@ -76,6 +85,7 @@ export const ADMIN_OPENAPI = {
           visible: { type: 'integer' },
           inflight: { type: 'integer' },
           delayed: { type: 'integer' },
+          memoryBytes: { type: 'integer', description: 'What its messages count against the memory budget' },
           createdAt: { type: 'string', format: 'date-time' },
           deadLetterTarget: { type: ['string', 'null'] },
         },
@@ -185,6 +195,59 @@ export const ADMIN_OPENAPI = {
             ],
           }),
           ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/tenants/{name}/memory-share': {
+      parameters: tenantName,
+      put: {
+        operationId: 'setTenantMemoryShare',
+        summary:
+          "Set the tenant's share of the memory budget (a fraction in (0, 1]), or clear it with null; " +
+          'a --config file that gives one sets it again at the next load',
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            required: ['memoryShare'],
+            properties: { memoryShare: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: 1 } },
+          }),
+        },
+        responses: {
+          '200': ok('The tenant', { $ref: '#/components/schemas/Tenant' }),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/memory': {
+      get: {
+        operationId: 'getMemory',
+        summary: 'The memory budget, its usage, and each tenant (account) with its usage and limit',
+        responses: {
+          '200': ok('The budget', {
+            type: 'object',
+            properties: {
+              budgetBytes: { type: 'integer' },
+              usedBytes: { type: 'integer' },
+              lowWaterBytes: { type: 'integer', description: 'Refused sends are taken again below this' },
+              refusing: { type: 'boolean' },
+              tenants: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: {
+                    tenant: { type: ['string', 'null'] },
+                    accountId: { type: 'string' },
+                    usedBytes: { type: 'integer' },
+                    limitBytes: { type: 'integer' },
+                    refusing: { type: 'boolean' },
+                  },
+                },
+              },
+            },
+          }),
           ...failures,
         },
       },

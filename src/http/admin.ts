@@ -15,6 +15,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
 import type { Clock } from '../core/clock.js';
+import { LOW_WATER } from '../core/budget.js';
 import { CoreError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
@@ -128,6 +129,40 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
     tenantCall(() => s.tenants.addKey(tenant, key, replace));
     await durable();
     return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+  });
+
+  app.put<{ Params: { name: string } }>(
+    '/admin/tenants/:name/memory-share',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const tenant = requireTenant(s, req.params.name);
+      const share = bodyObject(req)['memoryShare'];
+      if (share !== null && typeof share !== 'number') {
+        throw new HttpError(400, 'BadRequest', 'memoryShare must be a number in (0, 1], or null for none');
+      }
+      tenantCall(() => s.tenants.setMemoryShare(tenant, share ?? undefined));
+      await durable();
+      return reply.send(tenantView(s, tenant));
+    },
+  );
+
+  app.get('/admin/memory', { onRequest }, (_req, reply) => {
+    const s = store();
+    const b = s.budget;
+    return reply.send({
+      budgetBytes: b.limit,
+      usedBytes: b.used,
+      lowWaterBytes: Math.floor(b.limit * LOW_WATER),
+      refusing: b.refusing(),
+      tenants: [...b.usage()].map(([accountId, used, limit]) => ({
+        tenant: s.tenants.byAccountId(accountId)?.name ?? null,
+        accountId,
+        usedBytes: used,
+        limitBytes: limit,
+        refusing: b.refusing(accountId),
+      })),
+    });
   });
 
   app.delete<{ Params: { name: string; accessKeyId: string } }>(
@@ -288,6 +323,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       visible: counts.visible,
       inflight: counts.inflight,
       delayed: counts.delayed,
+      memoryBytes: q.bytes,
       createdAt: new Date(q.createdAt).toISOString(),
       deadLetterTarget: q.redrive?.deadLetterTargetArn ?? null,
     };
@@ -301,6 +337,9 @@ function tenantView(s: QueueStore, t: Tenant) {
     createdAt: new Date(t.createdAt).toISOString(),
     keys: t.keys.map((k) => ({ accessKeyId: k.accessKeyId, createdAt: new Date(k.createdAt).toISOString() })),
     queues: queuesOf(s, t.accountId).length,
+    memoryShare: t.memoryShare ?? null,
+    memoryUsedBytes: s.budget.usedBy(t.accountId),
+    memoryLimitBytes: s.budget.limitOf(t.accountId),
   };
 }
 

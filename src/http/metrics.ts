@@ -16,6 +16,16 @@
  *                                                         (read at scrape time; without leader
  *                                                         election the gauges have no series and
  *                                                         the counters stay 0)
+ * - sqs_memory_budget_bytes                               gauge, the memory budget (--max-memory)
+ * - sqs_memory_used_bytes                                 gauge, what the store holds against it
+ * - sqs_memory_refusing                                   gauge, 1 while sends are refused (until
+ *                                                         usage is under the low-water mark)
+ * - sqs_tenant_memory_used_bytes{tenant}                  gauge, per tenant (account)
+ * - sqs_tenant_memory_limit_bytes{tenant}                 gauge, its share of the budget, or all
+ * - sqs_queue_memory_bytes{tenant,region,queue}           gauge, per queue, written like
+ *                                                         sqs_queue_messages
+ * - sqs_memory_refused_sends_total{tenant,scope}          counter, send requests refused with
+ *                                                         RequestThrottled; scope is server | tenant
  * - process_* and nodejs_*                                prom-client's default metrics
  *
  * {@link Metrics.observeRequest} is on the hot path. prom-client's own labelled children still hash
@@ -46,6 +56,16 @@ export interface QueueStats {
   readonly visible: number;
   readonly inflight: number;
   readonly delayed: number;
+  /** What its messages count against the memory budget; sqs_queue_memory_bytes when given. */
+  readonly bytes?: number;
+}
+
+/** The memory budget as /metrics shows it (src/core/budget.ts). */
+export interface MemoryStats {
+  readonly limit: number;
+  readonly used: number;
+  readonly refusing: boolean;
+  readonly tenants: Iterable<{ readonly tenant: string; readonly used: number; readonly limit: number }>;
 }
 
 export type QueueStatsProvider = () => Iterable<QueueStats>;
@@ -162,6 +182,8 @@ class DurationHistogram {
   }
 }
 
+const QUEUE_MEMORY = 'sqs_queue_memory_bytes';
+const QUEUE_MEMORY_HELP = "Bytes a queue's messages count against the memory budget, read at scrape time";
 const QUEUE_MESSAGES = 'sqs_queue_messages';
 const QUEUE_MESSAGES_HELP = 'Messages per queue and state (visible, inflight, delayed), read at scrape time';
 
@@ -186,6 +208,12 @@ export class Metrics {
   private queueStatsProvider: QueueStatsProvider | undefined;
   private longPollWaitersProvider: (() => number) | undefined;
   private leaderStatsProvider: (() => LeaderStats) | undefined;
+  private memoryStatsProvider: (() => MemoryStats) | undefined;
+  /** Refused sends by `tenant \0 scope`, with the part already added to the prom-client counter. */
+  private readonly refusedSends = new Map<
+    string,
+    { labels: { tenant: string; scope: string }; count: number; exported: number }
+  >();
 
   constructor(private readonly options: MetricsOptions = {}) {}
 
@@ -239,6 +267,7 @@ export class Metrics {
     });
 
     this.registerLeaderMetrics(prom, registers);
+    this.registerMemoryMetrics(prom, registers);
 
     if (this.options.defaultMetrics ?? true) prom.collectDefaultMetrics({ register: registry });
     for (const register of this.extensions.splice(0)) register(registry, prom);
@@ -301,6 +330,91 @@ export class Metrics {
     this.leaderStatsProvider = provider;
   }
 
+  /** Where the sqs_memory_* and sqs_tenant_memory_* gauges come from; called at each scrape. */
+  setMemoryStatsProvider(provider: (() => MemoryStats) | undefined): void {
+    this.memoryStatsProvider = provider;
+  }
+
+  /** Counts one send request refused over the memory budget (sqs_memory_refused_sends_total). */
+  observeRefusedSend(tenant: string, scope: 'server' | 'tenant'): void {
+    const key = `${tenant}\u0000${scope}`;
+    let series = this.refusedSends.get(key);
+    if (series === undefined) {
+      series = { labels: { tenant, scope }, count: 0, exported: 0 };
+      this.refusedSends.set(key, series);
+    }
+    series.count++;
+  }
+
+  private registerMemoryMetrics(prom: Prom, registers: Registry[]): void {
+    const stats = (): MemoryStats | undefined => this.memoryStatsProvider?.();
+    const gauge = (name: string, help: string, read: (s: MemoryStats) => number): void => {
+      const g: Gauge = new prom.Gauge({
+        name,
+        help,
+        registers,
+        collect: () => {
+          const s = stats();
+          if (s === undefined) g.reset();
+          else g.set(read(s));
+        },
+      });
+    };
+    gauge('sqs_memory_budget_bytes', 'The memory budget of stored messages (--max-memory)', (s) =>
+      Number.isFinite(s.limit) ? s.limit : 0,
+    );
+    gauge(
+      'sqs_memory_used_bytes',
+      'Bytes the stored messages and queues count against the budget',
+      (s) => s.used,
+    );
+    gauge(
+      'sqs_memory_refusing',
+      '1 while sends are refused over the memory budget (until usage is under the low-water mark)',
+      (s) => (s.refusing ? 1 : 0),
+    );
+    const perTenant = (
+      name: string,
+      help: string,
+      read: (t: { used: number; limit: number }) => number,
+    ): void => {
+      const g: Gauge<'tenant'> = new prom.Gauge({
+        name,
+        help,
+        labelNames: ['tenant'] as const,
+        registers,
+        collect: () => {
+          g.reset();
+          for (const t of stats()?.tenants ?? []) g.set({ tenant: t.tenant }, read(t));
+        },
+      });
+    };
+    perTenant(
+      'sqs_tenant_memory_used_bytes',
+      "Bytes a tenant's queues count against the memory budget",
+      (t) => t.used,
+    );
+    perTenant(
+      'sqs_tenant_memory_limit_bytes',
+      "The bytes a tenant's queues may hold: its memoryShare of the budget, or the whole budget",
+      (t) => (Number.isFinite(t.limit) ? t.limit : 0),
+    );
+    const refused: Counter<'tenant' | 'scope'> = new prom.Counter({
+      name: 'sqs_memory_refused_sends_total',
+      help: 'Send requests refused with RequestThrottled over the memory budget (scope: server) or a tenant share (tenant)',
+      labelNames: ['tenant', 'scope'] as const,
+      registers,
+      collect: () => {
+        for (const series of this.refusedSends.values()) {
+          if (series.count > series.exported) {
+            refused.inc(series.labels, series.count - series.exported);
+            series.exported = series.count;
+          }
+        }
+      },
+    });
+  }
+
   private registerLeaderMetrics(prom: Prom, registers: Registry[]): void {
     const stats = (): LeaderStats | undefined => this.leaderStatsProvider?.();
     const state: Gauge<'state'> = new prom.Gauge({
@@ -356,7 +470,20 @@ export class Metrics {
 
   /** The scrape: every metric of this registry in Prometheus text format, then the queue depths. */
   async metrics(): Promise<string> {
-    return (await this.registry.metrics()) + this.queueMessagesText();
+    return (await this.registry.metrics()) + this.queueMessagesText() + this.queueMemoryText();
+  }
+
+  /** sqs_queue_memory_bytes, as text for the reason queueMessagesText gives. */
+  private queueMemoryText(): string {
+    let text = `# HELP ${QUEUE_MEMORY} ${QUEUE_MEMORY_HELP}\n# TYPE ${QUEUE_MEMORY} gauge\n`;
+    for (const stats of this.queueStatsProvider?.() ?? []) {
+      if (stats.bytes === undefined) continue;
+      let labels = `queue="${escapeLabel(stats.queue)}"`;
+      if (stats.tenant !== undefined) labels += `,tenant="${escapeLabel(stats.tenant)}"`;
+      if (stats.region !== undefined) labels += `,region="${escapeLabel(stats.region)}"`;
+      text += `${QUEUE_MEMORY}{${labels}} ${stats.bytes}\n`;
+    }
+    return text;
   }
 
   /**

@@ -4,7 +4,7 @@
  */
 import type { KeyOwner } from '../auth/authenticate.js';
 import type { QueueStore } from '../core/store.js';
-import type { QueueStats } from './metrics.js';
+import type { MemoryStats, QueueStats } from './metrics.js';
 import type { DeadLetterStats, MessageMetrics } from './message-metrics.js';
 
 /** The data plane's `keyOwner`: a tenant's key in the store being served now. */
@@ -28,7 +28,13 @@ export function tenantLabel(store: QueueStore, accountId: string): string {
 export function queueStats(store: QueueStore, now: number): QueueStats[] {
   const out: QueueStats[] = [];
   for (const q of store.all()) {
-    out.push({ queue: q.name, tenant: tenantLabel(store, q.accountId), region: q.region, ...q.counts(now) });
+    out.push({
+      queue: q.name,
+      tenant: tenantLabel(store, q.accountId),
+      region: q.region,
+      bytes: q.bytes,
+      ...q.counts(now),
+    });
   }
   return out;
 }
@@ -59,5 +65,19 @@ export function timedCommit(commit: () => Promise<void>, metrics: MessageMetrics
       metrics.observeCommit((performance.now() - started) / 1000, false);
       throw e;
     }
+  };
+}
+
+export function memoryStats(store: QueueStore): MemoryStats {
+  const b = store.budget;
+  return {
+    limit: b.limit,
+    used: b.used,
+    refusing: b.refusing(),
+    tenants: [...b.usage()].map(([accountId, used, limit]) => ({
+      tenant: tenantLabel(store, accountId),
+      used,
+      limit,
+    })),
   };
 }

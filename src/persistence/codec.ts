@@ -26,6 +26,7 @@ import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { ownString } from '../core/strings.js';
+import { isMemoryShare } from '../core/budget.js';
 import { Tenant, type AccessKey } from '../core/tenants.js';
 
 export class CodecError extends Error {
@@ -428,6 +429,7 @@ export function serializeTenant(t: Tenant): string {
     name: t.name,
     accountId: t.accountId,
     createdAt: t.createdAt,
+    memoryShare: t.memoryShare,
     keys: t.keys.map((k) => ({
       accessKeyId: k.accessKeyId,
       secretAccessKey: k.secretAccessKey,
@@ -464,5 +466,13 @@ export function deserializeTenant(record: string): Tenant {
       createdAt: o['createdAt'],
     };
   });
-  return new Tenant(r['name'], r['accountId'], parsed, r['createdAt']);
+  const tenant = new Tenant(r['name'], r['accountId'], parsed, r['createdAt']);
+  // Written since issue 20; a record without it has no share.
+  const share = r['memoryShare'];
+  if (share !== undefined) {
+    if (!isMemoryShare(share))
+      throw new CodecError(`tenant ${r['name']}: memoryShare ${JSON.stringify(share)} is not in (0, 1]`);
+    tenant.memoryShare = share;
+  }
+  return tenant;
 }

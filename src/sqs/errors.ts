@@ -151,7 +151,7 @@ export const errorCatalogue = {
     403,
     'RequestThrottled',
     `${SQS}RequestThrottled`,
-    'The request rate is over a limit.',
+    'A send over the memory budget or a tenant share of it (--max-memory); the SDKs retry it.',
   ),
 
   // Errors common to AWS services (Coral).

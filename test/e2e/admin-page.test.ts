@@ -86,6 +86,11 @@ test('Given the token, when a message is sent, then its queue shows it, peek sho
   await page.evaluate('window.sharedSqsAdmin.refresh()');
   assert.equal(await row.locator('td.visible').textContent(), '1');
   assert.equal(await row.locator('td.inflight').textContent(), '0');
+  assert.match((await row.locator('td.memory').textContent()) ?? '', /^\d+\.\d MiB$/);
+  assert.match(
+    (await page.locator('#memory').textContent()) ?? '',
+    /^Memory budget: [\d.]+ MiB of [\d.]+ MiB used$/,
+  );
 
   await row.locator('button.purge').click();
   const dialog = page.locator('#confirm');

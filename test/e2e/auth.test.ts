@@ -571,8 +571,7 @@ void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () =>
         [existing(r), missing(r)].map((x) => ({ op: snake(r.op), params: r.params(x) })),
       );
       const run = await boto3Calls(server.url, calls, undefined, {
-        AWS_ACCESS_KEY_ID: B.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: B.secretAccessKey,
+        env: { AWS_ACCESS_KEY_ID: B.accessKeyId, AWS_SECRET_ACCESS_KEY: B.secretAccessKey },
       });
       assert.equal(run.protocol, 'query');
       viaBoto3.forEach((r, i) => {

@@ -378,7 +378,13 @@ export interface Cluster {
  * `start: 'together'` starts both at once.
  */
 export async function startCluster(
-  opts: { timing?: HaTiming; start?: 'a-first' | 'together' | 'none'; redis?: TestRedis } = {},
+  opts: {
+    timing?: HaTiming;
+    start?: 'a-first' | 'together' | 'none';
+    redis?: TestRedis;
+    /** More flags for both instances (e.g. --max-memory). */
+    extraArgs?: readonly string[];
+  } = {},
 ): Promise<Cluster> {
   const timing = opts.timing ?? FAST;
   const redis = opts.redis ?? (await startRedis({ aof: true }));
@@ -396,6 +402,7 @@ export async function startCluster(
     '--no-queue-deleted-recently',
     '--log-level',
     'info',
+    ...(opts.extraArgs ?? []),
   ];
   const ports: number[] = [];
   while (ports.length < 4) {

@@ -722,7 +722,12 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
         /* 9-11 */ send(8, 'g1-a', 'g1', 'g1-a'),
         send(8, 'g1-b', 'g1', 'g1-b'),
         send(8, 'g3-c', 'g3', 'g3-c'),
-        /* 12 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', VisibilityTimeout: 0 } },
+        // g3 waits from its send's millisecond; g1 comes back in a later one (ties go by send order).
+        /* 12 */ {
+          op: 'receive_message',
+          params: { QueueUrl: '$8.QueueUrl', VisibilityTimeout: 0 },
+          nextMillisecond: true,
+        },
         /* 13 */ { op: 'receive_message', params: { QueueUrl: '$8.QueueUrl', MaxNumberOfMessages: 10 } },
       ]);
       const r = run.results;

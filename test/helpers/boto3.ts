@@ -19,12 +19,19 @@ export interface Boto3Call {
   readonly params?: Record<string, unknown>;
   /** Added to the call's HTTP request (e.g. X-Amzn-Trace-Id). */
   readonly headers?: Record<string, string>;
+  /**
+   * Sent only once the clock has moved past the millisecond of the previous call's reply: for
+   * checks of the order of events the server tells apart by their millisecond.
+   */
+  readonly nextMillisecond?: boolean;
 }
 
 export type Boto3Result =
   | {
       readonly ok: true;
       readonly status: number;
+      /** HTTP requests botocore made for the call (its RetryAttempts + 1). */
+      readonly attempts: number;
       readonly response: Record<string, unknown>;
       /** The reply's Content-Type header, as sent. */
       readonly contentType: string | null;
@@ -33,6 +40,7 @@ export type Boto3Result =
       readonly ok: false;
       readonly contentType: string | null;
       readonly status: number;
+      readonly attempts: number;
       readonly code: string;
       readonly message: string;
       readonly type: string | null;
@@ -45,6 +53,20 @@ export interface Boto3Run {
   readonly boto3: string;
   readonly botocore: string;
   readonly results: Boto3Result[];
+  /** The results of {@link Boto3Options.onThrottled}'s calls, when given. */
+  readonly onThrottledResults?: Boto3Result[];
+}
+
+export interface Boto3Options {
+  /** botocore's default retries in this mode; unset: one attempt, errors as they come. */
+  readonly retryMode?: 'standard' | 'legacy';
+  /**
+   * Run once, by a second client without retries, when the first RequestThrottled reaches
+   * botocore's retry handler and before it retries: e.g. a consumer draining the queue.
+   */
+  readonly onThrottled?: readonly Boto3Call[];
+  /** Added to the tools' environment (a tenant's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** Bytes for the script: `{ __b64: ... }`. */
@@ -52,23 +74,27 @@ export function b64(bytes: Uint8Array): { __b64: string } {
   return { __b64: Buffer.from(bytes).toString('base64') };
 }
 
-/**
- * Runs `calls` in order through the boto3 of `python` (Debian's unless told); `env` adds to the
- * tools' environment (a tenant's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
- */
+/** Runs `calls` in order through the boto3 of `python` (Debian's unless told). */
 export async function boto3Calls(
   endpoint: string,
   calls: readonly Boto3Call[],
   python: string = DEBIAN_PYTHON,
-  env: Readonly<Record<string, string>> = {},
+  options: Boto3Options = {},
 ): Promise<Boto3Run> {
-  const input = JSON.stringify({ endpoint, calls });
+  const { env: extraEnv, ...scriptOptions } = options;
+  const input = JSON.stringify({ endpoint, calls, ...scriptOptions });
+  const env = { ...awsToolEnv(), ...extraEnv };
+  if (options.retryMode !== undefined) {
+    // botocore's own defaults for the mode: these would override them.
+    delete env['AWS_MAX_ATTEMPTS'];
+    delete env['AWS_RETRY_MODE'];
+  }
   const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number }>(
     (resolve) => {
       const child = execFile(
         python,
         [SCRIPT],
-        { env: { ...awsToolEnv(), ...env }, timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+        { env, timeout: 60_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
         (error, out, err) => {
           resolve({
             stdout: out,

@@ -7,6 +7,7 @@
  * `message`, the HTTP status; `queryErrorCode` is the JSON `__type` after `#`, read from the body
  * before the SDK parses it, as botocore's QueryErrorCode is.
  */
+import { pastMillisecond } from './clock.js';
 import { createRequire } from 'node:module';
 import { Readable } from 'node:stream';
 import * as sqs from '@aws-sdk/client-sqs';
@@ -103,8 +104,10 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
     { step: 'deserialize', priority: 'low', name: 'testRawReply' },
   );
   const results: Boto3Result[] = [];
+  let lastReplyMs = 0;
   try {
     for (const call of calls) {
+      if (call.nextMillisecond === true) await pastMillisecond(lastReplyMs);
       headers = call.headers ?? {};
       seen.contentType = null;
       seen.jsonType = null;
@@ -113,10 +116,13 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
         const output: unknown = await client.send(
           new Command(decode(substitute(call.params ?? {}, results))),
         );
-        const { $metadata, ...response } = output as { $metadata: { httpStatusCode?: number } };
+        const { $metadata, ...response } = output as {
+          $metadata: { httpStatusCode?: number; attempts?: number };
+        };
         results.push({
           ok: true,
           status: $metadata.httpStatusCode ?? 0,
+          attempts: $metadata.attempts ?? 1,
           response: encode(response) as Record<string, unknown>,
           contentType: seen.contentType,
         });
@@ -126,12 +132,13 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
           Type?: string;
           name: string;
           message: string;
-          $metadata?: { httpStatusCode?: number };
+          $metadata?: { httpStatusCode?: number; attempts?: number };
         };
         if (err.$metadata === undefined) throw e; // not a service error
         results.push({
           ok: false,
           status: err.$metadata.httpStatusCode ?? 0,
+          attempts: err.$metadata.attempts ?? 1,
           code: err.Code ?? err.name,
           message: err.message,
           type: err.Type ?? null,
@@ -139,6 +146,7 @@ export async function sdkCalls(endpoint: string, calls: readonly Boto3Call[]): P
           contentType: seen.contentType,
         });
       }
+      lastReplyMs = Date.now();
     }
   } finally {
     client.destroy();

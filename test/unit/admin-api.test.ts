@@ -161,6 +161,43 @@ void describe('admin API: tenants', () => {
     assert.equal(h.store.tenants.byAccessKeyId(third), undefined);
   });
 
+  void test('Given a tenant, when its memory share is set, shown and cleared, then the budget uses it; a share out of (0, 1] is 400', async (t) => {
+    const h = harness(t);
+    await h.app.inject({
+      method: 'POST',
+      url: '/admin/tenants',
+      headers: AUTH,
+      payload: { name: 'm', accountId: '111111111111' },
+    });
+    send(h, queue(h, 'q'), 'x'.repeat(1000));
+    const put = (memoryShare: unknown) =>
+      h.app.inject({
+        method: 'PUT',
+        url: '/admin/tenants/m/memory-share',
+        headers: AUTH,
+        payload: { memoryShare },
+      });
+    const set = await put(0.25);
+    assert.equal(set.statusCode, 200);
+    const view = set.json<{ memoryShare: number; memoryUsedBytes: number }>();
+    assert.equal(view.memoryShare, 0.25);
+    assert.equal(view.memoryUsedBytes, h.store.budget.usedBy('111111111111'));
+    assert.ok(view.memoryUsedBytes > 1000);
+    assert.equal(h.store.budget.limitOf('111111111111'), h.store.budget.limit * 0.25);
+    for (const bad of [0, 1.5, 'half']) assert.equal((await put(bad)).statusCode, 400, String(bad));
+    assert.equal(h.store.tenants.get('m')?.memoryShare, 0.25);
+    const memory = await h.app.inject({ method: 'GET', url: '/admin/memory', headers: AUTH });
+    const m = memory.json<{ usedBytes: number; refusing: boolean; tenants: { tenant: string | null }[] }>();
+    assert.equal(m.usedBytes, h.store.budget.used);
+    assert.equal(m.refusing, false);
+    assert.deepEqual(
+      m.tenants.map((x) => x.tenant),
+      ['m'],
+    );
+    assert.equal((await put(null)).json<{ memoryShare: unknown }>().memoryShare, null);
+    assert.equal(h.store.tenants.get('m')?.memoryShare, undefined);
+  });
+
   void test('Given a tenant with queues, when deleted, then 409 unless deleteQueues=true, which deletes them too', async (t) => {
     const h = harness(t);
     await h.app.inject({

@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { getHeapStatistics } from 'node:v8';
 import { promisify } from 'node:util';
 
 import {
@@ -11,6 +12,8 @@ import {
   HelpRequested,
   parseConfig,
   parseDurationMs,
+  defaultMaxMemory,
+  parseSize,
   type Config,
 } from '../../src/config.js';
 
@@ -36,6 +39,7 @@ const DEFAULT_CONFIG: Config = {
   auth: 'off',
   configFile: undefined,
   warmupRequests: 3000,
+  maxMemory: defaultMaxMemory(getHeapStatistics().heap_size_limit),
 };
 
 /** Asserts that parsing fails with a ConfigError whose one-line message matches `pattern`. */
@@ -518,5 +522,61 @@ void describe('parseConfig: Redis URL, Sentinel and key prefix', () => {
   void test('Given a --redis-url with a password, when logged, then the password is redacted', () => {
     const text = JSON.stringify(configForLog(parseConfig(['--redis-url', 'redis://u:hunter2@r:1'], {})));
     assert.doesNotMatch(text, /hunter2/);
+  });
+});
+
+void describe('parseConfig: --max-memory', () => {
+  const GIB = 1024 ** 3;
+
+  void test('Given sizes with units, when parsing, then they are bytes in powers of 1024', () => {
+    assert.equal(parseSize('512mb'), 512 * 1024 ** 2);
+    assert.equal(parseSize('4GB'), 4 * GIB);
+    assert.equal(parseSize('1.5g'), 1.5 * GIB);
+    assert.equal(parseSize('65536'), 65536);
+    assert.equal(parseSize('64 MiB'), 64 * 1024 ** 2);
+    assert.equal(parseSize('lots'), undefined);
+    assert.equal(parseSize('5tb'), undefined);
+  });
+
+  void test('Given no flag, when parsing, then the budget is half the heap limit the process has', () => {
+    assert.equal(parseConfig([], {}, 4 * GIB).maxMemory, 2 * GIB);
+  });
+
+  void test('Given the flag or the environment, when parsing, then the flag wins', () => {
+    assert.equal(parseConfig(['--max-memory', '64mb'], {}, 4 * GIB).maxMemory, 64 * 1024 ** 2);
+    assert.equal(parseConfig([], { SHARED_SQS_MAX_MEMORY: '1gb' }, 4 * GIB).maxMemory, GIB);
+    assert.equal(
+      parseConfig(['--max-memory=256mb'], { SHARED_SQS_MAX_MEMORY: '1gb' }, 4 * GIB).maxMemory,
+      256 * 1024 ** 2,
+    );
+  });
+
+  void test('Given a budget the heap cannot hold, when parsing, then the error names both sizes', () => {
+    let caught: unknown;
+    try {
+      parseConfig(['--max-memory', '4gb'], {}, 2 * GIB);
+    } catch (err) {
+      caught = err;
+    }
+    assert.ok(caught instanceof ConfigError);
+    assert.match(
+      caught.message,
+      /--max-memory \(4\.00 GiB\) is more than 80 % of .* heap limit \(2\.00 GiB\)/,
+    );
+  });
+
+  void test('Given a bad size, when parsing, then it is a ConfigError', () => {
+    assertConfigError(['--max-memory', 'lots'], {}, /--max-memory must be a size like 512mb/);
+    assertConfigError(['--max-memory', '1mb'], {}, /at least 2mb/);
+  });
+
+  void test('Given --help, when parsing, then it documents --max-memory and its default', () => {
+    let help = '';
+    try {
+      parseConfig(['--help'], {});
+    } catch (err) {
+      if (err instanceof HelpRequested) help = err.text;
+    }
+    assert.match(help, /--max-memory .*50 % of the V8 heap limit.*SHARED_SQS_MAX_MEMORY/s);
   });
 });

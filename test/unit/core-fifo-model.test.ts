@@ -15,8 +15,7 @@
  *     call may be skipped), its group was not locked, it was not delayed, and nothing comes back
  *     when no group has an eligible message. Then the exact result is compared with the core's
  *     documented choice (compatibility.md, "FIFO queues"): groups in the order they became
- *     receivable (readyAt: AWS's recorded order; ties: waiting groups before those that came back,
- *     then by their first message's send order), as many
+ *     receivable (readyAt: AWS's recorded order; ties by their first message's send order), as many
  *     of each one's eligible messages as `max` allows, then the next group; so a receive
  *     returns min(max, the eligible messages it does not move to the dead-letter queue).
  *   - Deduplication. A list of (scope, group, deduplication id, time, MessageId, SequenceNumber):
@@ -202,8 +201,6 @@ class Model {
   /** Every message sent, in send order, gone ones included (their handles are still used). */
   readonly messages: ModelMessage[] = [];
   private readonly byId = new Map<string, ModelMessage>();
-  /** Per group, the index in `messages` of the send that found it empty: the core forgets an empty group. */
-  private readonly groupStart = new Map<string, number>();
   private readonly byHandle = new Map<string, ModelMessage>();
   /** Every deduplication record ever made; those older than 5 minutes no longer count. */
   readonly dedup: DedupRecord[] = [];
@@ -275,18 +272,16 @@ class Model {
    * moment its first message became visible and the last moment one of its messages left flight
    * (visible again, deleted or expired while in flight). A purge starts its groups anew.
    */
-  readyAt(v: GroupView, now: number): { at: number; cameBack: boolean } {
+  readyAt(v: GroupView, now: number): number {
     const head = v.live[0]?.m;
     if (head === undefined) throw new Error('readyAt of an empty group');
-    let left = Number.NEGATIVE_INFINITY;
-    for (let i = this.groupStart.get(head.group) ?? 0; i < this.messages.length; i++) {
-      const m = this.messages[i] as ModelMessage;
+    let at = head.visibleAt;
+    for (const m of this.messages) {
       if (m.group !== head.group || m.receiveCount === 0 || m.gone === 'purged') continue;
-      if (m.leftFlightAt !== null) left = Math.max(left, m.leftFlightAt);
-      else if (m.gone !== null || this.state(m, now) === 'visible') left = Math.max(left, m.visibleAt);
+      if (m.leftFlightAt !== null) at = Math.max(at, m.leftFlightAt);
+      else if (m.gone !== null || this.state(m, now) === 'visible') at = Math.max(at, m.visibleAt);
     }
-    // In the same millisecond, a group that came back out of flight goes behind the waiting ones.
-    return { at: Math.max(head.visibleAt, left), cameBack: left >= head.visibleAt };
+    return at;
   }
 
   /** Every group with live messages, the one whose first live message is oldest first. */
@@ -395,8 +390,6 @@ class Model {
     seq: string,
     now: number,
   ): void {
-    this.tick(now);
-    if (this.view(group, now).live.length === 0) this.groupStart.set(group, this.messages.length);
     const m: ModelMessage = {
       id,
       body,
@@ -483,10 +476,10 @@ class Model {
       .filter((v) => v.run.length > 0)
       .map((v) => ({
         v,
-        ...this.readyAt(v, now),
+        at: this.readyAt(v, now),
         first: this.messages.indexOf(v.live[0]?.m as ModelMessage),
       }))
-      .sort((a, b) => a.at - b.at || Number(a.cameBack) - Number(b.cameBack) || a.first - b.first)
+      .sort((a, b) => a.at - b.at || a.first - b.first)
       .map((x) => x.v);
     if (
       views.length > 1 &&

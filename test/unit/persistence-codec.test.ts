@@ -35,6 +35,8 @@ const MESSAGE_STRUCTURE = new Set([
   'gprev',
   'gnext',
   'heapIndex',
+  // Its budget cost: computed again by Queue.restoreMessage (budget.ts).
+  'cost',
 ]);
 const MESSAGE_PERSISTED = [
   'id',
@@ -66,6 +68,7 @@ const QUEUE_STRUCTURE = new Set([
   // Message structures: filled by the loader through restoreMessage.
   'received',
   'count',
+  'bytes',
   'head',
   'tail',
   'vhead',

@@ -99,3 +99,27 @@ test('Given a file that is not JSON or missing, when loaded, then a StartupConfi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('Given a tenant with a memoryShare, when applied, then the tenant has it, over one set before; a share out of (0, 1] is refused', () => {
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0, maxMemory: 1024 ** 3 });
+  const tenant = (memoryShare: unknown) => ({
+    tenants: [
+      {
+        name: 'shared',
+        accountId: '444444444444',
+        keys: [{ accessKeyId: 'AKIASHARED000000001', secretAccessKey: 's' }],
+        memoryShare,
+      },
+    ],
+  });
+  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quiet);
+  const t = store.tenants.get('shared');
+  assert.equal(t?.memoryShare, 0.5);
+  assert.equal(store.budget.limitOf('444444444444'), 512 * 1024 ** 2);
+  if (t !== undefined) store.tenants.setMemoryShare(t, 0.1);
+  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quiet);
+  assert.equal(store.tenants.get('shared')?.memoryShare, 0.5);
+  for (const bad of [0, 2, '0.5']) {
+    assert.throws(() => parseStartupConfig(tenant(bad)), /memoryShare/);
+  }
+});

@@ -36,14 +36,15 @@ export const ADMIN_INDEX_HTML = `<!doctype html>
   </section>
   <section id="app" hidden>
     <p id="status" role="status"></p>
+    <p id="memory"></p>
     <h2>Tenants</h2>
     <table id="tenants">
-      <thead><tr><th>Name</th><th>Account</th><th>Keys</th><th>Queues</th></tr></thead>
+      <thead><tr><th>Name</th><th>Account</th><th>Keys</th><th>Queues</th><th>Memory</th></tr></thead>
       <tbody></tbody>
     </table>
     <h2>Queues <small id="refreshed"></small></h2>
     <table id="queues">
-      <thead><tr><th>Tenant</th><th>Region</th><th>Queue</th><th>Visible</th><th>In flight</th><th>Delayed</th><th></th></tr></thead>
+      <thead><tr><th>Tenant</th><th>Region</th><th>Queue</th><th>Visible</th><th>In flight</th><th>Delayed</th><th>Memory</th><th></th></tr></thead>
       <tbody></tbody>
     </table>
     <section id="peek" hidden>
@@ -165,6 +166,17 @@ export const ADMIN_APP_JS = `'use strict';
     }
   }
 
+  function mib(bytes) {
+    return bytes === null ? 'unlimited' : (bytes / 1048576).toFixed(1) + ' MiB';
+  }
+
+  function renderMemory(m) {
+    var p = $('#memory');
+    p.textContent = 'Memory budget: ' + mib(m.usedBytes) + ' of ' + mib(m.budgetBytes) + ' used' +
+      (m.refusing ? ' · sends refused until usage is under ' + mib(m.lowWaterBytes) : '');
+    p.className = m.refusing ? 'error' : '';
+  }
+
   function renderTenants(list) {
     var tbody = $('#tenants tbody');
     tbody.textContent = '';
@@ -175,6 +187,7 @@ export const ADMIN_APP_JS = `'use strict';
       cell(tr, t.accountId);
       cell(tr, t.keys.map(function (k) { return k.accessKeyId; }).join(', '));
       cell(tr, t.queues, 'num');
+      cell(tr, mib(t.memoryUsedBytes) + ' of ' + mib(t.memoryLimitBytes) + (t.memoryShare !== null ? ' (share ' + t.memoryShare + ')' : ''), 'num memory');
       tbody.appendChild(tr);
     });
   }
@@ -191,6 +204,7 @@ export const ADMIN_APP_JS = `'use strict';
       cell(tr, q.visible, 'num visible');
       cell(tr, q.inflight, 'num inflight');
       cell(tr, q.delayed, 'num delayed');
+      cell(tr, mib(q.memoryBytes), 'num memory');
       var actions = cell(tr, '');
       actions.appendChild(button('Peek', 'peek', function () { peek(q); }));
       actions.appendChild(button('Purge', 'purge', function () {
@@ -240,6 +254,7 @@ export const ADMIN_APP_JS = `'use strict';
   function refresh() {
     return Promise.all([
       api('GET', '/admin/leader').then(renderLeader),
+      api('GET', '/admin/memory').then(renderMemory),
       api('GET', '/admin/tenants').then(function (r) { renderTenants(r.tenants); }),
       api('GET', '/admin/queues').then(function (r) { renderQueues(r.queues); }),
     ]).catch(function (e) {

@@ -4,7 +4,7 @@ import type { BatchResultErrorEntry, SendMessageBatchResultEntry } from '../mode
 import { resolveQueue, type Action } from '../service.js';
 import { checkBatchEntries } from '../validate.js';
 import { failedEntry } from './batch.js';
-import { prepareSend, WholeBatchError, type PreparedSend } from './send.js';
+import { checkBudget, prepareSend, WholeBatchError, type PreparedSend } from './send.js';
 
 export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
@@ -28,6 +28,11 @@ export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) =>
       `Batch requests cannot be longer than ${MAX_MESSAGE_SIZE} bytes. You have sent ${total} bytes.`,
     );
   }
+  checkBudget(
+    svc,
+    q,
+    prepared.flatMap((p) => ('message' in p ? [p.size] : [])),
+  );
   const now = svc.clock.now();
   const Successful: SendMessageBatchResultEntry[] = [];
   const Failed: BatchResultErrorEntry[] = [];

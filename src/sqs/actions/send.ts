@@ -1,11 +1,12 @@
 // What SendMessage and SendMessageBatch share: one entry's checks and the message they store.
+import { sendCost } from '../../core/budget.js';
 import { uuid } from '../../core/ids.js';
 import type { NewMessage } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
 import { md5OfBody, md5OfMessageAttributes } from '../../protocol/md5.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
 import type { MessageAttributeValue, MessageSystemAttributeValue } from '../model.generated.js';
-import type { RequestContext } from '../service.js';
+import type { RequestContext, SqsServices } from '../service.js';
 import {
   checkBody,
   checkDelaySeconds,
@@ -25,6 +26,26 @@ export interface SendEntry {
 
 /** An entry error that fails a whole SendMessageBatch, not just the entry (see prepareSend). */
 export class WholeBatchError extends SqsError {}
+
+/**
+ * Refuses a send whose messages (`sizes`: each one's MaximumMessageSize bytes) do not fit the
+ * memory budget, or the account's share of it: RequestThrottled, 403, which SQS itself answers
+ * when throttling and which the AWS SDKs (v3, botocore standard and legacy) retry with back-off
+ * by default. nginx does not pass a 403 to the next upstream, so a follower is not asked in vain.
+ * A batch is refused whole: a failed entry of a 200 reply is retried by no SDK.
+ */
+export function checkBudget(svc: SqsServices, q: Queue, sizes: readonly number[]): void {
+  let bytes = 0;
+  for (const size of sizes) bytes += sendCost(size);
+  const scope = svc.store.budget.wouldExceed(bytes, q.accountId);
+  if (scope === undefined) return;
+  throw new SqsError(
+    'RequestThrottled',
+    scope === 'server'
+      ? 'Request is throttled: the server holds as many messages as its memory budget allows. Retry with back-off; sends are taken again once consumers delete messages.'
+      : "Request is throttled: this account's queues hold their share of the server's memory budget. Retry with back-off; sends are taken again once consumers delete messages.",
+  );
+}
 
 export interface PreparedSend {
   readonly message: NewMessage;
