@@ -34,7 +34,7 @@
  *    from a leader stopped with SIGTERM, the follower having waited 3 s beside the leader with its
  *    warm-up (src/http/warmup.ts) on and off, --rounds times each; the p99 of the first --warmup
  *    seconds after the takeover and of the --duration seconds after them are printed.
- * 5. loading: --messages messages of --body-size bytes written to Redis through the writer; Redis
+ * 5. loading: --messages messages of --body-size bytes written to Redis (test/helpers/fill.ts); Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
@@ -79,7 +79,7 @@ import { QueueStore } from '../src/core/store.js';
 import { keysFor } from '../src/persistence/keys.js';
 import { loadStore } from '../src/persistence/loader.js';
 import { connectRedis } from '../src/persistence/redis.js';
-import { Writer } from '../src/persistence/writer.js';
+import { fillQueue } from '../test/helpers/fill.js';
 import { Histogram, median } from './bench/histogram.js';
 import {
   freePort,
@@ -683,33 +683,6 @@ async function usedMemory(client: Redis): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(info)?.[1]);
 }
 
-/** Writes `messages` messages to Redis under the default prefix, through the writer. */
-async function fill(client: Redis): Promise<void> {
-  const keys = keysFor();
-  const clock = new ManualClock(Date.now());
-  const store = new QueueStore(clock);
-  await loadStore(client, keys, store);
-  const writer = new Writer({ redis: client, keys, unavailable: (e) => e });
-  writer.attach(store);
-  const q = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'loaded' }, {}, {}).queue;
-  const body = 'x'.repeat(bodySize);
-  for (let i = 0; i < messages; i++) {
-    q.send(
-      {
-        id: crypto.randomUUID(),
-        body,
-        md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e',
-        senderId: '000000000000',
-      },
-      clock.now(),
-    );
-    if (i % 20_000 === 19_999) await writer.commit();
-  }
-  // Some in flight, as in a real queue.
-  q.receive(10, 60_000, clock.now());
-  await writer.commit();
-}
-
 /** In a child with --expose-gc: the loader alone, its time, longest block and memory. */
 async function loadChild(port: number): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -993,7 +966,7 @@ try {
     await redis.client.flushall();
     const before = await usedMemory(redis.client);
     const t0 = performance.now();
-    await fill(redis.client);
+    await fillQueue(redis.client, { messages, bodySize });
     const fillMs = performance.now() - t0;
     const after = await usedMemory(redis.client);
     const perMessage = (after - before) / messages;

@@ -47,6 +47,12 @@ export interface Config {
   readonly redisMasterName: string | undefined;
   /** The prefix of every Redis key; it holds a hash tag (`{...}`) so all keys share one slot. */
   readonly redisPrefix: string;
+  /** Replicas that must acknowledge each group commit (Redis WAIT) before its replies; 0: no wait. */
+  readonly redisWaitReplicas: number;
+  /** WAIT's timeout: fewer replicas by then and the replies are 503s. */
+  readonly redisWaitTimeoutMs: number;
+  /** WAITAOF instead of WAIT: the replicas fsynced the writes (Redis 7.2+, checked at start). */
+  readonly redisWaitAof: boolean;
   readonly leaderElection: boolean;
   readonly leaderTtlMs: number;
   readonly leaderIntervalMs: number;
@@ -102,6 +108,9 @@ export const DEFAULTS = {
   leaderIntervalMs: 3_000,
   queueDeletedRecently: true,
   redisPrefix: '{ssq}:',
+  redisWaitReplicas: 0,
+  redisWaitTimeoutMs: 250,
+  redisWaitAof: false,
   auth: 'off',
   warmupRequests: 3000,
 } as const satisfies Partial<Config>;
@@ -186,6 +195,8 @@ const STRING_FLAGS = [
   'redis-sentinels',
   'redis-master-name',
   'redis-prefix',
+  'redis-wait-replicas',
+  'redis-wait-timeout',
   'leader-ttl',
   'leader-interval',
   'admin-token',
@@ -194,7 +205,7 @@ const STRING_FLAGS = [
   'warmup-requests',
   'max-memory',
 ] as const;
-const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently'] as const;
+const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently', 'redis-wait-aof'] as const;
 type StringFlag = (typeof STRING_FLAGS)[number];
 type BooleanFlag = (typeof BOOLEAN_FLAGS)[number];
 type Flag = StringFlag | BooleanFlag;
@@ -321,6 +332,23 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
     group: GROUP_REDIS,
     describe: 'Prefix of every Redis key; must hold a hash tag such as {ssq}',
     shownDefault: '{ssq}:',
+  },
+  'redis-wait-replicas': {
+    group: GROUP_REDIS,
+    describe:
+      'Replicas that must acknowledge each write (Redis WAIT) before it is answered 200, so that a ' +
+      'Sentinel failover loses nothing acknowledged; fewer within --redis-wait-timeout: 503',
+    shownDefault: '0',
+  },
+  'redis-wait-timeout': {
+    group: GROUP_REDIS,
+    describe: 'How long a write waits for --redis-wait-replicas, 1ms to 500ms',
+    shownDefault: '250ms',
+  },
+  'redis-wait-aof': {
+    group: GROUP_REDIS,
+    describe: 'Wait until the replicas fsynced each write to their AOF (WAITAOF, Redis 7.2 or newer)',
+    shownDefault: 'false',
   },
   'leader-election': {
     group: GROUP_REDIS,
@@ -633,6 +661,16 @@ function parseWarmupRequests(raw: Raw<string> | undefined): number {
   return n;
 }
 
+const MAX_WAIT_TIMEOUT_MS = 500;
+
+function parseWaitReplicas(raw: Raw<string> | undefined): number {
+  if (raw === undefined) return DEFAULTS.redisWaitReplicas;
+  const text = raw.value.trim();
+  const n = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 0 && n <= 100)) fail(raw, 'must be a whole number of replicas from 0 to 100');
+  return n;
+}
+
 function parseHost(raw: Raw<string> | undefined): string {
   if (raw === undefined) return DEFAULTS.host;
   let host = raw.value.trim();
@@ -858,6 +896,26 @@ export function parseConfig(
   if (redisSentinels !== undefined && redisMasterName === undefined) {
     throw new ConfigError(`${sentinelsRaw?.from ?? '--redis-sentinels'} needs --redis-master-name`);
   }
+  const waitReplicasRaw = src.string('redis-wait-replicas');
+  const redisWaitReplicas = parseWaitReplicas(waitReplicasRaw);
+  const waitTimeoutRaw = src.string('redis-wait-timeout');
+  const redisWaitTimeoutMs = parseDuration(waitTimeoutRaw, DEFAULTS.redisWaitTimeoutMs);
+  if (waitTimeoutRaw !== undefined && redisWaitTimeoutMs > MAX_WAIT_TIMEOUT_MS) {
+    // A wait holds up the calls pipelined behind it, and each has the 1 s command timeout.
+    fail(waitTimeoutRaw, `must be between 1ms and ${MAX_WAIT_TIMEOUT_MS}ms`);
+  }
+  const waitAofRaw = src.boolean('redis-wait-aof');
+  const redisWaitAof = waitAofRaw?.value ?? DEFAULTS.redisWaitAof;
+  if (redisWaitAof && redisWaitReplicas === 0) {
+    throw new ConfigError(
+      `${waitAofRaw?.from ?? '--redis-wait-aof'} needs --redis-wait-replicas of 1 or more`,
+    );
+  }
+  if (redisWaitReplicas > 0 && given.length === 0) {
+    throw new ConfigError(
+      `${waitReplicasRaw?.from ?? '--redis-wait-replicas'} needs Redis: set --redis-addr`,
+    );
+  }
   const leaderElection = src.boolean('leader-election')?.value ?? DEFAULTS.leaderElection;
   if (leaderElection && given.length === 0) {
     throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
@@ -889,6 +947,9 @@ export function parseConfig(
     redisSentinels,
     redisMasterName,
     redisPrefix: parseRedisPrefix(src.string('redis-prefix')),
+    redisWaitReplicas,
+    redisWaitTimeoutMs,
+    redisWaitAof,
     leaderElection,
     leaderTtlMs,
     leaderIntervalMs,

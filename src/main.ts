@@ -95,6 +95,16 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   }
 
   const target = redisTarget(config);
+  const replicaWait =
+    config.redisWaitReplicas === 0
+      ? undefined
+      : {
+          count: config.redisWaitReplicas,
+          timeoutMs: config.redisWaitTimeoutMs,
+          aof: config.redisWaitAof,
+          observe: (seconds: number, acknowledged: boolean) =>
+            messageMetrics.observeReplicaWait(seconds, acknowledged),
+        };
   const instanceId = `${hostname()}-${process.pid}`;
   // Loading ioredis, the Lua scripts and the persistence and HA code took about a fifth of a
   // memory-only start (spawn to first reply): they are imported only when Redis is configured.
@@ -113,9 +123,10 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
         new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
       onStore: replaceStore,
       onDiverged: () => replaceStore(newStore()),
+      onFatal: (e) => fatal(e),
       log: logger.child({ component: 'persistence' }),
+      replicaWait,
     });
-    await persistence.start();
   }
   if (target !== undefined && config.leaderElection) {
     // Active/passive (src/ha/active.ts): each leader term loads the state with a Persistence of its
@@ -140,14 +151,13 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       onStore: replaceStore,
       onDrop: () => replaceStore(newStore()),
       onDrain: () => current.poller.closeAll(),
-      onFatal: (e) => {
-        logger.fatal({ err: e }, 'the data in Redis cannot be read by this version: exiting');
-        void stop().finally(() => process.exit(1));
-      },
+      onFatal: (e) => fatal(e),
       log: logger.child({ component: 'ha' }),
+      replicaWait,
     });
   }
   if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
+  metrics.setLoadingProvider(() => (ha ?? persistence)?.loading);
   /** What gates the data plane and /ready: the leader term, or the plain persistence. */
   const gate = ha ?? persistence;
 
@@ -220,7 +230,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
       ? 'shared-sqs serving (memory only: state is lost on restart)'
       : ha !== undefined
         ? 'shared-sqs listening as a follower: serving once it holds the leader lock'
-        : 'shared-sqs serving (every change is written to Redis before it is acknowledged)',
+        : 'shared-sqs listening: serving once the state is loaded from Redis (every change is written to Redis before it is acknowledged)',
   );
 
   // A follower warms its code while it waits to lead, so that a takeover does not hand the full
@@ -260,7 +270,19 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     })();
     return stopping;
   };
+  /** What Redis holds cannot be loaded here (LayoutError, StoreTooBigError): one line, exit 1. */
+  function fatal(e: Error): void {
+    logger.fatal({ error: e.name }, `${e.message}: exiting`);
+    void stop().finally(() => process.exit(1));
+  }
   ha?.start();
+  // Loading runs with both planes listening: /ready answers 503 and /metrics shows the progress.
+  void persistence?.start().then(
+    () => undefined,
+    (e: unknown) => {
+      if (stopping === undefined) fatal(e instanceof Error ? e : new Error(String(e)));
+    },
+  );
   return { stop };
 }
 
@@ -300,6 +322,11 @@ main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
     console.error(`shared-sqs: ${e.message}`);
     process.exit(2);
+  }
+  if (e instanceof Error && e.name === 'UnsupportedError') {
+    // Redis cannot do what the flags ask (src/persistence/persistence.ts): one line, no stack.
+    console.error(`shared-sqs: ${e.message}`);
+    process.exit(1);
   }
   const code = (e as { code?: string }).code;
   if (code === 'EADDRINUSE' || code === 'EACCES') {

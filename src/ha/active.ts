@@ -20,8 +20,9 @@
  */
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from '../persistence/keys.js';
-import { LayoutError, type LoadStats } from '../persistence/loader.js';
+import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
 import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
+import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
 import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
@@ -48,12 +49,14 @@ export interface ActivePassiveOptions {
   readonly onDrop: () => void;
   /** A drain began: answer waiting long polls now (the lock is still ours, so they get a 200). */
   readonly onDrain: () => void;
-  /** The data in Redis has a layout this version cannot read: the process should exit. */
+  /** The data in Redis cannot be loaded by this process (layout, too big, or a Redis without the WAITAOF asked for): it should exit. */
   readonly onFatal: (e: Error) => void;
   readonly log?: PersistenceLog | undefined;
   /** Longest wait for requests in flight during a drain; default 10 s. */
   readonly drainTimeoutMs?: number | undefined;
   readonly timers?: ElectorTimers | undefined;
+  /** Each term's writer waits for replicas (--redis-wait-replicas); undefined: no wait. */
+  readonly replicaWait?: ReplicaWait | undefined;
 }
 
 export interface LeaderStatus extends ElectorStatus {
@@ -136,6 +139,11 @@ export class ActivePassive {
         for (const w of waiters) w();
       }
     };
+  }
+
+  /** How far the term's load got, while it loads. */
+  get loading(): LoadProgress | undefined {
+    return this.persistence?.loading;
   }
 
   get requestsInFlight(): number {
@@ -223,13 +231,15 @@ export class ActivePassive {
         this.opts.onDrop();
         if (cause instanceof FencedError) this.elector.fence();
       },
+      onFatal: (e) => this.opts.onFatal(e),
       log: this.log,
+      replicaWait: this.opts.replicaWait,
     });
     this.persistence = p;
     try {
       await p.start();
     } catch (e) {
-      if (e instanceof LayoutError) this.opts.onFatal(e);
+      if (e instanceof UnloadableError) this.opts.onFatal(e);
       throw e;
     }
   }

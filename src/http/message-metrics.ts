@@ -13,6 +13,10 @@
  *                                                        write as each request sees it)
  * - sqs_redis_commit_failures_total                     replies that could not be stored (error,
  *                                                        timeout, fenced) and were answered 503
+ * - sqs_redis_replica_wait_seconds                      histogram: how long each group commit's
+ *                                                        WAIT for replicas took (--redis-wait-replicas)
+ * - sqs_redis_replica_wait_timeouts_total               WAITs that ended with fewer replicas than
+ *                                                        asked for (their replies: 503)
  *
  * `tenant` is the tenant's name, or the account id for an account no tenant holds.
  *
@@ -54,6 +58,7 @@ export class MessageMetrics {
   private readonly deadLetterExported = new Map<string, number>();
   /** Registered with the rest when the registry is built (see {@link Metrics.registry}). */
   private commit: { readonly writeDuration: Histogram; readonly writeFailures: Counter } | undefined;
+  private replicaWait: { readonly duration: Histogram; readonly timeouts: Counter } | undefined;
 
   constructor(private readonly metrics: Metrics) {
     metrics.extend((registry, prom) => this.register(registry, prom));
@@ -108,6 +113,19 @@ export class MessageMetrics {
       writeFailures: new prom.Counter({
         name: 'sqs_redis_commit_failures_total',
         help: 'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
+        registers,
+      }),
+    };
+    this.replicaWait = {
+      duration: new prom.Histogram({
+        name: 'sqs_redis_replica_wait_seconds',
+        help: 'How long each group commit waited for replicas to acknowledge it (WAIT, --redis-wait-replicas)',
+        buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5],
+        registers,
+      }),
+      timeouts: new prom.Counter({
+        name: 'sqs_redis_replica_wait_timeouts_total',
+        help: 'Replica waits that ended with fewer replicas than --redis-wait-replicas (their replies: 503)',
         registers,
       }),
     };
@@ -172,5 +190,12 @@ export class MessageMetrics {
     this.metrics.build();
     this.commit?.writeDuration.observe(seconds);
     if (!ok) this.commit?.writeFailures.inc();
+  }
+
+  /** One group commit's wait for replicas ended: enough acknowledged it, or not. */
+  observeReplicaWait(seconds: number, acknowledged: boolean): void {
+    this.metrics.build();
+    this.replicaWait?.duration.observe(seconds);
+    if (!acknowledged) this.replicaWait?.timeouts.inc();
   }
 }

@@ -16,6 +16,13 @@
  *                                                         (read at scrape time; without leader
  *                                                         election the gauges have no series and
  *                                                         the counters stay 0)
+ * - sqs_loading                                           gauge, 1 while the state is being loaded
+ *                                                         from Redis (/ready answers 503), else 0
+ * - sqs_loading_seconds                                   gauge, how long the load in progress ran
+ * - sqs_loading_queues{part}, sqs_loading_messages{part}, gauges of the load in progress: part is
+ *   sqs_loading_bytes{part}                               done (read so far) | all (in Redis; bytes
+ *                                                         estimated from sampled records); no
+ *                                                         series while not loading
  * - sqs_memory_budget_bytes                               gauge, the memory budget (--max-memory)
  * - sqs_memory_used_bytes                                 gauge, what the store holds against it
  * - sqs_memory_refusing                                   gauge, 1 while sends are refused (until
@@ -69,6 +76,17 @@ export interface MemoryStats {
 }
 
 export type QueueStatsProvider = () => Iterable<QueueStats>;
+
+/** A load from Redis in progress (src/persistence/loader.ts, LoadProgress). */
+export interface LoadingStats {
+  readonly queues: number;
+  readonly queuesTotal: number;
+  readonly messages: number;
+  readonly messagesTotal: number;
+  readonly bytes: number;
+  readonly bytesTotal: number;
+  readonly seconds: number;
+}
 
 /** The elector's numbers (src/ha/elector.ts); counters are totals since the process started. */
 export interface LeaderStats {
@@ -208,6 +226,7 @@ export class Metrics {
   private queueStatsProvider: QueueStatsProvider | undefined;
   private longPollWaitersProvider: (() => number) | undefined;
   private leaderStatsProvider: (() => LeaderStats) | undefined;
+  private loadingProvider: (() => LoadingStats | undefined) | undefined;
   private memoryStatsProvider: (() => MemoryStats) | undefined;
   /** Refused sends by `tenant \0 scope`, with the part already added to the prom-client counter. */
   private readonly refusedSends = new Map<
@@ -267,6 +286,7 @@ export class Metrics {
     });
 
     this.registerLeaderMetrics(prom, registers);
+    this.registerLoadingMetrics(prom, registers);
     this.registerMemoryMetrics(prom, registers);
 
     if (this.options.defaultMetrics ?? true) prom.collectDefaultMetrics({ register: registry });
@@ -328,6 +348,63 @@ export class Metrics {
   /** Where the sqs_leader_* series come from (with leader election only); called at each scrape. */
   setLeaderStatsProvider(provider: (() => LeaderStats) | undefined): void {
     this.leaderStatsProvider = provider;
+  }
+
+  /** Where the sqs_loading* series come from; called at each scrape. Undefined: not loading. */
+  setLoadingProvider(provider: (() => LoadingStats | undefined) | undefined): void {
+    this.loadingProvider = provider;
+  }
+
+  private registerLoadingMetrics(prom: Prom, registers: Registry[]): void {
+    const loading: Gauge = new prom.Gauge({
+      name: 'sqs_loading',
+      help: '1 while the state is being loaded from Redis (the instance is not ready), else 0',
+      registers,
+      collect: () => loading.set(this.loadingProvider?.() === undefined ? 0 : 1),
+    });
+    const seconds: Gauge = new prom.Gauge({
+      name: 'sqs_loading_seconds',
+      help: 'How long the load from Redis in progress has run',
+      registers,
+      collect: () => {
+        seconds.reset();
+        const s = this.loadingProvider?.();
+        if (s !== undefined) seconds.set(s.seconds);
+      },
+    });
+    const part = (name: string, help: string, done: keyof LoadingStats, all: keyof LoadingStats): void => {
+      const g: Gauge<'part'> = new prom.Gauge({
+        name,
+        help,
+        labelNames: ['part'] as const,
+        registers,
+        collect: () => {
+          g.reset();
+          const s = this.loadingProvider?.();
+          if (s === undefined) return;
+          g.set({ part: 'done' }, s[done]);
+          g.set({ part: 'all' }, s[all]);
+        },
+      });
+    };
+    part(
+      'sqs_loading_queues',
+      'Queues of the load in progress: loaded (done) and in Redis (all)',
+      'queues',
+      'queuesTotal',
+    );
+    part(
+      'sqs_loading_messages',
+      'Messages of the load in progress: read (done) and in Redis (all)',
+      'messages',
+      'messagesTotal',
+    );
+    part(
+      'sqs_loading_bytes',
+      'Bytes of message records of the load in progress: read (done) and in Redis (all, estimated from samples)',
+      'bytes',
+      'bytesTotal',
+    );
   }
 
   /** Where the sqs_memory_* and sqs_tenant_memory_* gauges come from; called at each scrape. */

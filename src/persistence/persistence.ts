@@ -5,8 +5,13 @@
  *   connecting ──► loading ──► serving ──(a write fails)──► diverged ──(backoff)──► connecting ...
  *
  * - connecting: waits until Redis answers (ioredis reconnects in the background, with backoff).
- * - loading: the whole state is read into a fresh QueueStore (loader.ts). A layout this version
- *   cannot read stops the first start with a LayoutError; everything else is retried.
+ * - loading: the whole state is read into a fresh QueueStore (loader.ts), on a connection of its
+ *   own whose commands may take {@link LOAD_COMMAND_TIMEOUT_MS} (a busy Redis answering a chunk in
+ *   more than the writer's 1 s must not start the load over, forever). Progress is logged every
+ *   few seconds and readable as `loading`. A layout this version cannot read stops the first start
+ *   (a LayoutError); a store too big for this process stops it at any time (StoreTooBigError,
+ *   `onFatal`), and so does a Redis without WAITAOF when --redis-wait-aof asks for it
+ *   (UnsupportedError) at the first start; everything else is retried.
  * - serving: the store is handed over (`onStore`) with a writer subscribed to it; `commit()` is
  *   the writer's.
  * - diverged: a write failed, timed out (outcome unknown) or was fenced, so the store handed over
@@ -26,9 +31,16 @@ import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from './keys.js';
-import { LayoutError, loadStore, type LoadStats } from './loader.js';
+import {
+  LayoutError,
+  LoadProgress,
+  loadStore,
+  StoreTooBigError,
+  UnloadableError,
+  type LoadStats,
+} from './loader.js';
 import { FencedError } from './scripts.js';
-import { Writer } from './writer.js';
+import { Writer, type ReplicaWait } from './writer.js';
 import type { Redis } from 'ioredis';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
@@ -56,12 +68,43 @@ export interface PersistenceOptions {
   readonly log?: PersistenceLog | undefined;
   /** Upper bound of the backoff between recovery attempts; default 2000 ms. */
   readonly maxBackoffMs?: number | undefined;
+  /** What Redis holds can never be loaded here (a StoreTooBigError while recovering): exit. */
+  readonly onFatal?: ((e: UnloadableError) => void) | undefined;
+  /** How often loading logs its progress; default 5000 ms. */
+  readonly progressEveryMs?: number | undefined;
   /**
    * close() leaves the connection open: with leader election one Persistence serves one term
    * (src/ha/active.ts), and the next term's Persistence uses the same connection.
    */
   readonly keepConnection?: boolean | undefined;
+  /** --redis-wait-replicas and friends: every batch waits for replicas (writer.ts); undefined: none. */
+  readonly replicaWait?: ReplicaWait | undefined;
 }
+
+/** The Redis connected to cannot do what the configuration asks (WAITAOF before Redis 7.2). */
+export class UnsupportedError extends UnloadableError {
+  override readonly name = 'UnsupportedError';
+}
+
+/**
+ * Refuses a Redis without WAITAOF when it is asked for: asked of the server (COMMAND INFO names no
+ * such command before 7.2), not assumed from a version, and again after every reconnect, since a
+ * failover can land on another server.
+ */
+export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefined): Promise<void> {
+  if (wait?.aof !== true) return;
+  const info = (await redis.call('COMMAND', 'INFO', 'WAITAOF')) as unknown[];
+  if (Array.isArray(info[0])) return;
+  const server = await redis.info('server');
+  const version = /^redis_version:(\S+)/m.exec(server)?.[1] ?? 'unknown';
+  throw new UnsupportedError(
+    `--redis-wait-aof needs WAITAOF (Redis 7.2 or newer); this Redis is ${version} and has no WAITAOF. ` +
+      'Upgrade Redis, or use --redis-wait-replicas without --redis-wait-aof',
+  );
+}
+
+/** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
+export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
 const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -71,6 +114,7 @@ export class Persistence {
   private readonly stopping = new AbortController();
   private recovering: Promise<void> | undefined;
   private readonly log: PersistenceLog;
+  private progress: LoadProgress | undefined;
 
   constructor(private readonly opts: PersistenceOptions) {
     this.log = opts.log ?? quiet;
@@ -84,6 +128,11 @@ export class Persistence {
 
   get serving(): boolean {
     return this.stateNow === 'serving';
+  }
+
+  /** How far the load in progress got; undefined while not loading. */
+  get loading(): LoadProgress | undefined {
+    return this.progress;
   }
 
   /** The writer of the store being served, for tests and metrics. */
@@ -132,9 +181,10 @@ export class Persistence {
       this.stateNow = 'connecting';
       try {
         await this.connected(signal);
+        await checkReplicaWait(redis, this.opts.replicaWait);
         this.stateNow = 'loading';
         const store = this.opts.createStore();
-        const stats = await loadStore(redis, keys, store, { token: this.opts.token?.() });
+        const stats = await this.load(store);
         if (signal.aborted) break;
         const writer: Writer = new Writer({
           redis,
@@ -142,6 +192,7 @@ export class Persistence {
           token: this.opts.token,
           unavailable: this.opts.unavailable,
           onFailure: (cause) => this.diverge(writer, cause),
+          replicas: this.opts.replicaWait,
         });
         writer.attach(store);
         this.current = writer;
@@ -159,16 +210,58 @@ export class Persistence {
         return;
       } catch (e) {
         if (signal.aborted) break;
-        if (first && e instanceof LayoutError) throw e;
+        if (
+          e instanceof StoreTooBigError ||
+          (first && (e instanceof LayoutError || e instanceof UnsupportedError))
+        )
+          throw e;
         const wait = Math.min(100 * 2 ** Math.min(attempt, 5), this.opts.maxBackoffMs ?? 2000);
         this.log.warn(
           { error: e instanceof Error ? e.message : String(e), retryInMs: wait },
-          this.stateNow === 'loading' ? 'loading from Redis failed' : 'Redis is not answering',
+          e instanceof UnsupportedError
+            ? 'this Redis cannot do what the flags ask: not serving'
+            : this.stateNow === 'loading'
+              ? 'loading from Redis failed'
+              : 'Redis is not answering',
         );
         await delay(wait, undefined, { signal }).catch(() => undefined);
       }
     }
     throw new Error('persistence closed');
+  }
+
+  /** Loads into `store` on a connection of its own, logging progress meanwhile. */
+  private async load(store: QueueStore): Promise<LoadStats> {
+    const { redis, keys } = this.opts;
+    const reader = redis.duplicate({
+      commandTimeout: LOAD_COMMAND_TIMEOUT_MS,
+      connectionName: `${redis.options.connectionName ?? 'shared-sqs'}:loader`,
+    });
+    reader.on('error', () => undefined);
+    const progress = new LoadProgress();
+    this.progress = progress;
+    const timer = setInterval(() => {
+      const rate = progress.rate();
+      this.log.info(
+        {
+          queues: `${progress.queues}/${progress.queuesTotal}`,
+          messages: `${progress.messages}/${progress.messagesTotal}`,
+          mib: `${Math.round(progress.bytes / 2 ** 20)}/${Math.round(progress.bytesTotal / 2 ** 20)}`,
+          percent: Math.floor(progress.percent),
+          messagesPerSec: Math.round(rate.messagesPerSec),
+          mibPerSec: Math.round(rate.bytesPerSec / 2 ** 20),
+        },
+        'loading from Redis',
+      );
+    }, this.opts.progressEveryMs ?? 5000);
+    try {
+      await reader.connect();
+      return await loadStore(reader, keys, store, { token: this.opts.token?.(), progress });
+    } finally {
+      clearInterval(timer);
+      this.progress = undefined;
+      reader.disconnect();
+    }
   }
 
   /** Resolves once Redis answers a PING; waits for the client's `ready` at most 2 s at a time. */
@@ -197,7 +290,9 @@ export class Persistence {
     // nothing from it is taken for an answer to a later command, and reconnect.
     if (/timed out/i.test(cause.message)) this.opts.redis.disconnect(true);
     this.recovering = this.cycle(false).catch((e: unknown) => {
-      if (!this.stopping.signal.aborted) {
+      if (e instanceof UnloadableError && this.opts.onFatal !== undefined) {
+        this.opts.onFatal(e);
+      } else if (!this.stopping.signal.aborted) {
         this.log.error({ error: e instanceof Error ? e.message : String(e) }, 'recovery stopped');
       }
     });

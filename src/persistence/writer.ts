@@ -50,6 +50,16 @@
  * marks the record's key dirty, and the flush writes what the queue (or the store) holds for it
  * then, or deletes it when it holds nothing (expired, purged, forgotten). They go after the
  * queue operations, so a purge's UNLINK of a queue's attempts comes first.
+ *
+ * Replicas (`replicas` option, --redis-wait-replicas). Once a batch's last call was applied, on the
+ * same connection, goes `WAIT n timeout` (or `WAITAOF 0 n timeout`): Redis answers it with how
+ * many replicas acknowledged the replication offset of this connection's writes so far, i.e. this
+ * batch and everything before it. The batch counts as applied only when at least n did; fewer is
+ * a failure like any other (outcome unknown: the write is on the master, maybe not on the replica
+ * a failover would promote), so its requests get a 503 and the store is reloaded. The WAIT goes
+ * after the call's answer, not pipelined right behind it: a call that met NOSCRIPT is sent again
+ * as EVAL, behind a WAIT that would then not cover it. Redis blocks the connection while WAIT
+ * runs, so calls pipelined behind it are applied after it returns.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChangeEvent } from '../core/events.js';
@@ -117,6 +127,24 @@ export interface WriterOptions {
   readonly unavailable: (cause: Error) => Error;
   /** Told once, with the cause (a FencedError when fenced), when a write failed. */
   readonly onFailure?: ((cause: Error) => void) | undefined;
+  /** Each batch is acknowledged by this many replicas before it counts as applied; undefined: no wait. */
+  readonly replicas?: ReplicaWait | undefined;
+}
+
+export interface ReplicaWait {
+  /** Replicas that must acknowledge (WAIT's numreplicas), at least 1. */
+  readonly count: number;
+  /** WAIT's timeout in ms, at least 1 (0 would block forever); keep it well under the command timeout. */
+  readonly timeoutMs: number;
+  /** WAITAOF 0 count timeout (Redis 7.2+): the replicas fsynced it to their AOF, not only received it. */
+  readonly aof: boolean;
+  /** Each wait, as it ended: its duration and whether enough replicas acknowledged. */
+  readonly observe?: ((seconds: number, acknowledged: boolean) => void) | undefined;
+}
+
+/** Fewer replicas acknowledged a batch than --redis-wait-replicas asks for. */
+export class ReplicaWaitError extends Error {
+  override readonly name = 'ReplicaWaitError';
 }
 
 export interface WriterStats {
@@ -132,6 +160,8 @@ interface Call {
   readonly args: ScriptArg[];
   readonly bytes: number;
   readonly objects: number;
+  /** The batch's last call: the replica wait follows its answer. */
+  readonly last: boolean;
 }
 
 export class Writer {
@@ -275,7 +305,8 @@ export class Writer {
     if (b === undefined || this.failure !== undefined || !this.room()) return;
     this.open = undefined;
     const calls = this.build(b);
-    b.unapplied = calls.length;
+    // The replica wait counts as one more call to be answered.
+    b.unapplied = calls.length + (this.opts.replicas === undefined ? 0 : 1);
     this.flushed.push(b);
     this.unsent.push(...calls);
     this.pump();
@@ -311,6 +342,38 @@ export class Writer {
     }
   }
 
+  private waitReplicas(b: Batch, w: ReplicaWait): void {
+    const started = performance.now();
+    const sent = w.aof
+      ? this.opts.redis.call('WAITAOF', 0, w.count, w.timeoutMs)
+      : this.opts.redis.call('WAIT', w.count, w.timeoutMs);
+    sent.then(
+      (reply) => {
+        const acks = Number(Array.isArray(reply) ? reply[1] : reply);
+        const ok = acks >= w.count;
+        w.observe?.((performance.now() - started) / 1000, ok);
+        this.replicated(
+          b,
+          ok
+            ? undefined
+            : new ReplicaWaitError(
+                `${acks} of ${w.count} replicas acknowledged the write within ${w.timeoutMs} ms`,
+              ),
+        );
+      },
+      (e: unknown) => this.replicated(b, e instanceof Error ? e : new Error(String(e))),
+    );
+  }
+
+  private replicated(b: Batch, error: Error | undefined): void {
+    if (error === undefined) b.unapplied--;
+    else {
+      b.failed = true;
+      this.fail(error);
+    }
+    this.settle();
+  }
+
   private answered(call: Call, error: Error | undefined): void {
     this.sent--;
     this.sentBytes -= call.bytes;
@@ -319,6 +382,8 @@ export class Writer {
     if (error === undefined) {
       b.unapplied--;
       this.chained = true;
+      const replicas = this.opts.replicas;
+      if (call.last && replicas !== undefined && this.failure === undefined) this.waitReplicas(b, replicas);
     } else {
       b.failed = true;
       this.fail(error);
@@ -359,7 +424,7 @@ export class Writer {
     let objects = 0;
     const full = (): boolean => bytes >= CALL_BYTES || objects >= CALL_OBJECTS;
     const cut = (): void => {
-      calls.push({ batch: b, args, bytes, objects });
+      calls.push({ batch: b, args, bytes, objects, last: false });
       args = head();
       bytes = objects = 0;
     };
@@ -509,7 +574,7 @@ export class Writer {
         args[at + 2] = n;
       }
     }
-    calls.push({ batch: b, args, bytes, objects });
+    calls.push({ batch: b, args, bytes, objects, last: true });
     return calls;
   }
 

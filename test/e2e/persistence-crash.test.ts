@@ -1,21 +1,28 @@
 /**
  * shared-sqs as users run it (`node dist/main.js --redis-url ...`, built by `npm run build`)
- * against a redis-server this file starts (AOF always), through @aws-sdk/client-sqs:
+ * against a redis-server this file starts (AOF always), through @aws-sdk/client-sqs (JSON
+ * protocol):
  * - kill -9 of the server under a producer sending as fast as it can, restart, drain: every
  *   message that got a 200 is received (lost = 0), nothing unexpected;
+ * - kill -9 near the memory budget with 1 MiB messages, and with 1,000,000 of 256 B: the next
+ *   start loads everything (progress in /metrics while /ready is 503); a budget too small for
+ *   what Redis holds is one fatal line and exit code 1;
  * - Redis gone: 503 within 2 s and never a 200; service comes back with Redis.
  */
 import assert from 'node:assert/strict';
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { fillQueueAt } from '../helpers/fill.js';
+import { metricValue } from '../helpers/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { sqsClient, startServer, type RunningServer } from '../helpers/server.js';
+import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
 import { testsRequiring } from '../helpers/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -34,8 +41,11 @@ after(async () => {
   await redis.stop();
 });
 
-async function server(prefix: string): Promise<{ server: RunningServer; sqs: SQSClient }> {
-  const s = await startServer({ args: ['--redis-url', redis.url, '--redis-prefix', prefix] });
+async function server(
+  prefix: string,
+  extra: string[] = [],
+): Promise<{ server: RunningServer; sqs: SQSClient }> {
+  const s = await startServer({ args: ['--redis-url', redis.url, '--redis-prefix', prefix, ...extra] });
   servers.push(s);
   const sqs = sqsClient(s.url);
   clients.push(sqs);
@@ -46,21 +56,7 @@ function statusOf(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 }
 
-/** Waits (bounded) until GET /ready answers 200: the state is loaded and the instance serves. */
-async function ready(s: RunningServer, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(`${s.controlUrl}/ready`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`/ready not 200 after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const ready = (s: RunningServer): Promise<void> => waitReady(s, 15_000);
 
 /** Receives and deletes until a receive comes back empty; returns the bodies. */
 async function drain(sqs: SQSClient, queueUrl: string): Promise<string[]> {
@@ -169,4 +165,105 @@ test('Given Redis stops, when a client sends, then it gets a 503 within 2 s and 
   await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
   const bodies = await drain(sqs, QueueUrl ?? '');
   assert.deepEqual(bodies.sort(), ['after', 'before']);
+});
+
+const MiB = 2 ** 20;
+
+test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed -9 and started again, then it becomes ready with every acknowledged message; with a 16 MiB budget it exits 1 saying why', async () => {
+  const prefix = uniquePrefix();
+  const budget = ['--max-memory', '64mb'];
+  const first = await server(prefix, budget);
+  const { QueueUrl } = await first.sqs.send(new CreateQueueCommand({ QueueName: 'big' }));
+  assert.ok(QueueUrl !== undefined);
+  const acked: string[] = [];
+  // 56 MiB of bodies and their overhead: under the budget, sent 4 at a time.
+  for (let n = 0; n < 56; n += 4) {
+    await Promise.all(
+      [0, 1, 2, 3].map(async (i) => {
+        const tag = `big-${n + i}-`;
+        await first.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: tag.padEnd(MiB - 64, 'x') }));
+        acked.push(tag);
+      }),
+    );
+  }
+  first.server.proc.kill('SIGKILL');
+  await first.server.exited;
+
+  const second = await server(prefix, budget);
+  const bodies = await drain(second.sqs, QueueUrl);
+  assert.deepEqual(bodies.map((b) => /^big-\d+-/.exec(b)?.[0]).sort(), [...acked].sort());
+  assert.ok(bodies.every((b) => b.length === MiB - 64));
+  await second.server.stop();
+
+  // Put them back through a server, then start one whose budget cannot hold them.
+  const third = await server(prefix, budget);
+  for (let n = 0; n < 24; n++) {
+    await third.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'y'.repeat(MiB - 64) }));
+  }
+  await third.server.stop();
+  const small = await startServer({
+    args: ['--redis-url', redis.url, '--redis-prefix', prefix, '--max-memory', '16mb', '--log-level', 'info'],
+    ready: false,
+  });
+  servers.push(small);
+  const status = await small.exited;
+  assert.equal(status.code, 1);
+  const fatal = small
+    .stdout()
+    .split('\n')
+    .filter((l) => l.includes('"level":"fatal"'));
+  assert.equal(fatal.length, 1, small.stdout());
+  assert.match(
+    fatal[0] ?? '',
+    /24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
+  );
+  assert.doesNotMatch(small.stdout(), /loading from Redis failed/);
+});
+
+test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is killed -9 and starts again, then /metrics shows the load while /ready is 503 and every message is there', async (t) => {
+  const prefix = uniquePrefix();
+  // Redis without AOF: it is the server that is killed here, and a million fsynced writes take long.
+  const fast = await startRedis({ aof: false });
+  t.after(() => fast.stop());
+  const t0 = performance.now();
+  await fillQueueAt(fast.url, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
+  console.log(`# filled in ${Math.round(performance.now() - t0)} ms`);
+  const args = ['--redis-url', fast.url, '--redis-prefix', prefix, '--log-level', 'info'];
+  const first = await startServer({ args, ready: false });
+  servers.push(first);
+  // The load takes seconds: it is seen in /metrics before /ready turns 200.
+  let seenLoading: string | undefined;
+  for (;;) {
+    const ready = (await fetch(`${first.controlUrl}/ready`)).status === 200;
+    if (ready) break;
+    const text = await (await fetch(`${first.controlUrl}/metrics`)).text();
+    // The last scrape while loading: the totals are known once the records were sampled.
+    if (metricValue(text, 'sqs_loading', {}) === 1) seenLoading = text;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(seenLoading !== undefined, '/metrics never showed the load');
+  assert.equal(metricValue(seenLoading, 'sqs_loading_messages', { part: 'all' }), 1_000_000);
+  assert.equal(metricValue(seenLoading, 'sqs_loading_queues', { part: 'all' }), 1);
+  const ready = await (await fetch(`${first.controlUrl}/metrics`)).text();
+  assert.equal(metricValue(ready, 'sqs_loading', {}), 0);
+  first.proc.kill('SIGKILL');
+  await first.exited;
+
+  const second = await startServer({ args, ready: false });
+  servers.push(second);
+  const t1 = performance.now();
+  await waitReady(second, 120_000);
+  console.log(`# second start: /health to /ready in ${Math.round(performance.now() - t1)} ms`);
+  const sqs = sqsClient(second.url);
+  clients.push(sqs);
+  const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: 'loaded' }));
+  const attrs = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  assert.equal(attrs.Attributes?.['ApproximateNumberOfMessages'], '999990');
+  assert.equal(attrs.Attributes?.['ApproximateNumberOfMessagesNotVisible'], '10');
+  assert.match(second.stdout(), /"msg":"state loaded from Redis"/);
 });

@@ -384,11 +384,13 @@ export async function startCluster(
     redis?: TestRedis;
     /** More flags for both instances (e.g. --max-memory). */
     extraArgs?: readonly string[];
+    /** The key prefix (default: a fresh one), e.g. of data written before the instances start. */
+    prefix?: string;
   } = {},
 ): Promise<Cluster> {
   const timing = opts.timing ?? FAST;
   const redis = opts.redis ?? (await startRedis({ aof: true }));
-  const prefix = uniquePrefix();
+  const prefix = opts.prefix ?? uniquePrefix();
   const args = [
     '--redis-addr',
     `127.0.0.1:${redis.port}`,

@@ -24,6 +24,7 @@ export const MAIN_JS = fileURLToPath(new URL('../../dist/main.js', import.meta.u
 
 const HEALTH_DEADLINE_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
+const READY_DEADLINE_MS = 60_000;
 
 export interface ExitStatus {
   readonly code: number | null;
@@ -121,8 +122,13 @@ export function spawnMain(
   return { proc, exited, stdout: () => out, stderr: () => err };
 }
 
+/**
+ * Starts `node dist/main.js` and resolves once it answers /health, and (unless `ready` is false, or
+ * with --leader-election, where a follower is never ready) once /ready is 200: with Redis the
+ * server listens while it loads the state and answers 503 until then.
+ */
 export async function startServer(
-  opts: { args?: string[]; env?: Record<string, string> } = {},
+  opts: { args?: string[]; env?: Record<string, string>; ready?: boolean } = {},
 ): Promise<RunningServer> {
   const [port, controlPort] = await twoFreePorts();
   const args = [
@@ -187,7 +193,11 @@ export async function startServer(
     try {
       const res = await fetch(`${controlUrl}/health`, { signal: AbortSignal.timeout(1000) });
       await res.arrayBuffer();
-      if (res.status === 200) return server;
+      if (res.status === 200) {
+        if (opts.ready === false || args.includes('--leader-election')) return server;
+        await waitReady(server, READY_DEADLINE_MS);
+        return server;
+      }
       lastProblem = `GET /health answered ${res.status}`;
     } catch (e) {
       lastProblem = (e as Error).message;
@@ -200,6 +210,32 @@ export async function startServer(
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Waits (bounded) until GET /ready answers 200: the state is loaded and the instance serves.
+ * Throws at once if the process exits meanwhile, with its output.
+ */
+export async function waitReady(s: RunningServer, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!s.alive()) {
+      const status = await s.exited;
+      throw new Error(
+        `shared-sqs exited (code ${status.code}, signal ${status.signal}) before /ready answered 200.\n` +
+          `stderr:\n${s.stderr()}\nstdout:\n${s.stdout().slice(-4000)}`,
+      );
+    }
+    try {
+      const res = await fetch(`${s.controlUrl}/ready`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet, or busy loading
+    }
+    if (Date.now() > deadline) throw new Error(`/ready not 200 after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
 

@@ -31,6 +31,9 @@ const DEFAULT_CONFIG: Config = {
   redisSentinels: undefined,
   redisMasterName: undefined,
   redisPrefix: '{ssq}:',
+  redisWaitReplicas: 0,
+  redisWaitTimeoutMs: 250,
+  redisWaitAof: false,
   leaderElection: false,
   leaderTtlMs: 10_000,
   leaderIntervalMs: 3_000,
@@ -303,6 +306,37 @@ void describe('parseConfig: validation', () => {
       {},
       /^leader election needs Redis: set REDIS_ADDR or --redis-addr$/,
     );
+  });
+
+  void test('Given --redis-wait-replicas, --redis-wait-timeout and --redis-wait-aof (flags or environment), when parsing, then they are read and checked', () => {
+    const env = { SHARED_SQS_REDIS_WAIT_REPLICAS: '1', SHARED_SQS_REDIS_WAIT_TIMEOUT: '100ms' };
+    const c = parseConfig(['--redis-addr', 'r:1'], env);
+    assert.equal(c.redisWaitReplicas, 1);
+    assert.equal(c.redisWaitTimeoutMs, 100);
+    assert.equal(c.redisWaitAof, false);
+    const aof = parseConfig(['--redis-addr', 'r:1', '--redis-wait-replicas', '2', '--redis-wait-aof'], {});
+    assert.deepEqual([aof.redisWaitReplicas, aof.redisWaitTimeoutMs, aof.redisWaitAof], [2, 250, true]);
+    assertConfigError(
+      ['--redis-addr', 'r:1', '--redis-wait-replicas', 'one'],
+      {},
+      /^--redis-wait-replicas must be a whole number of replicas from 0 to 100 \(got "one"\)$/,
+    );
+    assertConfigError(
+      ['--redis-addr', 'r:1', '--redis-wait-replicas', '1', '--redis-wait-timeout', '1s'],
+      {},
+      /^--redis-wait-timeout must be between 1ms and 500ms/,
+    );
+    assertConfigError(
+      ['--redis-addr', 'r:1', '--redis-wait-replicas', '1', '--redis-wait-timeout', '0ms'],
+      {},
+      /^--redis-wait-timeout must be between 1ms/,
+    );
+    assertConfigError(
+      ['--redis-addr', 'r:1', '--redis-wait-aof'],
+      {},
+      /^--redis-wait-aof needs --redis-wait-replicas/,
+    );
+    assertConfigError(['--redis-wait-replicas', '1'], {}, /^--redis-wait-replicas needs Redis/);
   });
 
   void test('Given SHARED_SQS_LEADER_ELECTION=yes-please, when parsing, then it is an error', () => {

@@ -1,0 +1,116 @@
+/**
+ * The loader against a real redis-server (no AOF: only what it reads matters here): chunks bounded
+ * by bytes from the first request, on a client with the writer's 1 s command timeout; what cannot
+ * fit the memory budget refused up front, or as soon as loading passes it; progress totals known
+ * before anything is read.
+ */
+import assert from 'node:assert/strict';
+import { MESSAGE_OVERHEAD } from '../../src/core/budget.js';
+import { ManualClock } from '../../src/core/clock.js';
+import { QueueStore } from '../../src/core/store.js';
+import { keysFor } from '../../src/persistence/keys.js';
+import { LoadProgress, loadStore, StoreTooBigError } from '../../src/persistence/loader.js';
+import { connectRedis } from '../../src/persistence/redis.js';
+import { fillQueue } from '../helpers/fill.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { testsRequiring } from '../helpers/requires.js';
+import type { Redis } from 'ioredis';
+
+const { after, before, test } = testsRequiring('redis-server');
+
+const MiB = 2 ** 20;
+let redis: TestRedis;
+let client: Redis;
+
+before(async () => {
+  redis = await startRedis({ aof: false });
+  client = await connectRedis({ url: redis.url });
+});
+
+after(async () => {
+  client.disconnect();
+  await redis.stop();
+});
+
+/** Records each HSCAN's COUNT and the bytes of records its reply held. */
+function spyHscan(c: Redis): { count: number; bytes: number }[] {
+  const calls: { count: number; bytes: number }[] = [];
+  const original = c.hscan.bind(c) as (...args: unknown[]) => Promise<[string, string[]]>;
+  (c as unknown as { hscan: (...args: unknown[]) => Promise<[string, string[]]> }).hscan = async (
+    ...args
+  ) => {
+    const reply = await original(...args);
+    const bytes = reply[1].reduce((n, s, i) => (i % 2 === 1 ? n + Buffer.byteLength(s) : n), 0);
+    calls.push({ count: Number(args[3]), bytes });
+    return reply;
+  };
+  return calls;
+}
+
+test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command timeout, then every reply stays near the chunk size from the first request on', async () => {
+  const prefix = uniquePrefix();
+  const ids = await fillQueue(client, { prefix, messages: 40, bodySize: MiB, inflight: 3 });
+  const reader = await connectRedis({ url: redis.url, commandTimeoutMs: 1000 });
+  try {
+    const calls = spyHscan(reader);
+    const store = new QueueStore(new ManualClock(Date.now()));
+    const progress = new LoadProgress();
+    const stats = await loadStore(reader, keysFor(prefix), store, { chunkBytes: 4 * MiB, progress });
+    assert.equal(stats.messages, 40);
+    assert.deepEqual(
+      [...(store.get('000000000000', 'loaded')?.allMessages() ?? [])].map((m) => m.id).sort(),
+      [...ids].sort(),
+    );
+    assert.ok((calls[0]?.count ?? Infinity) <= 4, `first HSCAN asked for ${calls[0]?.count}`);
+    for (const c of calls) assert.ok(c.bytes <= 8 * MiB, `an HSCAN reply held ${c.bytes} bytes`);
+    assert.equal(progress.messagesTotal, 40);
+    assert.equal(progress.messages, 40);
+    assert.equal(progress.queues, 1);
+    assert.ok(Math.abs(progress.bytesTotal - progress.bytes) < 0.01 * progress.bytes);
+  } finally {
+    reader.disconnect();
+  }
+});
+
+test('Given Redis holds more 1 MiB messages than the budget, when loading, then it is refused before a message is read, naming both sizes', async () => {
+  const prefix = uniquePrefix();
+  await fillQueue(client, { prefix, messages: 24, bodySize: MiB });
+  const calls = spyHscan(client);
+  const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory: 16 * MiB });
+  const progress = new LoadProgress();
+  await assert.rejects(loadStore(client, keysFor(prefix), store, { progress }), (e: unknown) => {
+    assert.ok(e instanceof StoreTooBigError);
+    assert.match(e.message, /24 messages in 1 queues \(24\.\d MiB of records\)/);
+    assert.match(e.message, /memory budget \(--max-memory\) of 16\.0 MiB/);
+    return true;
+  });
+  assert.deepEqual(calls, []);
+  assert.equal(progress.bytes, 0);
+});
+
+test('Given small messages that pass the up-front estimate but not the budget, when loading, then it stops as soon as loading passes the budget', async () => {
+  const prefix = uniquePrefix();
+  // Each counts MESSAGE_OVERHEAD + 272 B against the budget; the up-front bound takes off the
+  // record's header and counts about MESSAGE_OVERHEAD: a budget between the two.
+  await fillQueue(client, { prefix, messages: 20_000, bodySize: 256 });
+  const maxMemory = 20_000 * (MESSAGE_OVERHEAD + 136);
+  const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory });
+  const progress = new LoadProgress();
+  await assert.rejects(loadStore(client, keysFor(prefix), store, { progress }), (e: unknown) => {
+    assert.ok(e instanceof StoreTooBigError);
+    assert.match(e.message, /loading passed [\d.]+ MiB after \d+ of 20000 messages/);
+    return true;
+  });
+  assert.ok(progress.messages < 20_000, `read ${progress.messages} messages before stopping`);
+});
+
+test('Given no budget, when Redis holds more than the heap can, then it is refused naming the heap limit', async () => {
+  const prefix = uniquePrefix();
+  await fillQueue(client, { prefix, messages: 8, bodySize: MiB });
+  const store = new QueueStore(new ManualClock(Date.now()));
+  await assert.rejects(loadStore(client, keysFor(prefix), store, { heapLimit: 8 * MiB }), (e: unknown) => {
+    assert.ok(e instanceof StoreTooBigError);
+    assert.match(e.message, /80 % of the V8 heap limit of 8\.0 MiB/);
+    return true;
+  });
+});
