@@ -16,7 +16,7 @@
  * --defer-replies (bare fastify writes its replies the way shared-sqs does: those of one event-loop
  * turn together, after its last request; see scripts/bare-fastify.ts).
  *
- * Needs `npm run build` (shared-sqs runs from dist/). Figures in docs/performance.md.
+ * Needs `npm run build` (shared-sqs runs from dist/). Figures in the git history of docs/performance.md.
  */
 import { median } from './histogram.js';
 import { hasTaskset, pinSelf, scriptArgs } from './proc.js';

@@ -2,7 +2,7 @@
  * `npx tsx scripts/bench/first-touch.ts [--mib 1024]`: what this machine charges for memory a
  * process touches for the first time (a page fault per 4 KiB page, the kernel zeroing it, and on
  * a VM the host backing it), against touching it again. A queue that grows pays the first for
- * every message it keeps; docs/performance.md ("The floor") uses it to explain why keeping
+ * every message it keeps; docs/performance.md ("The floor", in its git history) used it to explain why keeping
  * messages costs more on some VMs than others.
  */
 import { scriptArgs } from './proc.js';

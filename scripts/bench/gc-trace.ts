@@ -11,7 +11,7 @@
  * the helper threads' marking during the cycle (`background.mark`) and the main thread's
  * incremental steps; and the scavenges' count, median, longest and total pause. Needs `npm run build`.
  *
- * Example (docs/performance.md, "GC on one CPU"):
+ * Example (docs/performance.md, "GC on one CPU", in its git history):
  *   npx tsx scripts/bench/gc-trace.ts --rate 8000 --seconds 6
  *   npx tsx scripts/bench/gc-trace.ts --rate 8000 --seconds 6 --node-flags=--no-concurrent-marking
  */

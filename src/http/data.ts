@@ -298,7 +298,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
  * wakes the peer that reads it; when that peer is idle (a client on another vCPU of the same VM,
  * or nginx in front of us on this host), the wake-up costs more than the request's own work. Back
  * to back, the first write wakes the peer and the rest find it awake: on the bench's two vCPUs
- * this is a quarter to a third more SendMessage req/s under load (docs/performance.md). A reply
+ * this is a quarter to a third more SendMessage req/s under load (docs/decisions/002-reply-batching.md). A reply
  * waits at most for the other requests of its turn; alone in its turn (light load) it costs
  * ~40 µs of end-to-end p50 there. Error replies are rare and go out at once.
  */

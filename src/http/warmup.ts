@@ -1,6 +1,6 @@
 /**
  * A new process runs its JavaScript cold: interpreted until V8 has seen each function often enough
- * to compile it. Measured (docs/performance.md, "Persistence"): a server started and at once sent
+ * to compile it. Measured (docs/decisions/005-follower-warm-up.md): a server started and at once sent
  * SendMessage at half its peak rate fell behind for its first second and built a backlog whose p99
  * was 250-450 ms, against 5-25 ms once a few thousand requests had gone through it. A passive
  * instance answers nothing but 503s until it takes over, so a failover hands the full load to

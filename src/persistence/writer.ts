@@ -80,7 +80,7 @@ import type { Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
 import type { Redis } from 'ioredis';
 
-/** Limits of one script call, so that it runs well within the command timeout (measured: docs/performance.md). */
+/** Limits of one script call, so that it runs well within the command timeout (measured: docs/decisions/001-group-commit.md). */
 const CALL_BYTES = 4 * 1024 * 1024;
 const CALL_OBJECTS = 10_000;
 /**
