@@ -22,7 +22,14 @@ import {
 import { fillQueueAt } from '../helpers/fill.js';
 import { metricValue } from '../helpers/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
+import {
+  spawnMain,
+  sqsClient,
+  startServer,
+  twoFreePorts,
+  waitReady,
+  type RunningServer,
+} from '../helpers/server.js';
 import { testsRequiring } from '../helpers/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -201,13 +208,16 @@ test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed
     await third.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'y'.repeat(MiB - 64) }));
   }
   await third.server.stop();
-  const small = await startServer({
-    args: ['--redis-url', redis.url, '--redis-prefix', prefix, '--max-memory', '16mb', '--log-level', 'info'],
-    ready: false,
-  });
-  servers.push(small);
+  // Not startServer: loading 24 MiB takes milliseconds here, so the process may be gone before
+  // /health could answer; only its exit and its output matter.
+  const [port, controlPort] = await twoFreePorts();
+  const small = spawnMain([
+    ...['--port', String(port), '--control-port', String(controlPort)],
+    ...['--host', '127.0.0.1', '--redis-url', redis.url, '--redis-prefix', prefix],
+    ...['--max-memory', '16mb', '--log-level', 'info'],
+  ]);
   const status = await small.exited;
-  assert.equal(status.code, 1);
+  assert.equal(status.code, 1, small.stdout() + small.stderr());
   const fatal = small
     .stdout()
     .split('\n')

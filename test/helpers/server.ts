@@ -51,7 +51,7 @@ export interface RunningServer {
   stderr(): string;
 }
 
-async function twoFreePorts(): Promise<[number, number]> {
+export async function twoFreePorts(): Promise<[number, number]> {
   for (;;) {
     const a = await freePort();
     const b = await freePort();
