@@ -34,7 +34,7 @@
  *    from a leader stopped with SIGTERM, the follower having waited 3 s beside the leader with its
  *    warm-up (src/http/warmup.ts) on and off, --rounds times each; the p99 of the first --warmup
  *    seconds after the takeover and of the --duration seconds after them are printed.
- * 5. loading: --messages messages of --body-size bytes written to Redis (test/helpers/fill.ts); Redis
+ * 5. loading: --messages messages of --body-size bytes written to Redis (test/support/fill.ts); Redis
  *    memory per message (INFO used_memory); then, in a child process with --expose-gc, the loader
  *    alone: time, longest event-loop block, RSS and heap per message after a full GC; and the
  *    server itself: spawn to /ready 200, and its RSS then.
@@ -79,7 +79,7 @@ import { QueueStore } from '../src/core/store.js';
 import { keysFor } from '../src/persistence/keys.js';
 import { loadStore } from '../src/persistence/loader.js';
 import { connectRedis } from '../src/persistence/redis.js';
-import { fillQueue } from '../test/helpers/fill.js';
+import { fillQueue } from '../test/support/fill.js';
 import { Histogram, median } from './bench/histogram.js';
 import {
   freePort,

@@ -2,7 +2,7 @@
  * `npm test`: check, build, then the suites, each step run whether or not the one before it
  * passed, and a non-zero exit when any failed. The one exception is a failed build: the e2e and
  * failover suites run dist/, so they are not run against a stale or missing one (said, and failed).
- * At the end, one line sums up every skipped test by its reason (test/helpers/requires.ts), and the
+ * At the end, one line sums up every skipped test by its reason (test/support/requires.ts), and the
  * last line counts every test of every step: `N passed, N failed, N skipped`.
  *
  * `node --import tsx test/run.ts FILE...` runs only those test files, with no check or build.

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { cleanEnv, sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { cleanEnv, sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
 const BIN = fileURLToPath(new URL('../../bin/shared-sqs.js', import.meta.url));
 const TOKEN = 'cli-test-token';

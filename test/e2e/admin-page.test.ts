@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('chromium');
 

@@ -18,12 +18,12 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { awsToolEnv, DEBIAN_AWS, startServer, type RunningServer } from '../helpers/server.js';
-import { requires, testsRequiring } from '../helpers/requires.js';
+import { awsToolEnv, DEBIAN_AWS, startServer, type RunningServer } from '../support/server.js';
+import { requires, testsRequiring } from '../support/requires.js';
 import * as sqsCommands from '@aws-sdk/client-sqs';
-import { boto3Calls, type Boto3Result } from '../helpers/boto3.js';
-import { queryErrorCode, xmlText } from '../helpers/wire.js';
-import { presignRequest, signRequest } from '../helpers/sigv4.js';
+import { boto3Calls, type Boto3Result } from '../support/boto3.js';
+import { queryErrorCode, xmlText } from '../support/wire.js';
+import { presignRequest, signRequest } from '../support/sigv4.js';
 
 const cliTest = testsRequiring('aws').test;
 

@@ -17,11 +17,11 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
-import { boto3Calls } from '../helpers/boto3.js';
-import { metricValue } from '../helpers/prometheus.js';
-import { requires } from '../helpers/requires.js';
-import { DEBIAN_PYTHON, sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { expectSdkError } from '../support/assertions.js';
+import { boto3Calls } from '../support/boto3.js';
+import { metricValue } from '../support/prometheus.js';
+import { requires } from '../support/requires.js';
+import { DEBIAN_PYTHON, sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
 const MIB = 1024 ** 2;
 const BUDGET = 64 * MIB;

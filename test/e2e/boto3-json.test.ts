@@ -2,13 +2,13 @@
  * The JSON 1.0 protocol (`X-Amz-Target: AmazonSQS.*`) through a current boto3 (botocore >= 1.31,
  * whose SQS model says `"protocol": "json"`), by way of test/fixtures/boto3_calls.py, run by the
  * first python that has one: `python3` on PATH, then pyenv's shim (see findCurrentBoto3 in
- * test/helpers/boto3.ts; Debian's /usr/bin/python3 is never taken). The scenarios are
- * test/helpers/boto3-scenarios.ts, shared with boto3-query.test.ts. PyPI cannot be reached, so a
+ * test/support/boto3.ts; Debian's /usr/bin/python3 is never taken). The scenarios are
+ * test/support/boto3-scenarios.ts, shared with boto3-query.test.ts. PyPI cannot be reached, so a
  * machine without such a python skips these tests rather than installing one.
  */
 import assert from 'node:assert/strict';
-import { findCurrentBoto3 } from '../helpers/boto3.js';
-import { boto3Scenarios } from '../helpers/boto3-scenarios.js';
+import { findCurrentBoto3 } from '../support/boto3.js';
+import { boto3Scenarios } from '../support/boto3-scenarios.js';
 
 const current = findCurrentBoto3();
 

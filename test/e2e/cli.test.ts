@@ -2,7 +2,7 @@
  * Query protocol (form POST `Action=...&Version=2012-11-05`, XML replies) through Debian's aws-cli
  * 2.9 at /usr/bin/aws: every action of the standard-queue data plane, and its error cases with the
  * error code the CLI prints and the HTTP status (read from `--debug`). The `aws` first on PATH may
- * be a newer one that speaks JSON, so the full path is used (test/helpers/requires.ts checks for it).
+ * be a newer one that speaks JSON, so the full path is used (test/support/requires.ts checks for it).
  *
  * Each aws-cli call costs about a second of CPU (Python start-up), so set-up and checks that are not
  * the action under test go through raw Query requests (still the Query protocol), not the CLI.
@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe } from 'node:test';
-import { md5Hex, md5OfAttributes, type AttributeValue } from '../helpers/md5.js';
+import { md5Hex, md5OfAttributes, type AttributeValue } from '../support/md5.js';
 import {
   awsCli,
   awsCliOk,
@@ -20,9 +20,9 @@ import {
   uniqueName,
   waitForLongPollWaiters,
   type RunningServer,
-} from '../helpers/server.js';
-import { queryErrorCode, queryOk, queryPost, xmlAttributes, xmlText, xmlTexts } from '../helpers/wire.js';
-import { testsRequiring } from '../helpers/requires.js';
+} from '../support/server.js';
+import { queryErrorCode, queryOk, queryPost, xmlAttributes, xmlText, xmlTexts } from '../support/wire.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('aws');
 

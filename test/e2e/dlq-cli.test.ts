@@ -5,9 +5,9 @@
  * requests (the same protocol), since every CLI call costs about a second of CPU.
  */
 import assert from 'node:assert/strict';
-import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { queryOk, xmlAttributes, xmlText } from '../helpers/wire.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { queryOk, xmlAttributes, xmlText } from '../support/wire.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('aws');
 

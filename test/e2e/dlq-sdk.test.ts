@@ -14,8 +14,8 @@ import {
   SetQueueAttributesCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { expectSdkError } from '../support/assertions.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
 let server: RunningServer;
 let client: SQSClient;

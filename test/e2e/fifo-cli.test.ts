@@ -5,9 +5,9 @@
  * CPU, so set-up goes through raw Query requests (the same protocol).
  */
 import assert from 'node:assert/strict';
-import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { queryOk, xmlText } from '../helpers/wire.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { queryOk, xmlText } from '../support/wire.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('aws');
 

@@ -20,7 +20,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
 const GROUPS = 16;
 const PER_GROUP = 20;

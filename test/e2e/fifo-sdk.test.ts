@@ -18,9 +18,9 @@ import {
   type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { pastMillisecond } from '../helpers/clock.js';
+import { expectSdkError } from '../support/assertions.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { pastMillisecond } from '../support/clock.js';
 
 let server: RunningServer;
 let client: SQSClient;

@@ -15,9 +15,9 @@ import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { md5Hex } from '../helpers/md5.js';
-import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../helpers/wire.js';
+import { startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { md5Hex } from '../support/md5.js';
+import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../support/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 const JSON_10 = 'application/x-amz-json-1.0';

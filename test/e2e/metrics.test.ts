@@ -13,8 +13,8 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { metricValue } from '../helpers/prometheus.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { metricValue } from '../support/prometheus.js';
 
 let server: RunningServer;
 

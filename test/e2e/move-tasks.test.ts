@@ -20,9 +20,9 @@ import {
   type ListMessageMoveTasksResultEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { queryErrorCode, queryOk, queryPost, xmlText, xmlTexts } from '../helpers/wire.js';
+import { expectSdkError } from '../support/assertions.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { queryErrorCode, queryOk, queryPost, xmlText, xmlTexts } from '../support/wire.js';
 
 let server: RunningServer;
 let client: SQSClient;

@@ -13,7 +13,7 @@ import {
   SetQueueAttributesCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
+import { expectSdkError } from '../support/assertions.js';
 import {
   awsCli,
   awsCliOk,
@@ -21,8 +21,8 @@ import {
   startServer,
   uniqueName,
   type RunningServer,
-} from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+} from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('aws');
 

@@ -19,9 +19,9 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { fillQueueAt } from '../helpers/fill.js';
-import { metricValue } from '../helpers/prometheus.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { fillQueueAt } from '../support/fill.js';
+import { metricValue } from '../support/prometheus.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import {
   spawnMain,
   sqsClient,
@@ -29,8 +29,8 @@ import {
   twoFreePorts,
   waitReady,
   type RunningServer,
-} from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+} from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

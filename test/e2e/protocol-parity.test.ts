@@ -16,8 +16,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { Rng } from '../helpers/rng.js';
-import { PROJECT_ROOT, startServer, type RunningServer } from '../helpers/server.js';
+import { Rng } from '../support/rng.js';
+import { PROJECT_ROOT, startServer, type RunningServer } from '../support/server.js';
 import {
   jsonErrorType,
   jsonPost,
@@ -27,7 +27,7 @@ import {
   xmlText,
   xmlTexts,
   type RawResponse,
-} from '../helpers/wire.js';
+} from '../support/wire.js';
 
 const SEEDS = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
 const STEPS = 60;

@@ -23,9 +23,9 @@ import {
   UntagQueueCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { testsRequiring } from '../helpers/requires.js';
-import { sqsClient, startServer, waitReady, type RunningServer } from '../helpers/server.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { testsRequiring } from '../support/requires.js';
+import { sqsClient, startServer, waitReady, type RunningServer } from '../support/server.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

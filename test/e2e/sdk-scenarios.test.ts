@@ -1,11 +1,11 @@
 /**
  * The JSON 1.0 protocol through @aws-sdk/client-sqs, running the scenarios of
- * test/helpers/boto3-scenarios.ts (shared with boto3-query.test.ts and boto3-json.test.ts) by way
- * of test/helpers/sdk-calls.ts, so they hold for the SDK v3 clients too.
+ * test/support/boto3-scenarios.ts (shared with boto3-query.test.ts and boto3-json.test.ts) by way
+ * of test/support/sdk-calls.ts, so they hold for the SDK v3 clients too.
  */
 import assert from 'node:assert/strict';
-import { boto3Scenarios } from '../helpers/boto3-scenarios.js';
-import { sdkCalls } from '../helpers/sdk-calls.js';
+import { boto3Scenarios } from '../support/boto3-scenarios.js';
+import { sdkCalls } from '../support/sdk-calls.js';
 
 boto3Scenarios({
   run: sdkCalls,

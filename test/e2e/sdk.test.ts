@@ -26,16 +26,16 @@ import {
   type MessageAttributeValue,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../helpers/assertions.js';
-import { md5Hex, md5OfAttributes, MD5_SELF_CHECK } from '../helpers/md5.js';
+import { expectSdkError } from '../support/assertions.js';
+import { md5Hex, md5OfAttributes, MD5_SELF_CHECK } from '../support/md5.js';
 import {
   sqsClient,
   startServer,
   uniqueName,
   waitForLongPollWaiters,
   type RunningServer,
-} from '../helpers/server.js';
-import { jsonPost } from '../helpers/wire.js';
+} from '../support/server.js';
+import { jsonPost } from '../support/wire.js';
 
 const MIB = 1024 * 1024;
 const TRACE_HEADER = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';

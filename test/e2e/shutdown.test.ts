@@ -9,8 +9,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { startServer, uniqueName, waitForLongPollWaiters, type RunningServer } from '../helpers/server.js';
-import { jsonPost, queryOk, queryPost, rawHttp, xmlText, xmlTexts } from '../helpers/wire.js';
+import { startServer, uniqueName, waitForLongPollWaiters, type RunningServer } from '../support/server.js';
+import { jsonPost, queryOk, queryPost, rawHttp, xmlText, xmlTexts } from '../support/wire.js';
 
 const STEP_MS = 10_000;
 

@@ -20,7 +20,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Consumer, type ConsumerOptions } from 'sqs-consumer';
-import { md5OfAttributes } from '../helpers/md5.js';
+import { md5OfAttributes } from '../support/md5.js';
 import {
   longPollWaiters,
   sqsClient,
@@ -28,7 +28,7 @@ import {
   uniqueName,
   waitForLongPollWaiters,
   type RunningServer,
-} from '../helpers/server.js';
+} from '../support/server.js';
 
 const DEADLINE_MS = 15_000;
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { freePort, spawnMain } from '../helpers/server.js';
+import { freePort, spawnMain } from '../support/server.js';
 
 async function expectRefused(args: string[], mentions: RegExp): Promise<void> {
   // Free ports and loopback, so that a server that wrongly accepts the flags disturbs nobody.

@@ -9,9 +9,9 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { startServer, type RunningServer } from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { startServer, type RunningServer } from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

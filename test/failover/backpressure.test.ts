@@ -13,8 +13,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { testsRequiring } from '../helpers/requires.js';
-import { uniqueName } from '../helpers/server.js';
+import { testsRequiring } from '../support/requires.js';
+import { uniqueName } from '../support/server.js';
 import { createQueue, loadClient, startCluster } from './harness.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');

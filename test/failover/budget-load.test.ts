@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { TestContext } from 'node:test';
-import { fillQueueAt, type FillOptions } from '../helpers/fill.js';
-import { startRedis, uniquePrefix } from '../helpers/redis.js';
-import { testsRequiring } from '../helpers/requires.js';
-import { uniqueName } from '../helpers/server.js';
+import { fillQueueAt, type FillOptions } from '../support/fill.js';
+import { startRedis, uniquePrefix } from '../support/redis.js';
+import { testsRequiring } from '../support/requires.js';
+import { uniqueName } from '../support/server.js';
 import { createQueue, loadClient, startCluster, until, type Cluster } from './harness.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');

@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { uniqueName } from '../helpers/server.js';
-import { queryPost } from '../helpers/wire.js';
+import { uniqueName } from '../support/server.js';
+import { queryPost } from '../support/wire.js';
 import { createQueue, pause, startCluster, until, type Instance } from './harness.js';
 import { summary, Workload } from './workload.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 

@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { track } from '../helpers/children.js';
-import { freePort, spawnMain, type ExitStatus } from '../helpers/server.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { track } from '../support/children.js';
+import { freePort, spawnMain, type ExitStatus } from '../support/server.js';
 
-/** Found on PATH, where test/helpers/requires.ts looks for it. */
+/** Found on PATH, where test/support/requires.ts looks for it. */
 export const NGINX = 'nginx';
 export const NGINX_CONF = fileURLToPath(new URL('../../nginx/shared-sqs.conf', import.meta.url));
 

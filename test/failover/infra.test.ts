@@ -4,12 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { keysUnder } from '../helpers/redis.js';
-import { uniqueName } from '../helpers/server.js';
-import { jsonPost, queryPost } from '../helpers/wire.js';
+import { keysUnder } from '../support/redis.js';
+import { uniqueName } from '../support/server.js';
+import { jsonPost, queryPost } from '../support/wire.js';
 import { createQueue, loadClient, pause, startCluster, until } from './harness.js';
 import { summary, Workload } from './workload.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 

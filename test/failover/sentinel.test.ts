@@ -14,11 +14,11 @@
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { startRedis, startSentinels, uniquePrefix } from '../helpers/redis.js';
-import { freePort, uniqueName } from '../helpers/server.js';
+import { startRedis, startSentinels, uniquePrefix } from '../support/redis.js';
+import { freePort, uniqueName } from '../support/server.js';
 import { createQueue, Instance, pause, until } from './harness.js';
 import { summary, Workload, type Report } from './workload.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('redis-server');
 

@@ -16,9 +16,9 @@ import {
   DeleteQueueCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { uniqueName } from '../helpers/server.js';
+import { uniqueName } from '../support/server.js';
 import { createQueue, loadClient, pause, startCluster, until, type Instance } from './harness.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 

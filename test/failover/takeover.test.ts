@@ -5,10 +5,10 @@
  * t.diagnostic (docs/operations.md quotes them); the only bounds asserted are the issue's.
  */
 import assert from 'node:assert/strict';
-import { uniqueName } from '../helpers/server.js';
+import { uniqueName } from '../support/server.js';
 import { createQueue, startCluster, until, watchReleases } from './harness.js';
 import { summary, Workload, type Report } from './workload.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server', 'aws');
 

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { awsCli, freePort, sqsClient } from '../helpers/server.js';
-import { jsonPost, queryPost } from '../helpers/wire.js';
+import { awsCli, freePort, sqsClient } from '../support/server.js';
+import { jsonPost, queryPost } from '../support/wire.js';
 import { startNginx } from './harness.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'aws');
 

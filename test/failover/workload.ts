@@ -23,8 +23,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { awsToolEnv, DEBIAN_AWS } from '../helpers/server.js';
-import { queryPost } from '../helpers/wire.js';
+import { awsToolEnv, DEBIAN_AWS } from '../support/server.js';
+import { queryPost } from '../support/wire.js';
 import { loadClient, pause } from './harness.js';
 
 export interface Report {

@@ -12,9 +12,9 @@ import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { QueueStore } from '../../src/core/store.js';
 import { ManualClock } from '../../src/core/clock.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

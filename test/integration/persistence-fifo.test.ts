@@ -14,9 +14,9 @@ import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

@@ -11,9 +11,9 @@ import { QueueStore } from '../../src/core/store.js';
 import { keysFor } from '../../src/persistence/keys.js';
 import { LoadProgress, loadStore, StoreTooBigError } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
-import { fillQueue } from '../helpers/fill.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { fillQueue } from '../support/fill.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { testsRequiring } from '../support/requires.js';
 import type { Redis } from 'ioredis';
 
 const { after, before, test } = testsRequiring('redis-server');

@@ -20,7 +20,7 @@
  * turn passes (the writer pipelines), sometimes many operations fall into one batch.
  *
  * At random checkpoints and at the end: commit, load the prefix into a new QueueStore at the same
- * moment, and compare snapshot(loaded) with snapshot(live) (test/helpers/snapshot.ts). Then, on
+ * moment, and compare snapshot(loaded) with snapshot(live) (test/support/snapshot.ts). Then, on
  * both stores alike: receipt handles handed out earlier delete or change visibility with the same
  * outcome, and after the clock moves on, receives return the same messages (FIFO: in the same
  * order; standard: in the same order where both stores hold their visible messages in the same
@@ -48,11 +48,11 @@ import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { snapshot } from '../helpers/snapshot.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
-import { Rng } from '../helpers/rng.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { Rng } from '../support/rng.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

@@ -18,10 +18,10 @@ import { keysFor } from '../../src/persistence/keys.js';
 import { Persistence } from '../../src/persistence/persistence.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { uniquePrefix } from '../helpers/redis.js';
-import { track } from '../helpers/children.js';
-import { freePort } from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { uniquePrefix } from '../support/redis.js';
+import { track } from '../support/children.js';
+import { freePort } from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

@@ -10,9 +10,9 @@ import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

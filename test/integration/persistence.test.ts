@@ -15,10 +15,10 @@ import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { snapshot } from '../helpers/snapshot.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

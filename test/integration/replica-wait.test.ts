@@ -16,10 +16,10 @@ import { checkReplicaWait, Persistence, UnsupportedError } from '../../src/persi
 import { createRedis } from '../../src/persistence/redis.js';
 import { ReplicaWaitError, type ReplicaWait } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { metricValue } from '../helpers/prometheus.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { requires, testsRequiring } from '../helpers/requires.js';
-import { awsCli, spawnMain, sqsClient, startServer, uniqueName } from '../helpers/server.js';
+import { metricValue } from '../support/prometheus.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { requires, testsRequiring } from '../support/requires.js';
+import { awsCli, spawnMain, sqsClient, startServer, uniqueName } from '../support/server.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

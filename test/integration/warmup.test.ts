@@ -14,10 +14,10 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { samples } from '../helpers/prometheus.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../helpers/server.js';
-import { testsRequiring } from '../helpers/requires.js';
+import { samples } from '../support/prometheus.js';
+import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

@@ -15,9 +15,9 @@ import { connectRedis } from '../../src/persistence/redis.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../helpers/redis.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
-import { testsRequiring } from '../helpers/requires.js';
+import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 

@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 
 import { authenticate, type AuthOptions } from '../../src/auth/authenticate.js';
 import { AuthError, canonicalQuery, canonicalUri, verify, type SignedRequest } from '../../src/auth/sigv4.js';
-import { presignRequest, signRequest, type SigningOptions, type TestRequest } from '../helpers/sigv4.js';
+import { presignRequest, signRequest, type SigningOptions, type TestRequest } from '../support/sigv4.js';
 
 const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);
 const KEY: SigningOptions = { accessKeyId: 'AKIATESTKEY000000001', secretAccessKey: 'the-secret' };

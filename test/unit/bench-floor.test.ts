@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
 import { launch, type Server, type TargetName } from '../../scripts/bench/targets.js';
-import { track } from '../helpers/children.js';
+import { track } from '../support/children.js';
 
 const md5 = (s: string): string => createHash('md5').update(s).digest('hex');
 const bodies = ['first body', 'x'.repeat(300), 'ünïcödé ✓'];

@@ -11,7 +11,7 @@ import {
   type QueueStats,
 } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
-import { samples } from '../helpers/prometheus.js';
+import { samples } from '../support/prometheus.js';
 
 /** A logger whose lines go to an array instead of stdout. */
 function memoryLogger(): { logger: ReturnType<typeof createLogger>; lines: string[] } {

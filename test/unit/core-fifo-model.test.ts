@@ -68,8 +68,8 @@ import {
   randomRetentionSeconds,
   randomVisibilitySeconds,
   Rng,
-} from '../helpers/rng.js';
-import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../helpers/model.js';
+} from '../support/rng.js';
+import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../support/model.js';
 
 const S = 1000;
 const MIN = 60 * S;

@@ -12,7 +12,7 @@ import { ManualClock, type Clock } from '../../src/core/clock.js';
 import { buildDataPlane } from '../../src/http/data.js';
 import { createLogger } from '../../src/log.js';
 import type { SqsServices } from '../../src/sqs/service.js';
-import { memoryServices } from '../helpers/services.js';
+import { memoryServices } from '../support/services.js';
 
 function dataPlane(
   t: TestContext,

@@ -13,9 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { productNodeFlags, waitForReady } from '../../scripts/bench/proc.js';
 import { NGINX, renderNginxMain, renderNginxSnippet, run } from '../failover/harness.js';
-import { track } from '../helpers/children.js';
-import { testsRequiring } from '../helpers/requires.js';
-import { cleanEnv, freePort } from '../helpers/server.js';
+import { track } from '../support/children.js';
+import { testsRequiring } from '../support/requires.js';
+import { cleanEnv, freePort } from '../support/server.js';
 
 const UNIT = fileURLToPath(new URL('../../systemd/shared-sqs.service', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/shared-sqs.js', import.meta.url));

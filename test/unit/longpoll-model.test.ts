@@ -78,8 +78,8 @@ import type {
 } from '../../src/sqs/model.generated.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
-import { Rng } from '../helpers/rng.js';
-import { Coverage } from '../helpers/model.js';
+import { Rng } from '../support/rng.js';
+import { Coverage } from '../support/model.js';
 
 const S = 1000;
 const ACCOUNT = '000000000000';

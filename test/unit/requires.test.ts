@@ -1,13 +1,13 @@
 /**
- * The prerequisite check itself (test/helpers/requires.ts), run as `npm test` runs it: test/run.ts on
+ * The prerequisite check itself (test/support/requires.ts), run as `npm test` runs it: test/run.ts on
  * a test that needs nginx, with a PATH from which every directory holding an nginx is taken out.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { delimiter } from 'node:path';
 import { test } from 'node:test';
-import { onPath } from '../helpers/requires.js';
-import { cleanEnv, PROJECT_ROOT } from '../helpers/server.js';
+import { onPath } from '../support/requires.js';
+import { cleanEnv, PROJECT_ROOT } from '../support/server.js';
 
 const PATH_WITHOUT_NGINX = (process.env['PATH'] ?? '')
   .split(delimiter)

@@ -4,7 +4,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Queue } from '../../src/core/queue.js';
 import { parseQueueUrl, queueUrlOf, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
-import { memoryServices } from '../helpers/services.js';
+import { memoryServices } from '../support/services.js';
 
 test('parseQueueUrl: the path names the queue, and the account when it is 12 digits', () => {
   const cases: Array<[string, string | undefined, string]> = [

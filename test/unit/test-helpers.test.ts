@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers/server.js';
+import { freePort } from '../support/server.js';
 
-const CHILDREN = fileURLToPath(new URL('../helpers/children.ts', import.meta.url));
+const CHILDREN = fileURLToPath(new URL('../support/children.ts', import.meta.url));
 
 function alive(pid: number): boolean {
   try {

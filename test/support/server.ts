@@ -18,7 +18,7 @@ import { track } from './children.js';
 
 export { freePort };
 
-/** The repository root: test/helpers/ is two levels below it. */
+/** The repository root: test/support/ is two levels below it. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const MAIN_JS = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 

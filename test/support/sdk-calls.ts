@@ -1,7 +1,7 @@
 /**
- * Runs boto3-style calls (test/helpers/boto3.ts: `{ op: 'send_message', params, headers }`, `$N.Path`
+ * Runs boto3-style calls (test/support/boto3.ts: `{ op: 'send_message', params, headers }`, `$N.Path`
  * placeholders, bytes as `{ __b64 }`) through @aws-sdk/client-sqs, the JSON 1.0 protocol, and
- * answers in boto3_calls.py's format, so test/helpers/boto3-scenarios.ts runs over the SDK too.
+ * answers in boto3_calls.py's format, so test/support/boto3-scenarios.ts runs over the SDK too.
  *
  * An error's fields are what the SDK surfaces: `Code` and `Type` (from `x-amzn-query-error`),
  * `message`, the HTTP status; `queryErrorCode` is the JSON `__type` after `#`, read from the body

@@ -2,7 +2,7 @@
  * The boto3 scenarios, written once and registered by each client's test file:
  * test/e2e/boto3-query.test.ts (Debian's boto3 1.26, Query), test/e2e/boto3-json.test.ts (a
  * current boto3, JSON 1.0) and test/e2e/sdk-scenarios.test.ts (@aws-sdk/client-sqs, JSON 1.0, by
- * way of test/helpers/sdk-calls.ts). A few calls, each checked with what the client surfaces: the
+ * way of test/support/sdk-calls.ts). A few calls, each checked with what the client surfaces: the
  * parsed response, or the error code, type and HTTP status.
  *
  * Where the protocols differ, the expectation is per protocol, not loosened. Errors: over Query,
@@ -22,7 +22,7 @@ export type Boto3Protocol = 'query' | 'json';
 export interface Boto3ScenarioOptions {
   /** The interpreter that runs test/fixtures/boto3_calls.py (Debian's unless told). */
   readonly python?: string;
-  /** Runs the calls through another client instead of boto3 (test/helpers/sdk-calls.ts). */
+  /** Runs the calls through another client instead of boto3 (test/support/sdk-calls.ts). */
   readonly run?: (endpoint: string, calls: readonly Boto3Call[]) => Promise<Boto3Run>;
   /** The protocol its botocore's SQS model must speak. */
   readonly protocol: Boto3Protocol;
