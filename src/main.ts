@@ -14,7 +14,7 @@ import {
 } from './http/tenancy.js';
 import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
-import type { WarmUp } from './http/warmup.js';
+import type { WarmUp } from './ha/warmup.js';
 import type { ActivePassive } from './ha/active.js';
 import { Metrics } from './http/metrics.js';
 import { createLogger, flushLogger } from './log.js';
@@ -235,11 +235,11 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
 
   // A follower warms its code while it waits to lead, so that a takeover does not hand the full
   // load to a cold process; a serving instance does not, as its own traffic does it and the
-  // warm-up would compete with it (src/http/warmup.ts).
+  // warm-up would compete with it (src/ha/warmup.ts).
   let warmUp: WarmUp | undefined;
   if (ha !== undefined && config.warmupRequests > 0) {
     const leader = ha;
-    const { startWarmUp } = await import('./http/warmup.js');
+    const { startWarmUp } = await import('./ha/warmup.js');
     logger.info({ requests: config.warmupRequests }, 'warm-up started');
     warmUp = startWarmUp({
       requests: config.warmupRequests,

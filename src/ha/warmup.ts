@@ -23,12 +23,12 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { QueueStore } from '../core/store.js';
+import { buildDataPlane } from '../http/data.js';
 import { keysFor } from '../persistence/keys.js';
 import { redisOptions } from '../persistence/redis.js';
 import { ScriptCode } from '../persistence/scripts.js';
 import { Writer } from '../persistence/writer.js';
 import { servicesFor } from '../sqs/service.js';
-import { buildDataPlane } from './data.js';
 
 export interface WarmUpOptions {
   /** About how many requests to send in all. */
