@@ -11,8 +11,7 @@
  *
  * The lock key is the one the write scripts fence on (`keys.lock`, src/persistence/keys.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { LuaScript } from '../persistence/scripts.js';
+import { loadScript } from '../persistence/scripts.js';
 import type { Keys } from '../persistence/keys.js';
 import type { Redis } from 'ioredis';
 
@@ -69,21 +68,10 @@ export function parseToken(token: string): { epoch: number; instanceId: string }
   return { epoch: Number(m[1]), instanceId: m[2] ?? '' };
 }
 
-function scriptDir(): URL {
-  const here = new URL('./scripts/', import.meta.url);
-  if (existsSync(new URL('renew-2.lua', here))) return here;
-  // dist/ha/ has no .lua files (tsc copies none): read them from src/ha/scripts/.
-  return new URL('../../src/ha/scripts/', import.meta.url);
-}
-
-function load(name: string): LuaScript {
-  return new LuaScript(name, readFileSync(new URL(`${name}.lua`, scriptDir()), 'utf8'));
-}
-
 export const lockScripts = {
-  acquire: load('acquire-3'),
-  renew: load('renew-2'),
-  release: load('release-2'),
+  acquire: loadScript('ha/scripts', 'acquire-3'),
+  renew: loadScript('ha/scripts', 'renew-2'),
+  release: loadScript('ha/scripts', 'release-2'),
 };
 
 export class RedisLock implements LockBackend {

@@ -67,20 +67,18 @@ export class LuaScript {
 }
 
 /**
- * The folder of the .lua files: next to this module when the build copied them there, else the
- * source folder (`dist/persistence/` and `src/persistence/` are both two levels below the root).
+ * The one loader of the Lua scripts, `persistence/scripts/` and `ha/scripts/` alike: `folder` is
+ * relative to src/. Read from beside the built modules (scripts/copy-lua.mjs copies them into
+ * dist/), else from src/, as a build by tsc alone copies no .lua file.
  */
-function scriptDir(): URL {
-  const here = new URL('./scripts/', import.meta.url);
-  if (existsSync(new URL('apply-4.lua', here))) return here;
-  return new URL('../../src/persistence/scripts/', import.meta.url);
-}
-
-function load(name: string): LuaScript {
-  return new LuaScript(name, readFileSync(new URL(`${name}.lua`, scriptDir()), 'utf8'));
+export function loadScript(folder: string, name: string): LuaScript {
+  const file = `${folder}/${name}.lua`;
+  let url = new URL(`../${file}`, import.meta.url);
+  if (!existsSync(url)) url = new URL(`../../src/${file}`, import.meta.url);
+  return new LuaScript(name, readFileSync(url, 'utf8'));
 }
 
 export const scripts = {
-  apply: load('apply-4'),
-  init: load('init-3'),
+  apply: loadScript('persistence/scripts', 'apply-4'),
+  init: loadScript('persistence/scripts', 'init-3'),
 };
