@@ -30,6 +30,19 @@ export function isLogLevel(value: string): value is LogLevel {
   return (LOG_LEVELS as readonly string[]).includes(value);
 }
 
+/**
+ * The part of a pino logger that the elector, active/passive, persistence and the startup config
+ * use, so that their tests can pass a recorder, or {@link quietLog}, instead of a pino instance.
+ */
+export interface LogSink {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Logs nothing: what a component given no logger uses. */
+export const quietLog: LogSink = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
 export const REDACTED = '[Redacted]';
 
 /**

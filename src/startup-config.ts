@@ -30,6 +30,7 @@ import { isMemoryShare } from './core/budget.js';
 import { CoreError } from './core/errors.js';
 import type { QueueStore } from './core/store.js';
 import { TenantError } from './core/tenants.js';
+import type { LogSink } from './log.js';
 
 export interface StartupQueue {
   readonly name: string;
@@ -133,11 +134,6 @@ function queue(raw: unknown, where: string, mayNameAccount: boolean): StartupQue
   };
 }
 
-export interface ApplyLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
-
 /**
  * Creates what the config names and the store lacks. Throws a StartupConfigError for what can
  * never work (a bad name, an account id another tenant holds, a key another tenant holds).
@@ -146,7 +142,7 @@ export function applyStartupConfig(
   store: QueueStore,
   config: StartupConfig,
   defaults: { readonly accountId: string; readonly region: string },
-  log: ApplyLog,
+  log: LogSink,
 ): void {
   const now = store.clock.now();
   for (const t of config.tenants) {
@@ -188,7 +184,7 @@ function createQueue(
   store: QueueStore,
   q: StartupQueue,
   defaults: { readonly accountId: string; readonly region: string },
-  log: ApplyLog,
+  log: LogSink,
 ): void {
   const id = {
     accountId: q.accountId ?? defaults.accountId,

@@ -19,9 +19,10 @@
  *   on pub/sub, so the follower takes over at once instead of at its next interval.
  */
 import type { QueueStore } from '../core/store.js';
+import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from '../persistence/keys.js';
 import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
-import { Persistence, type PersistenceLog } from '../persistence/persistence.js';
+import { Persistence } from '../persistence/persistence.js';
 import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
@@ -51,7 +52,7 @@ export interface ActivePassiveOptions {
   readonly onDrain: () => void;
   /** The data in Redis cannot be loaded by this process (layout, too big, or a Redis without the WAITAOF asked for): it should exit. */
   readonly onFatal: (e: Error) => void;
-  readonly log?: PersistenceLog | undefined;
+  readonly log?: LogSink | undefined;
   /** Longest wait for requests in flight during a drain; default 10 s. */
   readonly drainTimeoutMs?: number | undefined;
   readonly timers?: ElectorTimers | undefined;
@@ -67,8 +68,6 @@ export interface LeaderStatus extends ElectorStatus {
   readonly lock: (LockInfo & { readonly error?: string }) | { readonly error: string };
 }
 
-const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
 export class ActivePassive {
   readonly elector: Elector;
   readonly lock: RedisLock;
@@ -78,11 +77,11 @@ export class ActivePassive {
   private draining = false;
   private inflight = 0;
   private idleWaiters: (() => void)[] = [];
-  private readonly log: PersistenceLog;
+  private readonly log: LogSink;
   private stopped: Promise<void> | undefined;
 
   constructor(private readonly opts: ActivePassiveOptions) {
-    this.log = opts.log ?? quiet;
+    this.log = opts.log ?? quietLog;
     const keys = lockKeys(opts.keys);
     opts.lockRedis.on('error', () => undefined);
     this.lock = new RedisLock(opts.lockRedis, keys);

@@ -37,6 +37,7 @@
  * Time and timers are injected (`timers`), so the unit tests drive every transition with a fake
  * clock and never sleep.
  */
+import { quietLog, type LogSink } from '../log.js';
 import { parseToken, type AcquireResult, type LockBackend } from './lock.js';
 
 export type ElectorState = 'follower' | 'loading' | 'leader' | 'stopped';
@@ -79,13 +80,6 @@ export const systemTimers: ElectorTimers = {
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 
-/** The part of a pino logger used here. */
-export interface ElectorLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
 export interface ElectorOptions {
   readonly lock: LockBackend;
   /** Unique among the instances: hostname-pid. */
@@ -105,7 +99,7 @@ export interface ElectorOptions {
   readonly onEnd?: ((term: Term, reason: EndReason) => void) | undefined;
   /** A term reached `leader`. */
   readonly onLead?: ((term: Term) => void) | undefined;
-  readonly log?: ElectorLog | undefined;
+  readonly log?: LogSink | undefined;
 }
 
 export interface ElectorStatus {
@@ -141,13 +135,11 @@ interface ActiveTerm extends Term {
   lastRenewal: number;
 }
 
-const quiet: ElectorLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
 export class Elector {
   private stateNow: ElectorState = 'follower';
   private term: ActiveTerm | undefined;
   private readonly timers: ElectorTimers;
-  private readonly log: ElectorLog;
+  private readonly log: LogSink;
   private readonly renewDeadlineMs: number;
   private readonly retryMs: number;
   private readonly callTimeoutMs: number;
@@ -168,7 +160,7 @@ export class Elector {
   constructor(private readonly opts: ElectorOptions) {
     if (!(opts.ttlMs > 0 && opts.intervalMs > 0)) throw new Error('ttl and interval must be positive');
     this.timers = opts.timers ?? systemTimers;
-    this.log = opts.log ?? quiet;
+    this.log = opts.log ?? quietLog;
     this.renewDeadlineMs = opts.renewDeadlineMs ?? opts.ttlMs - opts.intervalMs;
     if (!(this.renewDeadlineMs > 0 && this.renewDeadlineMs < opts.ttlMs)) {
       throw new Error('the renew deadline must be shorter than the ttl');

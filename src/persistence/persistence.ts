@@ -30,6 +30,7 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { QueueStore } from '../core/store.js';
+import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from './keys.js';
 import {
   LayoutError,
@@ -45,13 +46,6 @@ import type { Redis } from 'ioredis';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
 
-/** The part of a pino logger used here. */
-export interface PersistenceLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
 export interface PersistenceOptions {
   readonly redis: Redis;
   readonly keys: Keys;
@@ -65,7 +59,7 @@ export interface PersistenceOptions {
   readonly onDiverged: (cause: Error) => void;
   /** The fencing token for every write ('' or absent: no leader election). */
   readonly token?: (() => string) | undefined;
-  readonly log?: PersistenceLog | undefined;
+  readonly log?: LogSink | undefined;
   /** Upper bound of the backoff between recovery attempts; default 2000 ms. */
   readonly maxBackoffMs?: number | undefined;
   /** What Redis holds can never be loaded here (a StoreTooBigError while recovering): exit. */
@@ -106,18 +100,16 @@ export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefin
 /** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
 export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
-const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
 export class Persistence {
   private current: Writer | undefined;
   private stateNow: PersistenceState = 'connecting';
   private readonly stopping = new AbortController();
   private recovering: Promise<void> | undefined;
-  private readonly log: PersistenceLog;
+  private readonly log: LogSink;
   private progress: LoadProgress | undefined;
 
   constructor(private readonly opts: PersistenceOptions) {
-    this.log = opts.log ?? quiet;
+    this.log = opts.log ?? quietLog;
     // Without a listener ioredis prints every connection error; the loop below reports them.
     if (opts.redis.listenerCount('error') === 0) opts.redis.on('error', () => undefined);
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
+import { quietLog } from '../../src/log.js';
 import {
   applyStartupConfig,
   loadStartupConfig,
@@ -13,7 +14,6 @@ import {
 } from '../../src/startup-config.js';
 
 const DEFAULTS = { accountId: '000000000000', region: 'us-east-1' };
-const quiet = { info: () => undefined, warn: () => undefined };
 
 const CONFIG = {
   tenants: [
@@ -29,7 +29,7 @@ const CONFIG = {
 
 test('Given a config of tenants and queues, when applied to an empty store, then all of it exists', () => {
   const store = new QueueStore(new ManualClock());
-  applyStartupConfig(store, parseStartupConfig(CONFIG), DEFAULTS, quiet);
+  applyStartupConfig(store, parseStartupConfig(CONFIG), DEFAULTS, quietLog);
   assert.equal(store.tenants.byAccessKeyId('AKIATEAMA')?.tenant.accountId, '111111111111');
   assert.equal(store.get('111111111111', 'orders')?.attributes['VisibilityTimeout'], '60');
   assert.equal(store.get('111111111111', 'events.fifo')?.fifo, true);
@@ -39,16 +39,13 @@ test('Given a config of tenants and queues, when applied to an empty store, then
 test('Given a store that has the config and more, when applied again, then nothing is lost or duplicated', () => {
   const store = new QueueStore(new ManualClock());
   const config = parseStartupConfig(CONFIG);
-  applyStartupConfig(store, config, DEFAULTS, quiet);
+  applyStartupConfig(store, config, DEFAULTS, quietLog);
   const a = store.tenants.get('team-a');
   assert.ok(a);
   store.tenants.addKey(a, { accessKeyId: 'AKIAADDED', secretAccessKey: 'x', createdAt: 1 }, false);
   store.get('111111111111', 'orders')?.setAttributes({ VisibilityTimeout: '5' }, 1);
   const warnings: string[] = [];
-  applyStartupConfig(store, config, DEFAULTS, {
-    info: () => undefined,
-    warn: (_o, msg) => warnings.push(msg),
-  });
+  applyStartupConfig(store, config, DEFAULTS, { ...quietLog, warn: (_o, msg) => warnings.push(msg) });
   assert.deepEqual(
     store.tenants.get('team-a')?.keys.map((k) => k.accessKeyId),
     ['AKIATEAMA', 'AKIAADDED'],
@@ -85,7 +82,7 @@ test('Given a config whose tenant has a bad account id, when applied, then a Sta
   const config = parseStartupConfig({
     tenants: [{ name: 'x', accountId: '12', keys: [{ accessKeyId: 'AKIAX', secretAccessKey: 's' }] }],
   });
-  assert.throws(() => applyStartupConfig(store, config, DEFAULTS, quiet), /12 digits/);
+  assert.throws(() => applyStartupConfig(store, config, DEFAULTS, quietLog), /12 digits/);
 });
 
 test('Given a file that is not JSON or missing, when loaded, then a StartupConfigError with the path', () => {
@@ -112,12 +109,12 @@ test('Given a tenant with a memoryShare, when applied, then the tenant has it, o
       },
     ],
   });
-  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quiet);
+  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quietLog);
   const t = store.tenants.get('shared');
   assert.equal(t?.memoryShare, 0.5);
   assert.equal(store.budget.limitOf('444444444444'), 512 * 1024 ** 2);
   if (t !== undefined) store.tenants.setMemoryShare(t, 0.1);
-  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quiet);
+  applyStartupConfig(store, parseStartupConfig(tenant(0.5)), DEFAULTS, quietLog);
   assert.equal(store.tenants.get('shared')?.memoryShare, 0.5);
   for (const bad of [0, 2, '0.5']) {
     assert.throws(() => parseStartupConfig(tenant(bad)), /memoryShare/);
