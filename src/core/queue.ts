@@ -211,15 +211,6 @@ export class Queue {
     return { messageId: msg.id, sequenceNumber: undefined, message: msg };
   }
 
-  /** sendMessage for callers that know the send is not a duplicate; a duplicate throws. */
-  send(m: NewMessage, now: number): Message {
-    const r = this.sendMessage(m, now);
-    if (r.message === undefined) {
-      throw new CoreError('InvalidParameterValue', `The message duplicates message ${r.messageId}.`);
-    }
-    return r.message;
-  }
-
   private sendFifo(m: NewMessage, now: number): SendResult {
     const groupId = m.groupId;
     if (groupId === undefined) {

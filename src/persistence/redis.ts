@@ -84,22 +84,6 @@ export function createRedis(t: RedisTarget): Redis {
   return new Redis({ ...redisOptions(t), replyMapping: 'legacy' });
 }
 
-/** Parses `host:port,host:port` (IPv6 in brackets) for --redis-sentinels. */
-export function parseSentinels(text: string): { host: string; port: number }[] {
-  return text
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-    .map((s) => {
-      const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(s);
-      const port = Number(m?.[2]);
-      if (m === null || !(port >= 1 && port <= 65535)) {
-        throw new Error(`a Sentinel address must be host:port, got ${JSON.stringify(s)}`);
-      }
-      return { host: (m[1] ?? '').replace(/^\[(.*)\]$/, '$1'), port };
-    });
-}
-
 /** A client that is connected (for tools and tests; the server lets Persistence wait for Redis). */
 export async function connectRedis(t: RedisTarget): Promise<Redis> {
   const redis = createRedis(t);

@@ -1,5 +1,4 @@
 import { invalidMessageContents, missingParameter, SqsError } from '../sqs/errors.js';
-import { resolve, type Shape } from '../sqs/shape.js';
 
 /** AWS's wording for a request that names no action, and for an unknown JSON target. */
 export const INVALID_ACTION_MESSAGE =
@@ -17,14 +16,10 @@ export function invalidAction(action?: string): SqsError {
 }
 
 /**
- * Throws MissingParameter for the first required top-level member the input lacks. Both decoders
- * call it last, so a request missing a parameter gets the same error whichever protocol it used.
+ * Throws MissingParameter for the first required top-level member the input lacks, in model order.
+ * Both decoders call it last, so a request missing a parameter gets the same error whichever
+ * protocol it used.
  */
-export function checkRequired(shape: Shape | (() => Shape), input: unknown): void {
-  const s = resolve(shape);
-  if (s.type === 'structure') requireMembers(s.required, input);
-}
-
 export function requireMembers(required: readonly string[], input: unknown): void {
   if (required.length === 0) return;
   const record = (typeof input === 'object' && input !== null ? input : {}) as Record<string, unknown>;

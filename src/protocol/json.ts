@@ -7,8 +7,6 @@ import type { ActionName } from '../sqs/model.generated.js';
 import { invalidAction, requireMembers, utf8Text } from './common.js';
 import { compiledOperations, type Node, type StructNode } from './compiled.js';
 
-export { checkRequired } from './common.js';
-
 export const JSON_CONTENT_TYPE = 'application/x-amz-json-1.0';
 
 const TARGET_PREFIX = 'AmazonSQS.';

@@ -146,8 +146,3 @@ export function md5OfMessageAttributes(
   spill = undefined;
   return hex;
 }
-
-/** The same encoding over system attributes; a separate name so call sites read right. */
-export const md5OfMessageSystemAttributes: (
-  attributes: Readonly<Record<string, AttributeValue>> | undefined,
-) => string | undefined = md5OfMessageAttributes;

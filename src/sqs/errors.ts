@@ -262,8 +262,6 @@ export class SqsError extends Error {
   }
 }
 
-export const sqsError = (name: ErrorName, message: string): SqsError => new SqsError(name, message);
-
 /** AWS's wording for a parameter that fails validation. */
 export function invalidParameter(name: string, value: unknown, reason?: string): SqsError {
   const shown = typeof value === 'string' ? value : JSON.stringify(value);

@@ -17,6 +17,7 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -169,7 +170,7 @@ void test('Given a message moved to a DLQ, when reloaded, then it still names it
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
     VisibilityTimeout: '0',
   });
-  src.send(msg('poison'), clock.now());
+  sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
   src.receive(1, undefined, clock.now());
   await a.writer.commit();
@@ -189,7 +190,7 @@ void test('Given a move task that ran part way, when reloaded, then it is listed
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
     VisibilityTimeout: '0',
   });
-  for (let i = 0; i < 3; i++) src.send(msg(`m${i}`), clock.now());
+  for (let i = 0; i < 3; i++) sendOne(src, msg(`m${i}`), clock.now());
   src.receive(10, undefined, clock.now());
   src.receive(10, undefined, clock.now());
   const task = a.store.startMoveTask(ACCOUNT, dlq.arn, undefined, 1);

@@ -53,6 +53,7 @@ import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
 import { Rng } from '../support/rng.js';
 import { testsRequiring } from '../support/requires.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -933,7 +934,7 @@ test("Given a message sent, received and deleted within one batch, when reloaded
   const { store, clock, writer, reload } = await fresh();
   const q = store.create(at('seq'), {}, {}).queue;
   await writer.commit();
-  q.send(plain(), clock.now());
+  sendOne(q, plain(), clock.now());
   const [m] = q.receive(1, undefined, clock.now());
   q.deleteMessage(q.receiptHandle(m as Message), clock.now());
   await writer.commit();
@@ -945,7 +946,7 @@ test('Given a FIFO message deleted and its deduplication record expired, when re
   const { store, clock, writer, reload } = await fresh();
   const q = store.create(at('last.fifo'), { FifoQueue: 'true' }, {}).queue;
   await writer.commit();
-  q.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  sendOne(q, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
   const [m] = q.receive(1, undefined, clock.now());
   q.deleteMessage(q.receiptHandle(m as Message), clock.now());
   clock.advance(5 * MIN);
@@ -967,7 +968,7 @@ test("Given a FIFO dead letter deleted, when reloaded within the same millisecon
     {},
   ).queue;
   await writer.commit();
-  src.send(plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  sendOne(src, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
   src.receive(1, 0, clock.now());
   assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'moved to the DLQ instead');
   const [dead] = dlq.receive(1, undefined, clock.now());

@@ -22,6 +22,7 @@ import { uniquePrefix } from '../support/redis.js';
 import { track } from '../support/children.js';
 import { freePort } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -138,7 +139,8 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       {},
       {},
     ).queue;
-    const kept = q.send(
+    const kept = sendOne(
+      q,
       { id: 'kept', body: 'before the failover', md5OfBody: 'x', senderId: 's' },
       clock.now(),
     );
@@ -164,7 +166,7 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       assert.ok(Date.now() < deadline, 'no failover within 20 s');
       await new Promise((r) => setTimeout(r, 50));
     }
-    q.send({ id: 'refused', body: 'to the old master', md5OfBody: 'x', senderId: 's' }, clock.now());
+    sendOne(q, { id: 'refused', body: 'to the old master', md5OfBody: 'x', senderId: 's' }, clock.now());
     const outcome = await p.commit().then(
       () => 'stored',
       (e: unknown) => (e instanceof SqsError ? e.errorName : String(e)),
@@ -175,7 +177,8 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       const s2 = await reloaded;
       const ids = [...s2.require('000000000000', 'sentinel').allMessages()].map((m) => m.id);
       assert.deepEqual(ids, [kept.id]);
-      s2.require('000000000000', 'sentinel').send(
+      sendOne(
+        s2.require('000000000000', 'sentinel'),
         { id: 'after', body: 'to the new master', md5OfBody: 'x', senderId: 's' },
         clock.now(),
       );

@@ -19,6 +19,7 @@ import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/
 import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -110,8 +111,9 @@ test('Given every kind of change, when the state is reloaded from Redis, then it
 
   // Messages: plain, with attributes, delayed (queue default and per message), received,
   // visibility extended, made visible again, deleted.
-  const a1 = a.send(msg('a1'), clock.now());
-  a.send(
+  const a1 = sendOne(a, msg('a1'), clock.now());
+  sendOne(
+    a,
     msg('a2 with attributes', {
       attributes: {
         k: { DataType: 'String', StringValue: 'v' },
@@ -123,10 +125,10 @@ test('Given every kind of change, when the state is reloaded from Redis, then it
     }),
     clock.now(),
   );
-  const a3 = a.send(msg('a3'), clock.now());
-  a.send(msg('a4 delayed', { delaySeconds: 30 }), clock.now());
-  a.send(msg('a5'), clock.now());
-  b.send(msg('b1 queue delay'), clock.now());
+  const a3 = sendOne(a, msg('a3'), clock.now());
+  sendOne(a, msg('a4 delayed', { delaySeconds: 30 }), clock.now());
+  sendOne(a, msg('a5'), clock.now());
+  sendOne(b, msg('b1 queue delay'), clock.now());
   await writer.commit();
 
   clock.advance(S);
@@ -140,21 +142,21 @@ test('Given every kind of change, when the state is reloaded from Redis, then it
   a.deleteMessage(a.receiptHandle(got[2] as Message), clock.now());
 
   // A purge with messages sent before and after it in the same tick.
-  purged.send(msg('p-before'), clock.now());
+  sendOne(purged, msg('p-before'), clock.now());
   await writer.commit();
-  purged.send(msg('p-before-2'), clock.now());
+  sendOne(purged, msg('p-before-2'), clock.now());
   purged.purge(clock.now());
-  purged.send(msg('p-after'), clock.now());
+  sendOne(purged, msg('p-after'), clock.now());
 
   // A deleted queue with messages, and a queue deleted and created again in one tick.
-  gone.send(msg('g1'), clock.now());
+  sendOne(gone, msg('g1'), clock.now());
   await writer.commit();
   store.delete(gone);
   const again = create(store, 'again');
-  again.send(msg('r1'), clock.now());
+  sendOne(again, msg('r1'), clock.now());
   store.delete(again);
   const again2 = create(store, 'again', { VisibilityTimeout: '5' });
-  again2.send(msg('r2'), clock.now());
+  sendOne(again2, msg('r2'), clock.now());
   await writer.commit();
 
   // A deadline passes: the delayed message becomes visible, the extended one stays hidden.
@@ -172,7 +174,7 @@ test('Given a receipt handle issued before a restart, when used after it, then i
   const keys = keysFor(uniquePrefix());
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'handles');
-  q.send(msg('hello'), clock.now());
+  sendOne(q, msg('hello'), clock.now());
   const [m] = q.receive(1, 30 * S, clock.now());
   assert.ok(m !== undefined);
   const handle = q.receiptHandle(m);
@@ -193,8 +195,8 @@ test('Given an in-flight message, when the state is reloaded, then it stays hidd
   const keys = keysFor(uniquePrefix());
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'inflight');
-  q.send(msg('hidden'), clock.now());
-  q.send(msg('visible'), clock.now());
+  sendOne(q, msg('hidden'), clock.now());
+  sendOne(q, msg('visible'), clock.now());
   const [first] = q.receive(1, 30 * S, clock.now());
   assert.equal(first?.body, 'hidden');
   await writer.commit();
@@ -228,7 +230,7 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
   const failed: string[] = [];
   let sent = 0;
   const send = async (): Promise<void> => {
-    const m = q.send(msg(`n${sent++}`), clock.now());
+    const m = sendOne(q, msg(`n${sent++}`), clock.now());
     try {
       await writer.commit();
       acked.push(m.id);
@@ -265,7 +267,7 @@ test('Given Redis is down, when a change is committed, then it is rejected with 
       const q = create(store, 'down');
       await writer.commit();
       await own.kill9();
-      q.send(msg('unstored'), clock.now());
+      sendOne(q, msg('unstored'), clock.now());
       const t0 = performance.now();
       await assert.rejects(
         writer.commit(),
@@ -293,7 +295,7 @@ test('Given Redis stops answering (SIGSTOP), when a change is committed, then it
     const q = create(store, 'frozen');
     await writer.commit();
     own.pause();
-    q.send(msg('unknown outcome'), clock.now());
+    sendOne(q, msg('unknown outcome'), clock.now());
     const t0 = performance.now();
     await assert.rejects(
       writer.commit(),
@@ -335,11 +337,11 @@ test('Given a served store, when Redis dies and comes back, then serving stops, 
       {},
       {},
     ).queue;
-    const kept = q.send(msg('kept'), clock.now());
+    const kept = sendOne(q, msg('kept'), clock.now());
     await p.commit();
 
     await own.kill9();
-    const lostInMemory = q.send(msg('answered 503'), clock.now());
+    const lostInMemory = sendOne(q, msg('answered 503'), clock.now());
     await assert.rejects(p.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
     assert.equal(p.serving, false);
     assert.equal(diverged.length, 1);
@@ -353,7 +355,7 @@ test('Given a served store, when Redis dies and comes back, then serving stops, 
     const ids = [...q2.allMessages()].map((m) => m.id);
     assert.deepEqual(ids, [kept.id], 'the acknowledged message is back, the failed one is not');
     assert.notEqual(lostInMemory.id, kept.id);
-    q2.send(msg('after recovery'), clock.now());
+    sendOne(q2, msg('after recovery'), clock.now());
     await p.commit();
   } finally {
     await p.close();
@@ -368,8 +370,8 @@ test('Given deleted, expired and purged messages and a deleted queue, when commi
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'leaks', { MessageRetentionPeriod: '60' });
   const other = create(store, 'other');
-  for (let i = 0; i < 50; i++) q.send(msg(`e${i}`), clock.now());
-  for (let i = 0; i < 50; i++) other.send(msg(`o${i}`), clock.now());
+  for (let i = 0; i < 50; i++) sendOne(q, msg(`e${i}`), clock.now());
+  for (let i = 0; i < 50; i++) sendOne(other, msg(`o${i}`), clock.now());
   await writer.commit();
   assert.equal(await c.hlen(keys.messages(q.uid)), 50);
 
@@ -396,12 +398,12 @@ test('Given the lock holds another token, when a write is fenced, then nothing i
   await c.set(keys.lock, 'token-a');
   const { store, writer, clock, failures } = await open(c, keys, new ManualClock(), 'token-a');
   const q = create(store, 'fenced');
-  q.send(msg('written'), clock.now());
+  sendOne(q, msg('written'), clock.now());
   await writer.commit();
   await c.set(keys.lock, 'token-b');
   const before = await dump(c, prefix);
 
-  q.send(msg('refused'), clock.now());
+  sendOne(q, msg('refused'), clock.now());
   create(store, 'refused-queue');
   await assert.rejects(writer.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
   assert.ok(failures[0] instanceof FencedError);
@@ -431,7 +433,7 @@ test('Given a queue of 10,000 messages read in small chunks, when loaded, then e
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'many');
   const sent: string[] = [];
-  for (let i = 0; i < 10_000; i++) sent.push(q.send(msg(`b${i}`), clock.now()).id);
+  for (let i = 0; i < 10_000; i++) sent.push(sendOne(q, msg(`b${i}`), clock.now()).id);
   // Some in flight and some deleted, so every structure is exercised.
   const taken = q.receive(10, 60 * S, clock.now());
   q.deleteMessage(q.receiptHandle(taken[0] as Message), clock.now());
@@ -452,11 +454,11 @@ test('Given a queue of 50,000 messages, when it is purged, then its hash is gone
   const keys = keysFor(uniquePrefix());
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'big');
-  for (let i = 0; i < 50_000; i++) q.send(msg('x'), clock.now());
+  for (let i = 0; i < 50_000; i++) sendOne(q, msg('x'), clock.now());
   await writer.commit();
   assert.equal(await c.hlen(keys.messages(q.uid)), 50_000);
   q.purge(clock.now());
-  q.send(msg('after the purge'), clock.now());
+  sendOne(q, msg('after the purge'), clock.now());
   await writer.commit();
   assert.equal(await c.hlen(keys.messages(q.uid)), 1);
 });
@@ -466,9 +468,9 @@ test('Given a queue whose deleted and sent messages collapse in one tick, when c
   const keys = keysFor(uniquePrefix());
   const { store, writer, clock } = await open(c, keys);
   const q = create(store, 'collapse', { VisibilityTimeout: '0' });
-  const m1 = q.send(msg('m1'), clock.now());
+  const m1 = sendOne(q, msg('m1'), clock.now());
   for (let i = 0; i < 5; i++) q.receive(1, undefined, clock.now());
-  const m2 = q.send(msg('m2'), clock.now());
+  const m2 = sendOne(q, msg('m2'), clock.now());
   q.receive(10, undefined, clock.now());
   q.deleteMessage(q.receiptHandle(m2), clock.now());
   const flushes = writer.stats.batches;

@@ -20,6 +20,7 @@ import { metricValue } from '../support/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { requires, testsRequiring } from '../support/requires.js';
 import { awsCli, spawnMain, sqsClient, startServer, uniqueName } from '../support/server.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -73,7 +74,7 @@ test('Given a master with no replica and a wait for 1, when a message is stored,
   await p.start();
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'alone' }, {}, {}).queue;
-    const m = q.send({ id: 'm1', body: 'unreplicated', md5OfBody: 'x', senderId: 's' }, clock.now());
+    const m = sendOne(q, { id: 'm1', body: 'unreplicated', md5OfBody: 'x', senderId: 's' }, clock.now());
     await assert.rejects(
       p.commit(),
       (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
@@ -104,7 +105,7 @@ test('Given a master with one replica and a wait for 1, when messages are stored
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'replicated' }, {}, {}).queue;
     for (let i = 0; i < 20; i++) {
-      const m = q.send({ id: `m${i}`, body: `b${i}`, md5OfBody: 'x', senderId: 's' }, clock.now());
+      const m = sendOne(q, { id: `m${i}`, body: `b${i}`, md5OfBody: 'x', senderId: 's' }, clock.now());
       await p.commit();
       // Read on the replica right after the reply could go out: WAIT said it has it.
       assert.ok((await replica.client.hexists(keys.messages(q.uid), m.id)) === 1, `m${i} not on the replica`);
@@ -168,7 +169,7 @@ test('Given --redis-wait-aof, when the Redis at hand is checked, then WAITAOF is
   await p.start();
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'aof' }, {}, {}).queue;
-    const m = q.send({ id: 'm', body: 'fsynced', md5OfBody: 'x', senderId: 's' }, clock.now());
+    const m = sendOne(q, { id: 'm', body: 'fsynced', md5OfBody: 'x', senderId: 's' }, clock.now());
     await p.commit();
     assert.equal(await replica.client.hexists(keys.messages(q.uid), m.id), 1);
   } finally {

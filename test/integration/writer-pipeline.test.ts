@@ -18,6 +18,7 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -118,7 +119,8 @@ async function open(token?: () => string): Promise<Opened> {
 let ids = 0;
 /** Sends one message in this tick; its id. */
 function send(o: Opened, body: string): string {
-  return o.q.send({ id: `m-${++ids}`, body, md5OfBody: 'md5', senderId: '000000000000' }, o.clock.now()).id;
+  return sendOne(o.q, { id: `m-${++ids}`, body, md5OfBody: 'md5', senderId: '000000000000' }, o.clock.now())
+    .id;
 }
 
 /** Lets the writer's setImmediate flush run: the next tick. */

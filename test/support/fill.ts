@@ -15,6 +15,7 @@ import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import type { Redis } from 'ioredis';
+import { sendOne } from './queue.js';
 
 export interface FillOptions {
   readonly messages: number;
@@ -45,7 +46,8 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
   const sent: Message[] = [];
   for (let i = 0; i < opts.messages; i++) {
     sent.push(
-      q.send(
+      sendOne(
+        q,
         { id: randomUUID(), body, md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e', senderId: accountId },
         clock.now(),
       ),

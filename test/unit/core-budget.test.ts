@@ -5,6 +5,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { sendOne } from '../support/queue.js';
 
 /**
  * The memory budget (src/core/budget.ts): what the store counts as messages come and go, and the
@@ -53,8 +54,8 @@ void describe('budget accounting in the store', () => {
     const { store, clock, create } = setup();
     const q = create('q');
     assert.equal(store.budget.used, QUEUE_OVERHEAD);
-    q.send(msg(body(10)), clock.now());
-    q.send(msg(body(20)), clock.now());
+    sendOne(q, msg(body(10)), clock.now());
+    sendOne(q, msg(body(20)), clock.now());
     assert.ok(q.bytes >= 30 * KIB + 2 * MESSAGE_OVERHEAD, `${q.bytes}`);
     assertConsistent(store);
     const [first] = q.receive(1, undefined, clock.now());
@@ -69,8 +70,8 @@ void describe('budget accounting in the store', () => {
     const { store, clock, create } = setup();
     const q = create('q', A, { MessageRetentionPeriod: '60' });
     const p = create('p');
-    q.send(msg(body(5)), clock.now());
-    p.send(msg(body(5)), clock.now());
+    sendOne(q, msg(body(5)), clock.now());
+    sendOne(p, msg(body(5)), clock.now());
     clock.advance(61_000);
     q.tick(clock.now());
     assert.equal(q.bytes, 0);
@@ -78,7 +79,7 @@ void describe('budget accounting in the store', () => {
     p.purge(clock.now());
     assert.equal(p.bytes, 0);
     assertConsistent(store);
-    p.send(msg(body(5)), clock.now());
+    sendOne(p, msg(body(5)), clock.now());
     store.delete(p);
     store.delete(q);
     assert.equal(store.budget.used, 0);
@@ -94,7 +95,7 @@ void describe('budget accounting in the store', () => {
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
       VisibilityTimeout: '1',
     });
-    q.send(msg(body(8)), clock.now());
+    sendOne(q, msg(body(8)), clock.now());
     q.receive(1, undefined, clock.now());
     const before = store.budget.used;
     clock.advance(2000);
@@ -108,8 +109,8 @@ void describe('budget accounting in the store', () => {
 
   void test('Given tenants, when counted, then each account has its own usage', () => {
     const { store, clock, create } = setup();
-    create('a').send(msg(body(3)), clock.now());
-    create('b', B).send(msg(body(7)), clock.now());
+    sendOne(create('a'), msg(body(3)), clock.now());
+    sendOne(create('b', B), msg(body(7)), clock.now());
     assert.ok(store.budget.usedBy(B) > store.budget.usedBy(A));
     assertConsistent(store);
   });
@@ -155,7 +156,7 @@ void describe('budget refusal', () => {
   void test('Given a send estimate, when compared with the stored cost, then it is not below it', () => {
     const { clock, create } = setup();
     const q = create('q');
-    const m = q.send(msg(body(64)), clock.now());
+    const m = sendOne(q, msg(body(64)), clock.now());
     assert.ok(sendCost(Buffer.byteLength(m.body)) >= m.cost, `${sendCost(m.body.length)} < ${m.cost}`);
   });
 });

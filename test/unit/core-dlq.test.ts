@@ -5,6 +5,7 @@ import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { sendOne } from '../support/queue.js';
 
 /**
  * Dead-letter queues in the core: the move at maxReceiveCount + 1 receives, what the moved
@@ -55,7 +56,7 @@ void test('Given maxReceiveCount 2, when a message is received twice, then it is
   const { clock, create } = setup();
   const dlq = create('dlq');
   const src = create('src', { RedrivePolicy: redrive(dlq, 2), VisibilityTimeout: '0' });
-  src.send(msg('poison'), clock.now());
+  sendOne(src, msg('poison'), clock.now());
   assert.equal(src.receive(1, undefined, clock.now()).length, 1);
   assert.equal(src.receive(1, undefined, clock.now()).length, 1);
   assert.equal(src.size, 1);
@@ -66,7 +67,7 @@ void test('Given maxReceiveCount 2, when a message is received the third time, t
   const { clock, create } = setup();
   const dlq = create('dlq');
   const src = create('src', { RedrivePolicy: redrive(dlq, 2), VisibilityTimeout: '0' });
-  src.send(msg('poison'), clock.now());
+  sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
   src.receive(1, undefined, clock.now());
   assert.deepEqual(src.receive(1, undefined, clock.now()), []);
@@ -79,7 +80,7 @@ void test('Given a message moved to the DLQ, when received there, then it keeps 
   const dlq = create('dlq');
   const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
   const attributes = { a: { DataType: 'String', StringValue: 'v' } };
-  const sent = src.send(msg('poison', { attributes, md5OfAttributes: 'md5-attrs' }), clock.now());
+  const sent = sendOne(src, msg('poison', { attributes, md5OfAttributes: 'md5-attrs' }), clock.now());
   src.receive(1, undefined, clock.now());
   clock.advance(5 * S);
   src.receive(1, undefined, clock.now());
@@ -98,9 +99,9 @@ void test('Given a message over the count ahead of a fresh one, when received, t
   const { clock, create } = setup();
   const dlq = create('dlq');
   const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
-  src.send(msg('poison'), clock.now());
+  sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
-  src.send(msg('fresh'), clock.now());
+  sendOne(src, msg('fresh'), clock.now());
   assert.deepEqual(
     src.receive(10, undefined, clock.now()).map((m) => m.body),
     ['fresh'],
@@ -112,7 +113,7 @@ void test('Given a RedrivePolicy whose DLQ was deleted since, when a message goe
   const { store, clock, create } = setup();
   const dlq = create('dlq');
   const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
-  src.send(msg('poison'), clock.now());
+  sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
   store.delete(dlq);
   assert.equal(src.receive(1, undefined, clock.now()).length, 1);
@@ -122,10 +123,10 @@ void test('Given a message moved to a standard DLQ, when its retention (counted 
   const { clock, create } = setup();
   const dlq = create('dlq', { MessageRetentionPeriod: '120' });
   const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '30' });
-  src.send(msg('old'), clock.now());
+  sendOne(src, msg('old'), clock.now());
   src.receive(1, undefined, clock.now());
   clock.advance(60 * S);
-  dlq.send(msg('direct'), clock.now());
+  sendOne(dlq, msg('direct'), clock.now());
   src.receive(1, undefined, clock.now()); // moves 'old', sent 60 s ago, behind 'direct'
   assert.equal(dlq.size, 2);
   clock.advance(59 * S);
@@ -142,7 +143,7 @@ void test('Given FIFO queues, when a message goes over the count, then it moves 
   const { clock, create } = setup();
   const dlq = create('dlq.fifo');
   const src = create('src.fifo', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
-  const sent = src.send(msg('poison', { groupId: 'g', deduplicationId: 'd-1' }), clock.now());
+  const sent = sendOne(src, msg('poison', { groupId: 'g', deduplicationId: 'd-1' }), clock.now());
   src.receive(1, undefined, clock.now());
   clock.advance(10 * S);
   src.receive(1, undefined, clock.now());
@@ -159,9 +160,9 @@ void test('Given a FIFO group whose first message goes over the count, when rece
   const { clock, create } = setup();
   const dlq = create('dlq.fifo');
   const src = create('src.fifo', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
-  src.send(msg('a1', { groupId: 'g', deduplicationId: 'a1' }), clock.now());
+  sendOne(src, msg('a1', { groupId: 'g', deduplicationId: 'a1' }), clock.now());
   src.receive(1, undefined, clock.now());
-  src.send(msg('a2', { groupId: 'g', deduplicationId: 'a2' }), clock.now());
+  sendOne(src, msg('a2', { groupId: 'g', deduplicationId: 'a2' }), clock.now());
   assert.deepEqual(
     src.receive(10, undefined, clock.now()).map((m) => m.body),
     ['a2'],

@@ -37,6 +37,7 @@ import {
   Rng,
 } from '../support/rng.js';
 import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../support/model.js';
+import { sendOne } from '../support/queue.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -338,7 +339,7 @@ function run(seed: number, steps: number): void {
     {},
     {},
   ).queue;
-  other.send({ id: `other-${seed}`, body: 'x', md5OfBody: 'md5', senderId: ACCOUNT }, clock.now());
+  sendOne(other, { id: `other-${seed}`, body: 'x', md5OfBody: 'md5', senderId: ACCOUNT }, clock.now());
   const [otherMessage] = other.receive(1, undefined, clock.now());
   assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
   const foreign = other.receiptHandle(otherMessage);
@@ -366,7 +367,7 @@ function run(seed: number, steps: number): void {
             const id = `m${++sent}`;
             const delaySeconds = rng.chance(0.5) ? undefined : randomDelaySeconds(rng);
             const body = `body-${seed}-${sent}-${rng.int(0, 1e6)}`;
-            const msg = q.send({ id, body, md5OfBody: 'md5', senderId: ACCOUNT, delaySeconds }, now);
+            const msg = sendOne(q, { id, body, md5OfBody: 'md5', senderId: ACCOUNT, delaySeconds }, now);
             assert.equal(msg.id, id, where);
             model.send(id, body, delaySeconds, now);
             const d = delaySeconds ?? model.delayMs / S;

@@ -7,6 +7,7 @@ import { encodeTaskHandle, MOVE_TASK_HISTORY } from '../../src/core/movetasks.js
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import { sendOne } from '../support/queue.js';
 
 /**
  * Message move tasks: the core's pure state machine (store.startMoveTask / stepMoveTask /
@@ -45,7 +46,7 @@ function world(): World {
 function deadLetters(w: World, src: Queue, n: number, prefix = 'm'): void {
   for (let i = 0; i < n; i++) {
     const fifo = src.fifo ? { groupId: 'g', deduplicationId: `${prefix}${i}` } : {};
-    src.send(msg(`${prefix}${i}`, fifo), w.clock.now());
+    sendOne(src, msg(`${prefix}${i}`, fifo), w.clock.now());
   }
   for (let i = 0; i < n; i++) src.receive(10, 0, w.clock.now());
   src.receive(10, 0, w.clock.now());

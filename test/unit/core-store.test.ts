@@ -6,6 +6,7 @@ import type { ChangeEvent } from '../../src/core/events.js';
 import type { Message } from '../../src/core/message.js';
 import type { QueueIdentity } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { sendOne } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
 const OTHER_ACCOUNT = '111111111111';
@@ -227,7 +228,7 @@ void test('Given a change subscriber, when a queue is created, receives a messag
   const events: ChangeEvent[] = [];
   store.onChange((e) => events.push(e));
   const { queue } = store.create(id('orders'), {}, {});
-  const m = queue.send({ id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  const m = sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   const [got] = queue.receive(1, undefined, clock.now());
   assert.equal(got, m);
   queue.deleteMessage(queue.receiptHandle(m), clock.now());
@@ -243,7 +244,7 @@ void test('Given a queue created before anyone subscribed, when a change subscri
   const { queue } = store.create(id('orders'), {}, {});
   const events: ChangeEvent[] = [];
   store.onChange((e) => events.push(e));
-  queue.send({ id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   assert.deepEqual(
     events.map((e) => e.type),
     ['message-put'],
@@ -266,7 +267,7 @@ void test('Given an available subscriber, when a visible message is sent, then i
   const heard: string[] = [];
   store.onAvailable((q) => heard.push(q.name));
   const { queue } = store.create(id('orders'), {}, {});
-  queue.send({ id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   assert.deepEqual(heard, ['orders']);
 });
 
@@ -287,7 +288,7 @@ void test('Given a deadline subscriber, when a delayed message is sent to an oth
   const heard: string[] = [];
   store.onDeadline((q) => heard.push(q.name));
   const { queue } = store.create(id('orders'), {}, {});
-  queue.send({ id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's', delaySeconds: 5 }, clock.now());
+  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's', delaySeconds: 5 }, clock.now());
   assert.deepEqual(heard, ['orders']);
 });
 
@@ -302,6 +303,6 @@ void test('Given a restored queue, when looked up, then it is found and nothing 
   assert.equal(queue.visibilityTimeoutMs, 45 * S);
   assert.deepEqual(events, []);
   // Bound to the store's listeners: it reports like any other queue.
-  const m: Message = queue.send({ id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  const m: Message = sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   assert.deepEqual(events, [{ type: 'message-put', queue, message: m }]);
 });

@@ -8,6 +8,7 @@ import { receiveMessage } from '../../src/sqs/actions/receive-message.js';
 import { LongPoller } from '../../src/sqs/longpoll.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
+import { sendOne } from '../support/queue.js';
 
 /*
  * Time here is two things moved together: the ManualClock the core and the poller read, and
@@ -90,7 +91,7 @@ void test('Given a waiter on an empty queue, when a message is sent, then the wa
   const w = wait(q);
   await advance(3 * S);
   assert.equal(resultOf(w), undefined);
-  q.send(msg('hello'), clock.now());
+  sendOne(q, msg('hello'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(w)), ['hello']);
   assert.equal(poller.waiting, 0);
@@ -99,7 +100,7 @@ void test('Given a waiter on an empty queue, when a message is sent, then the wa
 void test('Given a waiter that got a message, when it is served, then the message is in flight with receiveCount 1', async () => {
   const q = queue();
   const w = wait(q);
-  q.send(msg(), clock.now());
+  sendOne(q, msg(), clock.now());
   await flush();
   const [m] = resultOf(w) ?? [];
   assert.equal(m?.state, 'inflight');
@@ -110,7 +111,7 @@ void test('Given a waiter that got a message, when it is served, then the messag
 void test('Given a waiter for up to 10 messages, when several are sent in one go, then it gets them all in one answer', async () => {
   const q = queue();
   const w = wait(q, WAIT, 10);
-  for (const b of ['a', 'b', 'c']) q.send(msg(b), clock.now());
+  for (const b of ['a', 'b', 'c']) sendOne(q, msg(b), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(w)), ['a', 'b', 'c']);
 });
@@ -127,7 +128,7 @@ void test('Given a waiter and no message, when its wait time is reached, then it
 
 void test('Given a message delayed 5 s before the waiter came, when its delay ends, then the deadline timer wakes the waiter with it', async () => {
   const q = queue();
-  q.send(msg('late', { delaySeconds: 5 }), clock.now());
+  sendOne(q, msg('late', { delaySeconds: 5 }), clock.now());
   const w = wait(q);
   await advance(5 * S - 1);
   assert.equal(resultOf(w), undefined);
@@ -137,7 +138,7 @@ void test('Given a message delayed 5 s before the waiter came, when its delay en
 
 void test('Given a waiter and a message delayed 5 s, when the delay runs, then the queue is not polled before the deadline', async () => {
   const q = queue();
-  q.send(msg('late', { delaySeconds: 5 }), clock.now());
+  sendOne(q, msg('late', { delaySeconds: 5 }), clock.now());
   const tick = mock.method(q, 'tick');
   const w = wait(q);
   for (let i = 0; i < 49; i++) await advance(100);
@@ -150,7 +151,7 @@ void test('Given a waiter, when a message delayed 5 s is sent after it started, 
   const q = queue();
   const w = wait(q);
   await advance(1 * S);
-  q.send(msg('late', { delaySeconds: 5 }), clock.now());
+  sendOne(q, msg('late', { delaySeconds: 5 }), clock.now());
   await advance(5 * S - 1);
   assert.equal(resultOf(w), undefined);
   await advance(1);
@@ -159,16 +160,16 @@ void test('Given a waiter, when a message delayed 5 s is sent after it started, 
 
 void test('Given a waiter and a delayed message, when an earlier-delayed message is sent, then the waiter is woken at the earlier deadline', async () => {
   const q = queue();
-  q.send(msg('slow', { delaySeconds: 15 }), clock.now());
+  sendOne(q, msg('slow', { delaySeconds: 15 }), clock.now());
   const w = wait(q);
-  q.send(msg('fast', { delaySeconds: 3 }), clock.now());
+  sendOne(q, msg('fast', { delaySeconds: 3 }), clock.now());
   await advance(3 * S);
   assert.deepEqual(bodies(resultOf(w)), ['fast']);
 });
 
 void test('Given an in-flight message, when its visibility timeout expires while someone waits, then the waiter gets it with receiveCount 2', async () => {
   const q = queue();
-  q.send(msg('again'), clock.now());
+  sendOne(q, msg('again'), clock.now());
   q.receive(1, 5 * S, clock.now());
   const w = wait(q);
   await advance(5 * S - 1);
@@ -180,7 +181,7 @@ void test('Given an in-flight message, when its visibility timeout expires while
 
 void test('Given a waiter and an in-flight message, when its visibility is shortened to 2 s, then the waiter gets it after 2 s', async () => {
   const q = queue('q1', { VisibilityTimeout: '300' });
-  q.send(msg('shortened'), clock.now());
+  sendOne(q, msg('shortened'), clock.now());
   const [m] = q.receive(1, undefined, clock.now());
   assert.ok(m);
   const w = wait(q);
@@ -191,7 +192,7 @@ void test('Given a waiter and an in-flight message, when its visibility is short
 
 void test('Given a waiter and an in-flight message, when its visibility is set to 0, then the waiter gets it at once', async () => {
   const q = queue();
-  q.send(msg('now'), clock.now());
+  sendOne(q, msg('now'), clock.now());
   const [m] = q.receive(1, undefined, clock.now());
   assert.ok(m);
   const w = wait(q);
@@ -205,11 +206,11 @@ void test('Given two waiters, when one message is sent, then the one that waited
   const older = wait(q);
   await advance(1 * S);
   const newer = wait(q);
-  q.send(msg('first'), clock.now());
+  sendOne(q, msg('first'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(older)), ['first']);
   assert.equal(resultOf(newer), undefined);
-  q.send(msg('second'), clock.now());
+  sendOne(q, msg('second'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(newer)), ['second']);
 });
@@ -218,8 +219,8 @@ void test('Given two waiters, when two messages are sent at once, then each wait
   const q = queue();
   const older = wait(q);
   const newer = wait(q);
-  q.send(msg('first'), clock.now());
-  q.send(msg('second'), clock.now());
+  sendOne(q, msg('first'), clock.now());
+  sendOne(q, msg('second'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(older)), ['first']);
   assert.deepEqual(bodies(resultOf(newer)), ['second']);
@@ -231,7 +232,7 @@ void test('Given an aborted waiter, when a message is sent, then it takes nothin
   w.abort();
   await flush();
   assert.deepEqual(resultOf(w), []);
-  q.send(msg('kept'), clock.now());
+  sendOne(q, msg('kept'), clock.now());
   await flush();
   assert.deepEqual(resultOf(w), []);
   const [m] = q.receive(1, undefined, clock.now());
@@ -242,7 +243,7 @@ void test('Given an aborted waiter, when a message is sent, then it takes nothin
 void test('Given a waiter aborted after a send but before its drain ran, when the drain runs, then the message stays visible', async () => {
   const q = queue();
   const w = wait(q);
-  q.send(msg('kept'), clock.now());
+  sendOne(q, msg('kept'), clock.now());
   w.abort();
   await flush();
   assert.deepEqual(resultOf(w), []);
@@ -254,7 +255,7 @@ void test('Given an aborted waiter and a live one, when a message is sent, then 
   const gone = wait(q);
   const live = wait(q);
   gone.abort();
-  q.send(msg('for-live'), clock.now());
+  sendOne(q, msg('for-live'), clock.now());
   await flush();
   assert.deepEqual(resultOf(gone), []);
   assert.deepEqual(bodies(resultOf(live)), ['for-live']);
@@ -278,7 +279,7 @@ void test('Given a closed poller, when someone waits, then they are answered at 
   assert.deepEqual(resultOf(w), []);
   poller.reopen();
   const again = wait(q);
-  q.send(msg('after-reopen'), clock.now());
+  sendOne(q, msg('after-reopen'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(again)), ['after-reopen']);
 });
@@ -299,7 +300,7 @@ void test('Given 1,000 waiters on one queue, when one message is sent, then exac
   const q = queue();
   const ws: Pending[] = [];
   for (let i = 0; i < 1000; i++) ws.push(wait(q));
-  q.send(msg('only'), clock.now());
+  sendOne(q, msg('only'), clock.now());
   await flush();
   const served = ws.filter((w) => (resultOf(w)?.length ?? 0) > 0);
   assert.equal(served.length, 1);
@@ -317,7 +318,7 @@ void test('Given a waiter that timed out, when a message is sent afterwards, the
   const w = wait(q, 1 * S);
   await advance(1 * S);
   assert.deepEqual(resultOf(w), []);
-  q.send(msg('unclaimed'), clock.now());
+  sendOne(q, msg('unclaimed'), clock.now());
   await flush();
   assert.deepEqual(q.counts(clock.now()), { visible: 1, inflight: 0, delayed: 0 });
 });
@@ -326,7 +327,7 @@ void test('Given waiters receiving with VisibilityTimeout 0, when one message is
   const q = queue();
   const a = wait(q, WAIT, 1, 0);
   const b = wait(q, WAIT, 1, 0);
-  q.send(msg('shared'), clock.now());
+  sendOne(q, msg('shared'), clock.now());
   await flush();
   assert.deepEqual(bodies(resultOf(a)), ['shared']);
   assert.deepEqual(bodies(resultOf(b)), ['shared']);
@@ -352,7 +353,7 @@ void test('Given two ReceiveMessage long polls with VisibilityTimeout 0, when on
   };
   const first = receiveMessage(svc, ctx, input);
   const second = receiveMessage(svc, ctx, input);
-  q.send(msg('shared'), clock.now());
+  sendOne(q, msg('shared'), clock.now());
   const [a, b] = (await Promise.all([first, second])).map((r) => r.Messages?.[0]);
   assert.deepEqual(
     [a?.Attributes?.ApproximateReceiveCount, b?.Attributes?.ApproximateReceiveCount],
@@ -363,7 +364,7 @@ void test('Given two ReceiveMessage long polls with VisibilityTimeout 0, when on
 
 void test('Given a waiter on a FIFO queue whose only group is locked, when the receive that locked it is retried with VisibilityTimeout 0, then the waiter gets the message', async () => {
   const q = queue('jobs.fifo', { FifoQueue: 'true' });
-  q.send(msg('locked', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
+  sendOne(q, msg('locked', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
   assert.equal(q.receive(1, 30 * S, clock.now(), 'attempt-1').length, 1);
   const w = wait(q);
   await flush();
@@ -375,9 +376,9 @@ void test('Given a waiter on a FIFO queue whose only group is locked, when the r
 
 void test('Given a waiter behind a FIFO group locked by a message in flight, when that message reaches the end of its retention period, then the waiter gets the next message of the group', async () => {
   const q = queue('jobs.fifo', { FifoQueue: 'true', MessageRetentionPeriod: '60' });
-  q.send(msg('first', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
+  sendOne(q, msg('first', { groupId: 'g', deduplicationId: 'd1' }), clock.now());
   await advance(30 * S);
-  q.send(msg('second', { groupId: 'g', deduplicationId: 'd2' }), clock.now());
+  sendOne(q, msg('second', { groupId: 'g', deduplicationId: 'd2' }), clock.now());
   assert.deepEqual(bodies(q.receive(1, 600 * S, clock.now())), ['first']);
   await advance(15 * S);
   const w = wait(q);

@@ -19,6 +19,7 @@ import {
   serializeMoveTask,
   serializeQueue,
 } from '../../src/persistence/codec.js';
+import { sendOne } from '../support/queue.js';
 
 /**
  * The guard that keeps persistence complete: every own field of Message and Queue is either
@@ -275,8 +276,8 @@ function storeWithQueue(): { store: QueueStore; queue: Queue } {
   );
   clock.advance(5000);
   queue.setAttributes({ ReceiveMessageWaitTimeSeconds: '7', MaximumMessageSize: '2048' }, clock.now());
-  queue.send({ id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
-  queue.send({ id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   queue.purge(clock.now());
   return { store, queue };
 }
@@ -313,7 +314,8 @@ test('Given received and never-received messages, when their queue is restored f
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const store = new QueueStore(clock);
   const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
-  for (const id of ['a', 'b', 'c']) queue.send({ id, body: id, md5OfBody: 'x', senderId: 's' }, clock.now());
+  for (const id of ['a', 'b', 'c'])
+    sendOne(queue, { id, body: id, md5OfBody: 'x', senderId: 's' }, clock.now());
   const [a, b] = queue.receive(2, 30_000, clock.now());
   assert.ok(a !== undefined && b !== undefined);
   // b is visible again, received once: its handle must still delete it (AWS accepts older handles).
@@ -347,8 +349,8 @@ test('Given a queue with received messages, when it is purged, then the old hand
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const store = new QueueStore(clock);
   const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
-  queue.send({ id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
-  queue.send({ id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
   const [a] = queue.receive(1, 30_000, clock.now());
   assert.ok(a !== undefined);
   const handle = queue.receiptHandle(a);
@@ -356,7 +358,7 @@ test('Given a queue with received messages, when it is purged, then the old hand
   assert.equal(queue.size, 0);
   queue.deleteMessage(handle, clock.now());
   assert.throws(() => queue.changeVisibility(handle, 0, clock.now()), /Message does not exist/);
-  queue.send({ id: 'c', body: 'c', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, { id: 'c', body: 'c', md5OfBody: 'x', senderId: 's' }, clock.now());
   assert.equal(queue.size, 1);
 });
 
@@ -382,7 +384,8 @@ test('Given a FIFO queue that gave sequence numbers, when its record is round-tr
     { FifoQueue: 'true' },
     {},
   );
-  const sent = queue.send(
+  const sent = sendOne(
+    queue,
     { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's', groupId: 'g', deduplicationId: 'd' },
     clock.now(),
   );

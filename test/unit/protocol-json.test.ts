@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { checkRequired, decodeJson, encodeJson, encodeJsonError } from '../../src/protocol/json.js';
+import { decodeJson, encodeJson, encodeJsonError } from '../../src/protocol/json.js';
 import { SqsError, type ErrorName } from '../../src/sqs/errors.js';
 import { operations } from '../../src/sqs/model.generated.js';
 
@@ -249,9 +249,9 @@ describe('decodeJson: required members', () => {
     rejects(() => decodeJson('AmazonSQS.DeleteQueue', '{"QueueUrl":null}'), 'MissingParameter');
   });
 
-  test('Given two missing required members, when checking, then the first in model order is named', () => {
+  test('Given two missing required members, when decoding, then the first in model order is named', () => {
     rejects(
-      () => checkRequired(operations.ChangeMessageVisibility.input, {}),
+      () => decodeJson('AmazonSQS.ChangeMessageVisibility', '{}'),
       'MissingParameter',
       'The request must contain the parameter QueueUrl.',
     );

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 
-import { md5OfBody, md5OfMessageAttributes, md5OfMessageSystemAttributes } from '../../src/protocol/md5.js';
+import { md5OfBody, md5OfMessageAttributes } from '../../src/protocol/md5.js';
 import type { MessageAttributeValue } from '../../src/sqs/model.generated.js';
 
 /**
@@ -215,7 +215,7 @@ describe('md5OfMessageAttributes: encoding rules', () => {
   });
 });
 
-describe('md5OfMessageSystemAttributes', () => {
+describe('md5OfMessageAttributes over system attributes (MD5OfMessageSystemAttributes)', () => {
   test('Given an AWSTraceHeader system attribute, when hashing, then the message attribute byte layout', () => {
     const attributes = {
       AWSTraceHeader: {
@@ -223,10 +223,10 @@ describe('md5OfMessageSystemAttributes', () => {
         StringValue: 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1',
       },
     };
-    assert.equal(md5OfMessageSystemAttributes(attributes), referenceDigest(attributes));
+    assert.equal(md5OfMessageAttributes(attributes), referenceDigest(attributes));
   });
 
   test('Given no system attributes, when hashing, then undefined', () => {
-    assert.equal(md5OfMessageSystemAttributes({}), undefined);
+    assert.equal(md5OfMessageAttributes({}), undefined);
   });
 });
