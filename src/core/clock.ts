@@ -15,8 +15,4 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     this.ms += ms;
   }
-
-  set(ms: number): void {
-    this.ms = ms;
-  }
 }

@@ -167,10 +167,6 @@ export interface AttemptRecord {
 export class ExpiringRecords<R extends { readonly expiresAt: number }> {
   private readonly records = new Map<string, R>();
 
-  get size(): number {
-    return this.records.size;
-  }
-
   get(key: string, now: number): R | undefined {
     const r = this.records.get(key);
     return r !== undefined && r.expiresAt > now ? r : undefined;

@@ -145,10 +145,6 @@ export class ActivePassive {
     return this.persistence?.loading;
   }
 
-  get requestsInFlight(): number {
-    return this.inflight;
-  }
-
   /**
    * Planned switchover without exiting: drain, flush, release, announce; then sit out one TTL (or
    * until another instance leads). False when this instance held no term.

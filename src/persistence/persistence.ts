@@ -127,11 +127,6 @@ export class Persistence {
     return this.progress;
   }
 
-  /** The writer of the store being served, for tests and metrics. */
-  get writer(): Writer | undefined {
-    return this.current;
-  }
-
   /**
    * Connects and loads; resolves once the first store was handed over. Keeps retrying while Redis
    * is unreachable; rejects with a LayoutError when the data is of another layout.

@@ -102,11 +102,6 @@ export class LongPoller {
     }
   }
 
-  /** Lets waiting start again after closeAll (a new term as leader). */
-  reopen(): void {
-    this.closed = false;
-  }
-
   private available(queue: Queue): void {
     const qw = this.byQueue.get(queue);
     if (qw === undefined || qw.drainScheduled) return;
