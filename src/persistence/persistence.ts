@@ -29,6 +29,7 @@
  */
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Durability } from '../core/durability.js';
 import type { QueueStore } from '../core/store.js';
 import type { Keys } from './keys.js';
 import {
@@ -108,7 +109,8 @@ export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
 const quiet: PersistenceLog = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-export class Persistence {
+export class Persistence implements Durability {
+  readonly kind = 'redis';
   private current: Writer | undefined;
   private stateNow: PersistenceState = 'connecting';
   private readonly stopping = new AbortController();
