@@ -133,6 +133,11 @@ export class Queue {
     tags: Record<string, string>,
     now: number,
     private readonly listener: CoreListener,
+    /**
+     * The store's lookup of a queue by ARN, where a queue finds its dead-letter queue when a
+     * message has been received maxReceiveCount times (the policy names it by ARN).
+     */
+    private readonly queueByArn: (arn: string) => Queue | undefined,
     uid?: string,
   ) {
     this.accountId = id.accountId;
@@ -491,7 +496,7 @@ export class Queue {
   private deadLetterTarget(msg: Message): Queue | undefined {
     const r = this.redrive;
     if (r === null || msg.receiveCount < r.maxReceiveCount) return undefined;
-    const dlq = this.listener.queueByArn?.(r.deadLetterTargetArn);
+    const dlq = this.queueByArn(r.deadLetterTargetArn);
     if (dlq === undefined || dlq === this || dlq.deleted || dlq.fifo !== this.fifo) return undefined;
     if (dlq.accountId !== this.accountId || dlq.region !== this.region) return undefined;
     return dlq;

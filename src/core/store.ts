@@ -30,6 +30,7 @@ export class QueueStore {
   private readonly queues = new Map<string, Queue>();
   private readonly recentlyDeleted = new Map<string, number>();
   private readonly listener: CoreListener;
+  private readonly queueByArn = (arn: string): Queue | undefined => this.byArn(arn);
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
   private readonly availableListeners: Array<(q: Queue) => void> = [];
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
@@ -54,7 +55,6 @@ export class QueueStore {
       deadline: (q) => {
         for (const l of this.deadlineListeners) l(q);
       },
-      queueByArn: (arn) => this.byArn(arn),
       usage: (q, delta) => {
         // A deleted queue's bytes left the budget with it; a long poll may still tick it.
         if (!q.deleted) this.budget.add(q.accountId, delta);
@@ -156,7 +156,7 @@ export class QueueStore {
       { ...id, arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName },
       valid,
     );
-    const queue = new Queue(id, resolved, tags, now, this.listener);
+    const queue = new Queue(id, resolved, tags, now, this.listener, this.queueByArn);
     this.queues.set(ownString(key), queue);
     this.budget.add(queue.accountId, QUEUE_OVERHEAD);
     this.listener.change?.({ type: 'queue-put', queue });
@@ -180,7 +180,7 @@ export class QueueStore {
     createdAt: number,
     uid: string,
   ): Queue {
-    return new Queue(id, attributes, tags, createdAt, this.listener, uid);
+    return new Queue(id, attributes, tags, createdAt, this.listener, this.queueByArn, uid);
   }
 
   delete(queue: Queue): void {
