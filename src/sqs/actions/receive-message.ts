@@ -1,6 +1,6 @@
 import type { Message, MessageAttributes } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
-import { md5OfMessageAttributes } from '../../protocol/md5.js';
+import { md5OfMessageAttributes } from '../md5.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import type { Message as MessageOutput } from '../model.generated.js';
 import { resolveQueue, toSqsError, type Action } from '../service.js';
