@@ -3,7 +3,8 @@ import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
-import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
+import { DELETED_RECENTLY_MS, MAX_MOVE_RATE } from './limits.js';
+import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
@@ -46,7 +47,7 @@ export class QueueStore {
 
   constructor(
     readonly clock: Clock,
-    private readonly options: StoreOptions = { deletedRecentlyMs: 60_000 },
+    private readonly options: StoreOptions = { deletedRecentlyMs: DELETED_RECENTLY_MS },
   ) {
     this.listener = {
       available: (q) => {
