@@ -26,9 +26,75 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  ...layers(),
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node },
   },
 );
+
+/**
+ * The layer rules of docs/architecture.md ("Layers"), enforced: a file of a layer may import only
+ * what the table says. Files in nested folders (sqs/actions/) reach out with more `../`, hence
+ * `(\.\./)+`. Keep this in step with the table.
+ */
+function layers() {
+  const outside = (...folders) => ({
+    regex: `^(\\.\\./)+(${folders.join('|')})/`,
+    message: 'Against the layers of docs/architecture.md.',
+  });
+  const wiring = {
+    regex: '^(\\.\\./)+(config|main|server|index|startup-config)\\.js$',
+    message: 'Layers do not import the wiring (docs/architecture.md).',
+  };
+  const packages = (...names) => ({
+    regex: `^(${names.join('|')})(/|$)`,
+    message: 'This layer does no I/O of this kind (docs/architecture.md).',
+  });
+  const rule = (files, ...patterns) => ({
+    files,
+    ignores: files.includes('src/ha/**/*.ts') ? ['src/ha/warmup.ts'] : [],
+    rules: { 'no-restricted-imports': ['error', { patterns }] },
+  });
+  return [
+    rule(['src/core/**/*.ts'], {
+      regex: '^(?!\\./|node:crypto$)',
+      message: 'core imports nothing outside core and does no I/O (docs/architecture.md).',
+    }),
+    rule(
+      ['src/sqs/**/*.ts'],
+      outside('protocol', 'auth', 'persistence', 'ha', 'http', 'cli'),
+      wiring,
+      packages('fastify', 'ioredis', 'pino'),
+    ),
+    rule(
+      ['src/protocol/**/*.ts'],
+      outside('auth', 'persistence', 'ha', 'http', 'cli'),
+      wiring,
+      packages('fastify', 'ioredis', 'pino'),
+    ),
+    rule(['src/auth/**/*.ts'], {
+      regex: '^(\\.\\./|fastify|ioredis)',
+      message: 'auth imports nothing outside auth (docs/architecture.md).',
+    }),
+    rule(
+      ['src/persistence/**/*.ts'],
+      outside('sqs', 'protocol', 'auth', 'ha', 'http', 'cli'),
+      wiring,
+      packages('fastify', 'pino'),
+    ),
+    rule(
+      ['src/ha/**/*.ts'],
+      outside('sqs', 'protocol', 'auth', 'http', 'cli'),
+      wiring,
+      packages('fastify', 'pino'),
+    ),
+    // The follower's warm-up drives a private data plane: HA logic that needs the planes.
+    rule(['src/ha/warmup.ts'], outside('protocol', 'auth', 'cli'), wiring),
+    rule(['src/http/**/*.ts'], outside('cli'), {
+      regex: '^(\\.\\./)+(main|server|index|config)\\.js$',
+      message: 'The planes are given what they need by the wiring (src/server.ts), not the reverse.',
+    }),
+  ];
+}

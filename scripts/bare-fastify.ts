@@ -29,7 +29,7 @@ import Fastify, { type FastifyReply } from 'fastify';
 // --floor does the unavoidable work with shared-sqs's own primitives, so it is a floor for them too.
 import { uuid } from '../src/core/ids.js';
 import { ownString } from '../src/core/strings.js';
-import { md5OfBody } from '../src/protocol/md5.js';
+import { md5OfBody } from '../src/sqs/md5.js';
 
 const { values } = parseArgs({
   options: {

@@ -1,5 +1,21 @@
 import { CoreError } from './errors.js';
 import {
+  DEFAULT_KMS_DATA_KEY_REUSE_SECONDS,
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+  MAX_DELAY_SECONDS,
+  MAX_KMS_DATA_KEY_REUSE_SECONDS,
+  MAX_KMS_KEY_ID_LENGTH,
+  MAX_MESSAGE_SIZE,
+  MAX_RETENTION_SECONDS,
+  MAX_VISIBILITY_TIMEOUT_SECONDS,
+  MAX_WAIT_TIME_SECONDS,
+  MIN_KMS_DATA_KEY_REUSE_SECONDS,
+  MIN_MAXIMUM_MESSAGE_SIZE,
+  MIN_RETENTION_SECONDS,
+  POLICY_MAX_BYTES,
+} from './limits.js';
+import {
   formatRedriveAllowPolicy,
   formatRedrivePolicy,
   parseRedriveAllowPolicy,
@@ -56,8 +72,7 @@ const jsonObject = (value: string, name: string): string => {
 /** Policy: a JSON object; '' removes it (SetQueueAttributes with an empty Policy, as on AWS). */
 const policyDocument = (value: string, name: string): string => {
   if (value === '') return '';
-  // "Amazon SQS policy quotas": 8,192 bytes.
-  if (Buffer.byteLength(value) > 8192) throw invalidValue(name, value);
+  if (Buffer.byteLength(value) > POLICY_MAX_BYTES) throw invalidValue(name, value);
   return jsonObject(value, name);
 };
 
@@ -70,7 +85,7 @@ const redriveAllowPolicy = (value: string): string =>
 
 /** A KMS key id, alias or ARN, at most 2048 characters (KMS's KeyId limit); '' turns SSE-KMS off. */
 const kmsKeyId = (value: string, name: string): string => {
-  if (value.length > 2048) throw invalidValue(name, value);
+  if (value.length > MAX_KMS_KEY_ID_LENGTH) throw invalidValue(name, value);
   return value;
 };
 
@@ -78,19 +93,28 @@ export function invalidValue(name: string, _value: string): CoreError {
   return new CoreError('InvalidAttributeValue', `Invalid value for the parameter ${name}.`);
 }
 
-export const MAX_MESSAGE_SIZE = 1_048_576;
-
 export const attributeRules: Readonly<Record<string, AttributeRule>> = {
-  DelaySeconds: { defaultValue: '0', check: integerIn(0, 900) },
-  MaximumMessageSize: { defaultValue: String(MAX_MESSAGE_SIZE), check: integerIn(1024, MAX_MESSAGE_SIZE) },
-  MessageRetentionPeriod: { defaultValue: '345600', check: integerIn(60, 1_209_600) },
-  ReceiveMessageWaitTimeSeconds: { defaultValue: '0', check: integerIn(0, 20) },
-  VisibilityTimeout: { defaultValue: '30', check: integerIn(0, 43_200) },
+  DelaySeconds: { defaultValue: '0', check: integerIn(0, MAX_DELAY_SECONDS) },
+  MaximumMessageSize: {
+    defaultValue: String(MAX_MESSAGE_SIZE),
+    check: integerIn(MIN_MAXIMUM_MESSAGE_SIZE, MAX_MESSAGE_SIZE),
+  },
+  MessageRetentionPeriod: {
+    defaultValue: String(DEFAULT_RETENTION_SECONDS),
+    check: integerIn(MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS),
+  },
+  ReceiveMessageWaitTimeSeconds: { defaultValue: '0', check: integerIn(0, MAX_WAIT_TIME_SECONDS) },
+  VisibilityTimeout: {
+    defaultValue: String(DEFAULT_VISIBILITY_TIMEOUT_SECONDS),
+    check: integerIn(0, MAX_VISIBILITY_TIMEOUT_SECONDS),
+  },
   Policy: { check: policyDocument },
   RedrivePolicy: { check: redrivePolicy },
   RedriveAllowPolicy: { check: redriveAllowPolicy },
   KmsMasterKeyId: { check: kmsKeyId },
-  KmsDataKeyReusePeriodSeconds: { check: integerIn(60, 86_400) },
+  KmsDataKeyReusePeriodSeconds: {
+    check: integerIn(MIN_KMS_DATA_KEY_REUSE_SECONDS, MAX_KMS_DATA_KEY_REUSE_SECONDS),
+  },
   SqsManagedSseEnabled: { defaultValue: 'true', check: booleanValue },
   FifoQueue: { fifoOnly: true, createOnly: true, check: booleanValue },
   ContentBasedDeduplication: { fifoOnly: true, defaultValue: 'false', check: booleanValue },
@@ -196,7 +220,6 @@ export function withDefaults(
 
 /** Attributes that an empty value removes instead of setting. */
 const REMOVABLE = new Set(['Policy', 'RedrivePolicy', 'RedriveAllowPolicy']);
-const DEFAULT_KMS_DATA_KEY_REUSE_SECONDS = '300';
 
 /**
  * A queue's attributes after `given` (validated by validateAttributes) is applied to `current`,
@@ -230,7 +253,7 @@ export function resolveAttributes(
   }
   if (kmsGiven) {
     next.SqsManagedSseEnabled = 'false';
-    next.KmsDataKeyReusePeriodSeconds ??= DEFAULT_KMS_DATA_KEY_REUSE_SECONDS;
+    next.KmsDataKeyReusePeriodSeconds ??= String(DEFAULT_KMS_DATA_KEY_REUSE_SECONDS);
   } else if (sqsSseOn) {
     delete next.KmsMasterKeyId;
     delete next.KmsDataKeyReusePeriodSeconds;

@@ -58,9 +58,4 @@ export interface CoreListener {
    * moved away, purged).
    */
   usage?(queue: Queue, delta: number): void;
-  /**
-   * Not an event: the store's lookup of a queue by ARN (same account), so a queue can find its
-   * dead-letter queue when a message has been received maxReceiveCount times.
-   */
-  queueByArn?(arn: string): Queue | undefined;
 }

@@ -19,11 +19,6 @@ import { createHash } from 'node:crypto';
 import { IndexedHeap, type HeapItem } from './heap.js';
 import type { Message } from './message.js';
 
-/** How long a deduplication id is remembered, after the send it came with (AWS: 5 minutes). */
-export const DEDUP_WINDOW_MS = 300_000;
-/** How long a ReceiveRequestAttemptId can be retried (AWS: 5 minutes). */
-export const RECEIVE_ATTEMPT_WINDOW_MS = 300_000;
-
 export type DeduplicationScope = 'queue' | 'messageGroup';
 
 /** One message group of a FIFO queue. */

@@ -17,15 +17,11 @@
 import { uuid } from './ids.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent } from './events.js';
+import { MOVE_TASK_HISTORY } from './limits.js';
 import type { Message } from './message.js';
 import type { Queue } from './queue.js';
 
 export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
-
-/** AWS: "The maximum value for messages per second is 500." */
-export const MAX_MOVE_RATE = 500;
-/** ListMessageMoveTasks returns up to the 10 most recent tasks of a source. */
-export const MOVE_TASK_HISTORY = 10;
 
 const NON_EXISTENT_QUEUE = 'AWS.SimpleQueueService.NonExistentQueue';
 

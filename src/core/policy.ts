@@ -14,11 +14,12 @@
  * 50 principals, 7 actions per statement.
  */
 import { CoreError } from './errors.js';
-
-export const POLICY_MAX_BYTES = 8192;
-export const POLICY_MAX_STATEMENTS = 20;
-export const POLICY_MAX_PRINCIPALS = 50;
-export const POLICY_MAX_ACTIONS = 7;
+import {
+  POLICY_MAX_ACTIONS,
+  POLICY_MAX_BYTES,
+  POLICY_MAX_PRINCIPALS,
+  POLICY_MAX_STATEMENTS,
+} from './limits.js';
 
 interface PolicyDocument {
   Version?: unknown;

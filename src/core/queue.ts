@@ -5,28 +5,33 @@ import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
 import {
   contentDedupId,
-  DEDUP_WINDOW_MS,
   dedupKey,
   ExpiringRecords,
   formatSequenceNumber,
   Groups,
   nextSequenceNumber,
-  RECEIVE_ATTEMPT_WINDOW_MS,
   type AttemptRecord,
   type DedupRecord,
   type DeduplicationScope,
   type Group,
 } from './fifo.js';
 import { IndexedHeap, type HeapItem } from './heap.js';
+import {
+  DEDUP_WINDOW_MS,
+  DEFAULT_RETENTION_SECONDS,
+  DEFAULT_VISIBILITY_TIMEOUT_SECONDS,
+  MAX_INFLIGHT,
+  MAX_MESSAGE_SIZE,
+  MAX_VISIBILITY_TIMEOUT_SECONDS,
+  PURGE_INTERVAL_MS,
+  RECEIVE_ATTEMPT_WINDOW_MS,
+} from './limits.js';
 import { Message, type NewMessage } from './message.js';
 import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 
-/** AWS caps a standard queue's in-flight messages at 120,000 (FIFO: 120,000 too since 2024). */
-export const MAX_INFLIGHT = 120_000;
 /** A message's visibility can be extended to at most 12 hours after it was received. */
-const MAX_VISIBILITY_MS = 43_200_000;
-const PURGE_INTERVAL_MS = 60_000;
+const MAX_VISIBILITY_MS = MAX_VISIBILITY_TIMEOUT_SECONDS * 1000;
 
 export interface QueueCounts {
   readonly visible: number;
@@ -81,10 +86,10 @@ export class Queue {
   deadLettered = 0;
 
   // Cached numeric attributes, read on every send and receive.
-  visibilityTimeoutMs = 30_000;
+  visibilityTimeoutMs = DEFAULT_VISIBILITY_TIMEOUT_SECONDS * 1000;
   delayMs = 0;
-  retentionMs = 345_600_000;
-  maxMessageSize = 1_048_576;
+  retentionMs = DEFAULT_RETENTION_SECONDS * 1000;
+  maxMessageSize = MAX_MESSAGE_SIZE;
   receiveWaitSeconds = 0;
   /** From RedrivePolicy: where messages go after maxReceiveCount receives; null when not set. */
   redrive: RedrivePolicy | null = null;
@@ -133,6 +138,11 @@ export class Queue {
     tags: Record<string, string>,
     now: number,
     private readonly listener: CoreListener,
+    /**
+     * The store's lookup of a queue by ARN, where a queue finds its dead-letter queue when a
+     * message has been received maxReceiveCount times (the policy names it by ARN).
+     */
+    private readonly queueByArn: (arn: string) => Queue | undefined,
     uid?: string,
   ) {
     this.accountId = id.accountId;
@@ -189,7 +199,7 @@ export class Queue {
     this.visibilityTimeoutMs = Number(a.VisibilityTimeout ?? 30) * 1000;
     this.delayMs = Number(a.DelaySeconds ?? 0) * 1000;
     this.retentionMs = Number(a.MessageRetentionPeriod ?? 345_600) * 1000;
-    this.maxMessageSize = Number(a.MaximumMessageSize ?? 1_048_576);
+    this.maxMessageSize = Number(a.MaximumMessageSize ?? MAX_MESSAGE_SIZE);
     this.receiveWaitSeconds = Number(a.ReceiveMessageWaitTimeSeconds ?? 0);
     this.redrive = a.RedrivePolicy === undefined ? null : parseRedrivePolicy(a.RedrivePolicy);
     this.contentBasedDeduplication = a.ContentBasedDeduplication === 'true';
@@ -482,7 +492,7 @@ export class Queue {
   private deadLetterTarget(msg: Message): Queue | undefined {
     const r = this.redrive;
     if (r === null || msg.receiveCount < r.maxReceiveCount) return undefined;
-    const dlq = this.listener.queueByArn?.(r.deadLetterTargetArn);
+    const dlq = this.queueByArn(r.deadLetterTargetArn);
     if (dlq === undefined || dlq === this || dlq.deleted || dlq.fifo !== this.fifo) return undefined;
     if (dlq.accountId !== this.accountId || dlq.region !== this.region) return undefined;
     return dlq;
@@ -559,7 +569,7 @@ export class Queue {
     if (now + timeoutMs > msg.lastReceiveAt + MAX_VISIBILITY_MS) {
       throw new CoreError(
         'InvalidParameterValue',
-        `Value ${timeoutMs / 1000} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]`,
+        `Value ${timeoutMs / 1000} for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [${MAX_VISIBILITY_TIMEOUT_SECONDS} seconds]`,
       );
     }
     msg.visibilityChanged = true;
@@ -586,7 +596,7 @@ export class Queue {
     if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
       throw new CoreError(
         'PurgeQueueInProgress',
-        `Only one PurgeQueue operation on ${this.name} is allowed every 60 seconds.`,
+        `Only one PurgeQueue operation on ${this.name} is allowed every ${PURGE_INTERVAL_MS / 1000} seconds.`,
       );
     }
     this.lastPurgeAt = now;

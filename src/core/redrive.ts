@@ -8,6 +8,7 @@
  * InvalidParameterValue (400).
  */
 import { CoreError } from './errors.js';
+import { MAX_RECEIVE_COUNT, MAX_SOURCE_QUEUE_ARNS } from './limits.js';
 
 export interface RedrivePolicy {
   readonly deadLetterTargetArn: string;
@@ -20,10 +21,6 @@ export interface RedriveAllowPolicy {
   readonly redrivePermission: RedrivePermission;
   readonly sourceQueueArns: readonly string[];
 }
-
-export const MAX_RECEIVE_COUNT = 1000;
-/** AWS: "You can specify up to 10 source queue ARNs." */
-export const MAX_SOURCE_QUEUE_ARNS = 10;
 
 const SQS_ARN = /^arn:aws[a-z-]*:sqs:([a-z0-9-]+):(\d{12}):([A-Za-z0-9_-]{1,80}(?:\.fifo)?)$/;
 

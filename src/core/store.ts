@@ -3,7 +3,8 @@ import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
-import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
+import { DELETED_RECENTLY_MS, MAX_MOVE_RATE } from './limits.js';
+import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
@@ -30,6 +31,7 @@ export class QueueStore {
   private readonly queues = new Map<string, Queue>();
   private readonly recentlyDeleted = new Map<string, number>();
   private readonly listener: CoreListener;
+  private readonly queueByArn = (arn: string): Queue | undefined => this.byArn(arn);
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
   private readonly availableListeners: Array<(q: Queue) => void> = [];
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
@@ -45,7 +47,7 @@ export class QueueStore {
 
   constructor(
     readonly clock: Clock,
-    private readonly options: StoreOptions = { deletedRecentlyMs: 60_000 },
+    private readonly options: StoreOptions = { deletedRecentlyMs: DELETED_RECENTLY_MS },
   ) {
     this.listener = {
       available: (q) => {
@@ -54,7 +56,6 @@ export class QueueStore {
       deadline: (q) => {
         for (const l of this.deadlineListeners) l(q);
       },
-      queueByArn: (arn) => this.byArn(arn),
       usage: (q, delta) => {
         // A deleted queue's bytes left the budget with it; a long poll may still tick it.
         if (!q.deleted) this.budget.add(q.accountId, delta);
@@ -156,7 +157,7 @@ export class QueueStore {
       { ...id, arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName },
       valid,
     );
-    const queue = new Queue(id, resolved, tags, now, this.listener);
+    const queue = new Queue(id, resolved, tags, now, this.listener, this.queueByArn);
     this.queues.set(ownString(key), queue);
     this.budget.add(queue.accountId, QUEUE_OVERHEAD);
     this.listener.change?.({ type: 'queue-put', queue });
@@ -180,7 +181,7 @@ export class QueueStore {
     createdAt: number,
     uid: string,
   ): Queue {
-    return new Queue(id, attributes, tags, createdAt, this.listener, uid);
+    return new Queue(id, attributes, tags, createdAt, this.listener, this.queueByArn, uid);
   }
 
   delete(queue: Queue): void {

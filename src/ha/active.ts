@@ -1,6 +1,6 @@
 /**
  * Active/passive: the elector (elector.ts) joined to the Redis persistence, the data-plane gate and
- * the drain. main.ts builds one of these instead of a plain Persistence when leader election is on.
+ * the drain. server.ts builds one of these instead of a plain Persistence when leader election is on.
  *
  * - Each term has its own Persistence (src/persistence/persistence.ts), created when the lock is
  *   won, with that term's token as its fencing token: the whole state is loaded from Redis into a
@@ -18,6 +18,7 @@
  *   flight finish, the writer flushes; only then is the lock released and the release announced
  *   on pub/sub, so the follower takes over at once instead of at its next interval.
  */
+import type { Durability } from '../core/durability.js';
 import type { QueueStore } from '../core/store.js';
 import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from '../persistence/keys.js';
@@ -68,7 +69,8 @@ export interface LeaderStatus extends ElectorStatus {
   readonly lock: (LockInfo & { readonly error?: string }) | { readonly error: string };
 }
 
-export class ActivePassive {
+export class ActivePassive implements Durability {
+  readonly kind = 'active-passive';
   readonly elector: Elector;
   readonly lock: RedisLock;
   private readonly listener: ReleaseListener;

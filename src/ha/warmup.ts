@@ -116,8 +116,7 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     accountId: opts.accountId,
     region: opts.region,
     baseUrl: 'http://localhost',
-    isServing: () => true,
-    commit: () => writer.commit(),
+    durability: { kind: 'redis', serving: true, commit: () => writer.commit() },
   });
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const t0 = performance.now();

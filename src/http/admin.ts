@@ -16,6 +16,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
 import type { Clock } from '../core/clock.js';
 import { LOW_WATER } from '../core/budget.js';
+import { memoryOnly, type Durability } from '../core/durability.js';
 import { CoreError } from '../core/errors.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
@@ -36,10 +37,11 @@ export interface AdminOptions {
     readonly mover: { start(task: MoveTask): void };
     readonly clock: Clock;
   };
-  /** False while this instance must not change or show state (not the leader, reloading). */
-  readonly isServing: () => boolean;
-  /** Resolves once the changes made so far are durable (Redis); absent: memory only. */
-  readonly commit?: (() => Promise<void>) | undefined;
+  /**
+   * Not serving: no state is changed or shown (not the leader, reloading); a change is answered
+   * once it is durable (src/core/durability.ts). Absent: memory only.
+   */
+  readonly durability?: Durability | undefined;
   /** scheme://host[:port] of the data plane for queue URLs; undefined: URLs are left out. */
   readonly baseUrl?: string | undefined;
   readonly defaultAccountId: string;
@@ -76,8 +78,9 @@ export function registerAdmin(root: FastifyInstance, opts: AdminOptions): void {
 
 function routes(app: FastifyInstance, opts: AdminOptions): void {
   const onRequest = adminAuth(opts.adminToken);
+  const durability = opts.durability ?? memoryOnly;
   const store = (): QueueStore => {
-    if (!opts.isServing()) {
+    if (!durability.serving) {
       throw new HttpError(
         503,
         'NotServing',
@@ -86,9 +89,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
     }
     return opts.services.store;
   };
-  const durable = async (): Promise<void> => {
-    if (opts.commit !== undefined) await opts.commit();
-  };
+  const durable = (): Promise<void> => durability.commit();
   const now = (): number => opts.services.clock.now();
 
   // ---- public: the page and the description --------------------------------------------------

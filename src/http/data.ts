@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from 'pino';
 import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
 import { AuthError } from '../auth/sigv4.js';
+import { memoryOnly, type Durability } from '../core/durability.js';
 import { uuid } from '../core/ids.js';
 import { detectProtocol } from '../protocol/detect.js';
 import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
@@ -29,15 +30,15 @@ export interface DataPlaneOptions {
   readonly region: string;
   /** Fixed scheme://host[:port] for queue URLs; when unset, taken from each request's headers. */
   readonly baseUrl?: string | undefined;
-  /** False while this instance must not serve (not the leader): every request gets a 503. */
-  readonly isServing?: () => boolean;
-  readonly observe?: (action: string, protocol: string, status: number, seconds: number) => void;
   /**
-   * Resolves once every change made so far is durable (the Redis writer's group commit); a
-   * request is answered only after it. Rejects with an SqsError (ServiceUnavailable) when the
-   * write failed, and the client gets that error instead of a 200. Memory-only: absent.
+   * What a 200 promises and whether to answer at all (src/core/durability.ts): every request is
+   * refused with a 503 while it is not serving, and answered only once its changes are durable.
+   * Absent: memory only.
    */
-  readonly commit?: () => Promise<void>;
+  readonly durability?: Durability;
+  readonly observe?: (action: string, protocol: string, status: number, seconds: number) => void;
+  /** How long a reply waited for its changes to be durable, and whether they could be. */
+  readonly observeCommit?: (seconds: number, durable: boolean) => void;
   /**
    * Who a request acts as (src/auth): the mode, the tenants' keys and the clock for SigV4. Absent:
    * auth off with no tenants (every request acts in `accountId`, or its 12-digit access key id).
@@ -122,15 +123,28 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     sendError(reply, protocol, err, uuid());
     observe('Unknown', protocol, 503, 0);
   };
-  // Only an instance that can be passive needs the gate; a callback hook costs no promise. Without
-  // it, serve() refuses requests while closing.
-  const isServing = opts.isServing;
-  if (isServing !== undefined) {
+  // Memory-only always serves and has nothing to wait for: no gate, and no commit awaited (a
+  // promise per request). Otherwise a callback hook gates, which costs no promise either. Without
+  // the gate, serve() refuses requests while closing.
+  const durability = opts.durability ?? memoryOnly;
+  const durable = durability.kind !== 'memory';
+  if (durable) {
     app.addHook('onRequest', (req, reply, done) => {
-      if (!closing && isServing()) done();
+      if (!closing && durability.serving) done();
       else refuse(req, reply);
     });
   }
+  const observeCommit = opts.observeCommit ?? (() => undefined);
+  const commit = async (): Promise<void> => {
+    const started = performance.now();
+    try {
+      await durability.commit();
+      observeCommit((performance.now() - started) / 1000, true);
+    } catch (e) {
+      observeCommit((performance.now() - started) / 1000, false);
+      throw e;
+    }
+  };
 
   const replies = new ReplyBatch();
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
@@ -187,7 +201,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         },
       };
       const output = await run(services, ctx, decoded.input as never);
-      if (opts.commit !== undefined) await opts.commit();
+      if (durable) await commit();
       opts.onResult?.(decoded.action, principal, queue, output);
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {

@@ -1,11 +1,11 @@
 /**
- * Glue between the store's tenants and the planes, for main.ts: the data plane's key lookup, the
- * queue stats and dead-letter totals the metrics read, and a commit that is timed.
+ * Glue between the store's tenants and the planes, for server.ts: the data plane's key lookup, the
+ * queue stats and dead-letter totals the metrics read.
  */
 import type { KeyOwner } from '../auth/authenticate.js';
 import type { QueueStore } from '../core/store.js';
 import type { MemoryStats, QueueStats } from './metrics.js';
-import type { DeadLetterStats, MessageMetrics } from './message-metrics.js';
+import type { DeadLetterStats } from './message-metrics.js';
 
 /** The data plane's `keyOwner`: a tenant's key in the store being served now. */
 export function keyOwnerIn(store: () => QueueStore): (accessKeyId: string) => KeyOwner | undefined {
@@ -52,20 +52,6 @@ export function deadLetterStats(store: QueueStore): DeadLetterStats[] {
     });
   }
   return out;
-}
-
-/** `commit`, with how long each reply waited for Redis and whether it could be stored, observed. */
-export function timedCommit(commit: () => Promise<void>, metrics: MessageMetrics): () => Promise<void> {
-  return async () => {
-    const started = performance.now();
-    try {
-      await commit();
-      metrics.observeCommit((performance.now() - started) / 1000, true);
-    } catch (e) {
-      metrics.observeCommit((performance.now() - started) / 1000, false);
-      throw e;
-    }
-  };
 }
 
 export function memoryStats(store: QueueStore): MemoryStats {

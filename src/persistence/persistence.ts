@@ -29,6 +29,7 @@
  */
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Durability } from '../core/durability.js';
 import type { QueueStore } from '../core/store.js';
 import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from './keys.js';
@@ -100,7 +101,8 @@ export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefin
 /** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
 export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
-export class Persistence {
+export class Persistence implements Durability {
+  readonly kind = 'redis';
   private current: Writer | undefined;
   private stateNow: PersistenceState = 'connecting';
   private readonly stopping = new AbortController();

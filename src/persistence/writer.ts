@@ -428,6 +428,33 @@ export class Writer {
       args = head();
       bytes = objects = 0;
     };
+    /**
+     * One command of apply-4.lua per call it spans: `...header, n` and then n items, an item
+     * being one string (a field to delete) or two (a field and its record) as `pairs` says. A
+     * new call starts whenever the current one is full, so a large hash or queue is split.
+     */
+    const chunked = (header: readonly ScriptArg[], items: readonly string[], pairs: boolean): void => {
+      const stride = pairs ? 2 : 1;
+      for (let i = 0; i < items.length;) {
+        if (full()) cut();
+        for (const h of header) args.push(h);
+        const at = args.length;
+        args.push(0);
+        let n = 0;
+        for (; i < items.length && !full(); i += stride, n++) {
+          const field = items[i] as string;
+          args.push(field);
+          bytes += field.length;
+          if (pairs) {
+            const record = items[i + 1] as string;
+            args.push(record);
+            bytes += record.length;
+          }
+          objects++;
+        }
+        args[at] = n;
+      }
+    };
 
     // A FIFO queue's last sequence number is in its record: rewrite the record when it moved on.
     for (const q of b.messages.values()) {
@@ -454,30 +481,8 @@ export class Writer {
 
     // FIFO records and move tasks: written as they are now, deleted when they are gone.
     const hash = (key: string, puts: string[], dels: string[]): void => {
-      for (let i = 0; i < puts.length;) {
-        if (full()) cut();
-        const at = args.length;
-        args.push('S', key, 0);
-        let n = 0;
-        for (; i < puts.length && !full(); i += 2, n++) {
-          args.push(puts[i] as string, puts[i + 1] as string);
-          bytes += (puts[i] as string).length + (puts[i + 1] as string).length;
-          objects++;
-        }
-        args[at + 2] = n;
-      }
-      for (let i = 0; i < dels.length;) {
-        if (full()) cut();
-        const at = args.length;
-        args.push('R', key, 0);
-        let n = 0;
-        for (; i < dels.length && !full(); i++, n++) {
-          args.push(dels[i] as string);
-          bytes += (dels[i] as string).length;
-          objects++;
-        }
-        args[at + 2] = n;
-      }
+      chunked(['S', key], puts, true);
+      chunked(['R', key], dels, false);
     };
     for (const [q, keys] of b.dedups) {
       if (q.deleted) continue;
@@ -546,33 +551,8 @@ export class Writer {
         args.push('M', q.uid, q.nextSequence, 0);
       }
       this.sentNextSeq.set(q, q.nextSequence);
-      for (let i = 0; i < g.puts.length;) {
-        if (full()) cut();
-        const at = args.length;
-        args.push('M', q.uid, q.nextSequence, 0);
-        let n = 0;
-        for (; i < g.puts.length && !full(); i += 2, n++) {
-          const id = g.puts[i] as string;
-          const record = g.puts[i + 1] as string;
-          args.push(id, record);
-          bytes += id.length + record.length;
-          objects++;
-        }
-        args[at + 3] = n;
-      }
-      for (let i = 0; i < g.dels.length;) {
-        if (full()) cut();
-        const at = args.length;
-        args.push('X', q.uid, 0);
-        let n = 0;
-        for (; i < g.dels.length && !full(); i++, n++) {
-          const id = g.dels[i] as string;
-          args.push(id);
-          bytes += id.length;
-          objects++;
-        }
-        args[at + 2] = n;
-      }
+      chunked(['M', q.uid, q.nextSequence], g.puts, true);
+      chunked(['X', q.uid], g.dels, false);
     }
     calls.push({ batch: b, args, bytes, objects, last: true });
     return calls;

@@ -1,4 +1,12 @@
 import type { MessageAttributes, MessageAttributeValue } from '../core/message.js';
+import {
+  MAX_ATTRIBUTE_NAME_LENGTH,
+  MAX_BATCH_ENTRIES,
+  MAX_DATA_TYPE_LENGTH,
+  MAX_DELAY_SECONDS,
+  MAX_MESSAGE_ATTRIBUTES,
+  MAX_VISIBILITY_TIMEOUT_SECONDS,
+} from '../core/limits.js';
 import { invalidMessageContents, invalidParameter, missingParameter, SqsError } from './errors.js';
 
 /** Characters SQS allows in a body and in string attribute values (XML 1.0's Char production). */
@@ -8,12 +16,11 @@ const INVALID_CHARS = /[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF
  * "Alphanumeric characters, underscore, hyphen and period", up to 256 characters: AWS takes
  * letters and digits of any script (recorded: `attr.1øßä` is accepted).
  */
-const ATTRIBUTE_NAME = /^[\p{L}\p{Nd}_.-]{1,256}$/u;
+const ATTRIBUTE_NAME = new RegExp(`^[\\p{L}\\p{Nd}_.-]{1,${MAX_ATTRIBUTE_NAME_LENGTH}}$`, 'u');
 const DATA_TYPE = /^(String|Number|Binary)(\..+)?$/;
 const BATCH_ENTRY_ID = /^[A-Za-z0-9_-]{1,80}$/;
 /** MessageGroupId, MessageDeduplicationId, ReceiveRequestAttemptId: 1-128 alphanumerics and punctuation. */
 const FIFO_TOKEN = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
-const MAX_ATTRIBUTES = 10;
 
 export function checkBody(body: string): void {
   // AWS treats an empty body as a missing one.
@@ -28,11 +35,11 @@ export function checkBody(body: string): void {
 export function checkMessageAttributes(attrs: MessageAttributes | undefined): number {
   if (attrs === undefined) return 0;
   const names = Object.keys(attrs);
-  if (names.length > MAX_ATTRIBUTES) {
+  if (names.length > MAX_MESSAGE_ATTRIBUTES) {
     throw invalidParameter(
       'MessageAttributes',
       names.length,
-      `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_ATTRIBUTES}].`,
+      `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_MESSAGE_ATTRIBUTES}].`,
     );
   }
   let size = 0;
@@ -67,7 +74,7 @@ function checkAttributeValue(name: string, value: MessageAttributeValue): number
     );
   }
   const m = DATA_TYPE.exec(type);
-  if (m === null || type.length > 256) {
+  if (m === null || type.length > MAX_DATA_TYPE_LENGTH) {
     throw new SqsError(
       'InvalidParameterValue',
       `The type of message (user) attribute '${name}' is invalid. You must use only the following supported type prefixes: Binary, Number, String.`,
@@ -158,14 +165,18 @@ export function checkSystemAttributes(attrs: MessageAttributes | undefined): num
 }
 
 export function checkDelaySeconds(value: number | undefined): void {
-  if (value !== undefined && (value < 0 || value > 900)) {
-    throw invalidParameter('DelaySeconds', value, 'DelaySeconds must be >= 0 and <= 900.');
+  if (value !== undefined && (value < 0 || value > MAX_DELAY_SECONDS)) {
+    throw invalidParameter('DelaySeconds', value, `DelaySeconds must be >= 0 and <= ${MAX_DELAY_SECONDS}.`);
   }
 }
 
 export function checkVisibilityTimeout(value: number, param = 'VisibilityTimeout'): void {
-  if (value < 0 || value > 43_200) {
-    throw invalidParameter(param, value, 'VisibilityTimeout must be an integer between 0 and 43200');
+  if (value < 0 || value > MAX_VISIBILITY_TIMEOUT_SECONDS) {
+    throw invalidParameter(
+      param,
+      value,
+      `VisibilityTimeout must be an integer between 0 and ${MAX_VISIBILITY_TIMEOUT_SECONDS}`,
+    );
   }
 }
 
@@ -174,10 +185,10 @@ export function checkBatchEntries(entries: ReadonlyArray<{ Id: string }>): void 
   if (entries.length === 0) {
     throw new SqsError('EmptyBatchRequest', 'There should be at least one entry in the request.');
   }
-  if (entries.length > 10) {
+  if (entries.length > MAX_BATCH_ENTRIES) {
     throw new SqsError(
       'TooManyEntriesInBatchRequest',
-      `Maximum number of entries per request are 10. You have sent ${entries.length}.`,
+      `Maximum number of entries per request are ${MAX_BATCH_ENTRIES}. You have sent ${entries.length}.`,
     );
   }
   const seen = new Set<string>();

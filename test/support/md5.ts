@@ -1,6 +1,6 @@
 /**
  * SQS's checksums, written from the AWS developer guide ("Calculating the MD5 message digest for
- * message attributes"), independent of src/protocol/md5.ts so that the e2e tests check the server
+ * message attributes"), independent of src/sqs/md5.ts so that the e2e tests check the server
  * against the documented algorithm rather than against itself.
  *
  * Only @aws-sdk/client-sqs checks a checksum by itself (MD5OfMessageBody); Debian's botocore and

@@ -56,7 +56,14 @@ function harness(t: TestContext): Harness {
   registerAdmin(app, {
     adminToken: TOKEN,
     services: { store, mover, clock },
-    isServing: () => h.serving,
+    // A gate the test opens and closes; changes are durable at once, as in memory.
+    durability: {
+      kind: 'redis',
+      get serving() {
+        return h.serving;
+      },
+      commit: () => Promise.resolve(),
+    },
     baseUrl: 'http://sqs.test',
     defaultAccountId: '000000000000',
   });
@@ -433,7 +440,6 @@ void describe('admin API: the token', () => {
     registerAdmin(app, {
       adminToken: undefined,
       services: { store, mover: { start: () => undefined }, clock },
-      isServing: () => true,
       defaultAccountId: '000000000000',
     });
     t.after(() => app.close());

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { ChangeEvent } from '../../src/core/events.js';
-import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/fifo.js';
+import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/limits.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';

@@ -36,7 +36,15 @@ function recorder(): Recorder {
 }
 
 function newQueue(attributes: Record<string, string> = {}, listener: CoreListener = {}, name = 'q1'): Queue {
-  return new Queue({ accountId: '000000000000', region: 'us-east-1', name }, attributes, {}, T0, listener);
+  const noQueues = (): undefined => undefined;
+  return new Queue(
+    { accountId: '000000000000', region: 'us-east-1', name },
+    attributes,
+    {},
+    T0,
+    listener,
+    noQueues,
+  );
 }
 
 function only(messages: Message[]): Message {

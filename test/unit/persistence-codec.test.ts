@@ -64,8 +64,9 @@ const MESSAGE_PERSISTED = [
 ];
 
 const QUEUE_STRUCTURE = new Set([
-  // The store's listener: a restored queue is bound to its new store's.
+  // The store's listener and queue lookup: a restored queue is bound to its new store's.
   'listener',
+  'queueByArn',
   // Message structures: filled by the loader through restoreMessage.
   'received',
   'count',

@@ -1,6 +1,6 @@
 // StartMessageMoveTask, CancelMessageMoveTask, ListMessageMoveTasks (core/movetasks.ts; the
 // driver that runs the tasks is src/sqs/movetasks.ts).
-import { MOVE_TASK_HISTORY } from '../../core/movetasks.js';
+import { MOVE_TASK_HISTORY } from '../../core/limits.js';
 import { CoreError } from '../../core/errors.js';
 import { invalidParameter } from '../errors.js';
 import type { ListMessageMoveTasksResultEntry } from '../model.generated.js';

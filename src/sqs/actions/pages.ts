@@ -1,4 +1,5 @@
 // Pagination shared by ListQueues and ListDeadLetterSourceQueues.
+import { MAX_RESULTS } from '../../core/limits.js';
 import type { Queue } from '../../core/queue.js';
 import { invalidParameter } from '../errors.js';
 
@@ -12,8 +13,12 @@ export function pageOfQueues(
   maxResults: number | undefined,
   nextToken: string | undefined,
 ): { page: Queue[]; nextToken: string | undefined } {
-  if (maxResults !== undefined && (maxResults < 1 || maxResults > 1000)) {
-    throw invalidParameter('MaxResults', maxResults, 'MaxResults must be an integer between 1 and 1000.');
+  if (maxResults !== undefined && (maxResults < 1 || maxResults > MAX_RESULTS)) {
+    throw invalidParameter(
+      'MaxResults',
+      maxResults,
+      `MaxResults must be an integer between 1 and ${MAX_RESULTS}.`,
+    );
   }
   let queues = sorted;
   if (nextToken !== undefined) {
@@ -21,7 +26,7 @@ export function pageOfQueues(
     if (after === undefined) throw invalidParameter('NextToken', nextToken, 'Invalid NextToken value.');
     queues = queues.filter((q) => q.name > after);
   }
-  const limit = maxResults ?? 1000;
+  const limit = maxResults ?? MAX_RESULTS;
   const page = queues.slice(0, limit);
   const last = page[page.length - 1];
   const more = maxResults !== undefined && queues.length > limit && last !== undefined;

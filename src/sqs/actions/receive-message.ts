@@ -1,6 +1,7 @@
+import { MAX_RECEIVE_MESSAGES, MAX_WAIT_TIME_SECONDS } from '../../core/limits.js';
 import type { Message, MessageAttributes } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
-import { md5OfMessageAttributes } from '../../protocol/md5.js';
+import { md5OfMessageAttributes } from '../md5.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import type { Message as MessageOutput } from '../model.generated.js';
 import { resolveQueue, toSqsError, type Action } from '../service.js';
@@ -23,13 +24,21 @@ const MESSAGE_ATTRIBUTE_NAMES = new Set([
 export const receiveMessage: Action<'ReceiveMessage'> = async (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
   const max = input.MaxNumberOfMessages ?? 1;
-  if (max < 1 || max > 10) {
-    throw invalidParameter('MaxNumberOfMessages', max, 'Must be between 1 and 10, if provided.');
+  if (max < 1 || max > MAX_RECEIVE_MESSAGES) {
+    throw invalidParameter(
+      'MaxNumberOfMessages',
+      max,
+      `Must be between 1 and ${MAX_RECEIVE_MESSAGES}, if provided.`,
+    );
   }
   if (input.VisibilityTimeout !== undefined) checkVisibilityTimeout(input.VisibilityTimeout);
   const wait = input.WaitTimeSeconds ?? q.receiveWaitSeconds;
-  if (wait < 0 || wait > 20) {
-    throw invalidParameter('WaitTimeSeconds', wait, 'Must be >= 0 and <= 20, if provided.');
+  if (wait < 0 || wait > MAX_WAIT_TIME_SECONDS) {
+    throw invalidParameter(
+      'WaitTimeSeconds',
+      wait,
+      `Must be >= 0 and <= ${MAX_WAIT_TIME_SECONDS}, if provided.`,
+    );
   }
   const systemNames = new Set([
     ...(input.AttributeNames ?? []),

@@ -1,4 +1,4 @@
-import { MAX_MESSAGE_SIZE } from '../../core/attributes.js';
+import { MAX_MESSAGE_SIZE } from '../../core/limits.js';
 import { SqsError } from '../errors.js';
 import type { BatchResultErrorEntry, SendMessageBatchResultEntry } from '../model.generated.js';
 import { resolveQueue, type Action } from '../service.js';

@@ -3,7 +3,7 @@ import { sendCost } from '../../core/budget.js';
 import { uuid } from '../../core/ids.js';
 import type { NewMessage } from '../../core/message.js';
 import type { Queue } from '../../core/queue.js';
-import { md5OfBody, md5OfMessageAttributes } from '../../protocol/md5.js';
+import { md5OfBody, md5OfMessageAttributes } from '../md5.js';
 import { invalidParameter, missingParameter, SqsError } from '../errors.js';
 import type { MessageAttributeValue, MessageSystemAttributeValue } from '../model.generated.js';
 import type { RequestContext, SqsServices } from '../service.js';

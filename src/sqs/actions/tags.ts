@@ -1,14 +1,18 @@
+import { MAX_TAG_KEY_LENGTH, MAX_TAG_VALUE_LENGTH, MAX_TAGS } from '../../core/limits.js';
 import { invalidParameter, SqsError } from '../errors.js';
 import { resolveQueue, type Action } from '../service.js';
-
-const MAX_TAGS = 50;
 
 /** AWS's tag rules: keys 1-128, values 0-256 characters, at most 50 per queue. */
 export function checkTags(tags: Readonly<Record<string, string>>): void {
   for (const [k, v] of Object.entries(tags)) {
-    if (k.length === 0 || k.length > 128)
-      throw invalidParameter('Tag.Key', k, 'Tag keys must be 1 to 128 characters.');
-    if (v.length > 256) throw invalidParameter('Tag.Value', v, 'Tag values must be at most 256 characters.');
+    if (k.length === 0 || k.length > MAX_TAG_KEY_LENGTH)
+      throw invalidParameter('Tag.Key', k, `Tag keys must be 1 to ${MAX_TAG_KEY_LENGTH} characters.`);
+    if (v.length > MAX_TAG_VALUE_LENGTH)
+      throw invalidParameter(
+        'Tag.Value',
+        v,
+        `Tag values must be at most ${MAX_TAG_VALUE_LENGTH} characters.`,
+      );
   }
   if (Object.keys(tags).length > MAX_TAGS) {
     throw new SqsError('InvalidParameterValue', `Too many tags: a queue can have at most ${MAX_TAGS}.`);

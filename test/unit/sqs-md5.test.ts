@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 
-import { md5OfBody, md5OfMessageAttributes } from '../../src/protocol/md5.js';
+import { md5OfBody, md5OfMessageAttributes } from '../../src/sqs/md5.js';
 import type { MessageAttributeValue } from '../../src/sqs/model.generated.js';
 
 /**

@@ -1,0 +1,100 @@
+/**
+ * The package's entry point for programs and test suites: `startServer` runs shared-sqs inside
+ * the calling process, on a free port, memory only, auth off and silent unless told otherwise.
+ *
+ *   import { startServer } from 'shared-sqs';
+ *   const sqs = await startServer();
+ *   // ... point an SQS client at sqs.url ...
+ *   await sqs.close();
+ *
+ * The options are the command line's flags in camelCase (README, "Configuration"), read by the
+ * same parser as the command line, so they are checked the same way and a bad one rejects with
+ * the same message (naming the flag). The environment is not read: a test suite's server does
+ * not change with the shell it runs in.
+ */
+import type { AuthMode } from './auth/authenticate.js';
+import { parseConfig } from './config.js';
+import type { LogLevel } from './log.js';
+import { start } from './server.js';
+
+export type { AuthMode, LogLevel };
+
+/** A duration: a number of milliseconds, or as on the command line (`10s`, `500ms`, `1m30s`). */
+export type Duration = number | string;
+
+/** The command line's flags, in camelCase; each is optional, as the flag is. */
+export interface ServerOptions {
+  /** SQS API port. Default here: 0, a free port (see `url`). */
+  readonly port?: number;
+  /** /health, /ready, /metrics and /admin port. Default here: 0, a free port (see `controlUrl`). */
+  readonly controlPort?: number;
+  /** Default here: 127.0.0.1 (the command line's is 0.0.0.0). */
+  readonly host?: string;
+  readonly region?: string;
+  readonly accountId?: string;
+  readonly baseUrl?: string;
+  /** Default here: 'silent' (the command line's is 'info'). Logs go to stdout. */
+  readonly logLevel?: LogLevel;
+  /** Redis (host:port or a redis:// URL); absent: memory only. */
+  readonly redisAddr?: string;
+  readonly redisUrl?: string;
+  readonly redisPassword?: string;
+  /** Sentinel addresses, `host:port` each. */
+  readonly redisSentinels?: string | readonly string[];
+  readonly redisMasterName?: string;
+  readonly redisPrefix?: string;
+  readonly redisWaitReplicas?: number;
+  readonly redisWaitTimeout?: Duration;
+  readonly redisWaitAof?: boolean;
+  readonly leaderElection?: boolean;
+  readonly leaderTtl?: Duration;
+  readonly leaderInterval?: Duration;
+  readonly adminToken?: string;
+  /** False: a deleted queue's name can be used again at once (AWS waits 60 s). */
+  readonly queueDeletedRecently?: boolean;
+  /** Default: 'off'. */
+  readonly auth?: AuthMode;
+  /** A file of tenants and queues to create at start (`--config`). */
+  readonly config?: string;
+  readonly warmupRequests?: number;
+  /** Bytes, or as on the command line (`256mb`, `1gib`). */
+  readonly maxMemory?: number | string;
+}
+
+export interface RunningServer {
+  /** The SQS endpoint, `http://127.0.0.1:<port>`: give it to an SDK as its endpoint. */
+  readonly url: string;
+  /** The control plane: /health, /ready, /metrics, /admin. */
+  readonly controlUrl: string;
+  /** Stops everything it started: answers waiting long polls, closes both planes and Redis. */
+  close(): Promise<void>;
+}
+
+const EMBEDDED_DEFAULTS: ServerOptions = { port: 0, controlPort: 0, host: '127.0.0.1', logLevel: 'silent' };
+
+const DURATIONS = new Set<string>(['redisWaitTimeout', 'leaderTtl', 'leaderInterval']);
+
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const config = parseConfig(toArgv({ ...EMBEDDED_DEFAULTS, ...options }), {});
+  const server = await start(config, {
+    // What Redis holds cannot be loaded: the server has stopped (and said why on stderr); the
+    // process it runs in is not ours to end.
+    onFatal: () => undefined,
+  });
+  return { url: server.url, controlUrl: server.controlUrl, close: () => server.stop() };
+}
+
+/** The options as the command line would give them: `--redis-wait-timeout=250ms`, `--no-queue-deleted-recently`... */
+function toArgv(options: ServerOptions): string[] {
+  const argv: string[] = [];
+  for (const [key, value] of Object.entries(options) as [string, unknown][]) {
+    if (value === undefined) continue;
+    const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    if (typeof value === 'boolean') argv.push(value ? `--${flag}` : `--no-${flag}`);
+    else if (typeof value === 'number' && DURATIONS.has(key)) argv.push(`--${flag}=${value}ms`);
+    else if (Array.isArray(value)) argv.push(`--${flag}=${value.join(',')}`);
+    else if (typeof value === 'string' || typeof value === 'number') argv.push(`--${flag}=${value}`);
+    else throw new TypeError(`startServer: option ${key} must be a string, number or boolean`);
+  }
+  return argv;
+}
