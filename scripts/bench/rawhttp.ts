@@ -9,7 +9,11 @@
  */
 import net from 'node:net';
 
-import type { Reply } from './http.js';
+export interface Reply {
+  status: number;
+  /** Response body, decoded as UTF-8; '' unless `wantBody` was set (or the status is not 2xx). */
+  body: string;
+}
 
 /** Serialise a POST / request once; the Buffer can be written any number of times. */
 export function buildRequest(host: string, headers: Record<string, string>, body: string | Buffer): Buffer {

@@ -2,17 +2,12 @@
  * The benchmark scenarios. Each one runs against a freshly started server and returns one or more
  * Results; see scripts/bench.ts --help for what each measures.
  */
-import { Histogram } from './histogram.js';
-import type { LatencySummary } from './histogram.js';
-import { Inspector } from './inspector.js';
-import { Meter, readRss, sleep } from './proc.js';
-import type { MeterReading } from './proc.js';
-import { RawPool } from './rawhttp.js';
-import type { Reply } from './http.js';
-import { SqsCodec } from './sqs.js';
-import type { Protocol } from './sqs.js';
-import { launch } from './targets.js';
-import type { LaunchOptions, ScenarioName, Server, TargetName } from './targets.js';
+import { sleep } from '../../test/support/process.js';
+import { Histogram, type LatencySummary } from './histogram.js';
+import { Meter, readRss, type MeterReading } from './meter.js';
+import { RawPool, type Reply } from './rawhttp.js';
+import { SqsCodec, type Protocol } from './sqs.js';
+import { launch, type LaunchOptions, type ScenarioName, type Server, type Target } from './targets.js';
 
 export interface BenchConfig {
   clients: number;
@@ -28,12 +23,13 @@ export interface BenchConfig {
   messages: number;
   coldRuns: number;
   bodySize: number;
-  launch: Omit<LaunchOptions, 'inspect' | 'label'>;
+  launch: LaunchOptions;
   log: (line: string) => void;
 }
 
 export interface Result {
-  target: TargetName;
+  /** The target's name (Target.name). */
+  target: string;
   protocol: Protocol;
   scenario: ScenarioName;
   /** Distinguishes runs of one scenario (e.g. the queue depth of receive-delete). */
@@ -62,9 +58,9 @@ export interface Result {
   extra: Record<string, number | string | boolean | null>;
 }
 
-function newResult(target: TargetName, protocol: Protocol, scenario: ScenarioName, variant = ''): Result {
+function newResult(target: Target, protocol: Protocol, scenario: ScenarioName, variant = ''): Result {
   return {
-    target,
+    target: target.name,
     protocol,
     scenario,
     variant,
@@ -215,22 +211,16 @@ interface Harness {
 /** Start a fresh server, run `fn`, always stop the server; a crash or start failure becomes an error. */
 async function withServer(
   cfg: BenchConfig,
+  target: Target,
   res: Result,
-  inspect: boolean,
   fn: (h: Harness) => Promise<void>,
+  launchOptions: LaunchOptions = cfg.launch,
 ): Promise<Result> {
   let server: Server | undefined;
   let pool: RawPool | undefined;
   try {
-    server = await launch(res.target, {
-      ...cfg.launch,
-      inspect,
-      label: `${res.target}-${res.protocol}-${res.scenario}${res.variant ? '-' + res.variant : ''}`.replace(
-        /[^A-Za-z0-9_.-]+/g,
-        '_',
-      ),
-    });
-    await server.waitHealthy();
+    server = await launch(target, launchOptions);
+    await server.waitReady();
     pool = new RawPool(server.host, server.port, cfg.clients);
     await fn({ server, pool, codec: new SqsCodec(res.protocol, server.hostHeader) });
     if (server.exited) throw new Error(`server exited during the run:\n${server.outputTail()}`);
@@ -248,13 +238,13 @@ async function withServer(
 
 async function throughput(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   scenario: 'send' | 'send-batch',
 ): Promise<Result> {
   const res = newResult(target, protocol, scenario);
   const batch = scenario === 'send-batch';
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+  return withServer(cfg, target, res, async ({ server, pool, codec }) => {
     const url = await createQueue(pool, codec, `bench-${scenario}`);
     const req = batch
       ? codec.sendMessageBatch(
@@ -309,13 +299,13 @@ async function throughput(
 
 async function receiveDelete(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   depth: number,
 ): Promise<Result> {
   const res = newResult(target, protocol, 'receive-delete', `${depth} deep`);
   res.extra['depth'] = depth;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+  return withServer(cfg, target, res, async ({ server, pool, codec }) => {
     const url = await createQueue(pool, codec, 'bench-receive-delete');
     const errors = new Errors();
     // Warm the receive/delete path on extra messages first, then measure from exactly `depth` deep.
@@ -423,7 +413,7 @@ type FifoVariant = keyof typeof FIFO_VARIANTS;
  */
 async function fifo(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   variant: FifoVariant,
 ): Promise<Result> {
@@ -432,7 +422,7 @@ async function fifo(
   res.extra['depth'] = cfg.depth;
   res.extra['groups'] = groups;
   res.extra['hotShare'] = hotShare;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+  return withServer(cfg, target, res, async ({ server, pool, codec }) => {
     const r = await pool.post(codec.createFifoQueue('bench-fifo.fifo'), true);
     if (r.status !== 200) throw new Error(`CreateQueue (FIFO): HTTP ${r.status} ${r.body.slice(0, 300)}`);
     const url = codec.parseQueueUrl(r.body);
@@ -562,11 +552,11 @@ async function fifo(
 
 // ---------------------------------------------------------------- roundtrip
 
-async function roundtrip(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function roundtrip(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'roundtrip', `${cfg.rate}/s`);
   res.extra['rate'] = cfg.rate;
   res.extra['consumers'] = cfg.consumers;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+  return withServer(cfg, target, res, async ({ server, pool, codec }) => {
     const url = await createQueue(pool, codec, 'bench-roundtrip');
     const errors = new Errors();
     const consumerPool = new RawPool(server.host, server.port, cfg.consumers);
@@ -694,10 +684,10 @@ async function roundtrip(cfg: BenchConfig, target: TargetName, protocol: Protoco
 
 // ---------------------------------------------------------------- idle-long-polls
 
-async function idleLongPolls(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function idleLongPolls(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'idle-long-polls', `${cfg.polls} polls`);
   res.extra['polls'] = cfg.polls;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
+  return withServer(cfg, target, res, async ({ server, pool, codec }) => {
     const url = await createQueue(pool, codec, 'bench-idle');
     const errors = new Errors();
     // Warm the send/receive/delete paths once.
@@ -826,80 +816,64 @@ function metricValue(text: string | undefined, name: string): number | null {
   return m?.[1] !== undefined ? Number(m[1]) : null;
 }
 
-async function memory(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function memory(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'memory', `${cfg.queues} queues, ${cfg.messages} msgs`);
   res.extra['queues'] = cfg.queues;
   res.extra['messages'] = cfg.messages;
-  return withServer(cfg, res, true, async ({ server, pool, codec }) => {
-    const errors = new Errors();
-    const meter = new Meter(server.pid);
-    let inspector: Inspector | undefined;
-    if (server.inspectPort !== undefined) {
-      try {
-        inspector = await Inspector.connect(server.inspectPort);
-      } catch (err) {
-        errors.add(`inspector: ${(err as Error).message}`);
-      }
-    }
-    const snapshot = async (): Promise<{ rss: number; heap: number | null; metricsHeap: number | null }> => {
-      let heap: number | null = null;
-      if (inspector) {
-        try {
-          heap = await inspector.heapUsedAfterGc();
-        } catch (err) {
-          errors.add(`inspector: ${(err as Error).message}`);
-        }
-      }
-      await sleep(300);
-      const metricsHeap = metricValue(await server.metrics(), 'nodejs_heap_size_used_bytes');
-      return { rss: readRss(server.pid), heap, metricsHeap };
-    };
-    // Warm every code path used below, so what is measured is the data, not first-use allocations.
-    const warmUrl = await createQueue(pool, codec, 'mem-warm');
-    for (let i = 0; i < 5; i++) await createQueue(pool, codec, `mem-warm-${i}`);
-    await fill(pool, codec, warmUrl, 1_000, cfg.bodySize, cfg.clients, errors, 60);
-    const msgUrl = await createQueue(pool, codec, 'mem-messages');
+  return withServer(
+    cfg,
+    target,
+    res,
+    async ({ server, pool, codec }) => {
+      const errors = new Errors();
+      const meter = new Meter(server.pid);
+      const snapshot = async (): Promise<{ rss: number; heap: number | null }> => {
+        const heap = await server.heapAfterGc();
+        if (heap === null) errors.add('no heap figure from the server after SIGUSR2');
+        return { rss: readRss(server.pid), heap };
+      };
+      // Warm every code path used below, so what is measured is the data, not first-use allocations.
+      const warmUrl = await createQueue(pool, codec, 'mem-warm');
+      for (let i = 0; i < 5; i++) await createQueue(pool, codec, `mem-warm-${i}`);
+      await fill(pool, codec, warmUrl, 1_000, cfg.bodySize, cfg.clients, errors, 60);
+      const msgUrl = await createQueue(pool, codec, 'mem-messages');
 
-    const s0 = await snapshot();
-    let next = 0;
-    await loops(cfg.clients, async () => {
-      if (next >= cfg.queues) return false;
-      const i = next++;
-      await post(pool, codec.createQueue(`mem-q-${i}`), false, errors, 'CreateQueue');
-      return true;
-    });
-    const s1 = await snapshot();
-    const sent = await fill(pool, codec, msgUrl, cfg.messages, cfg.bodySize, cfg.clients, errors, 300);
-    const s2 = await snapshot();
-    inspector?.close();
-    applyMeter(res, meter.read());
-    errors.into(res);
-    res.serverRssBefore = s0.rss;
-    res.serverRssAfter = s2.rss;
-    res.messages = sent;
-    const per = (a: number | null, b: number | null, n: number): number | null =>
-      a === null || b === null || !Number.isFinite(a) || !Number.isFinite(b) || n <= 0
-        ? null
-        : Math.round((b - a) / n);
-    res.extra['rssPerQueue'] = per(s0.rss, s1.rss, cfg.queues);
-    res.extra['heapPerQueue'] = per(s0.heap, s1.heap, cfg.queues);
-    res.extra['rssPerMessage'] = per(s1.rss, s2.rss, sent);
-    res.extra['heapPerMessage'] = per(s1.heap, s2.heap, sent);
-    res.extra['heapSource'] = inspector ? 'V8 used heap after a forced full GC (inspector)' : 'none';
-    if (s0.metricsHeap !== null) {
-      res.extra['metricsHeapPerQueue'] = per(s0.metricsHeap, s1.metricsHeap, cfg.queues);
-      res.extra['metricsHeapPerMessage'] = per(s1.metricsHeap, s2.metricsHeap, sent);
-    }
-    res.extra['heapBefore'] = s0.heap;
-    res.extra['heapAfterQueues'] = s1.heap;
-    res.extra['heapAfterMessages'] = s2.heap;
-    res.extra['rssAfterQueues'] = s1.rss;
-  });
+      const s0 = await snapshot();
+      let next = 0;
+      await loops(cfg.clients, async () => {
+        if (next >= cfg.queues) return false;
+        const i = next++;
+        await post(pool, codec.createQueue(`mem-q-${i}`), false, errors, 'CreateQueue');
+        return true;
+      });
+      const s1 = await snapshot();
+      const sent = await fill(pool, codec, msgUrl, cfg.messages, cfg.bodySize, cfg.clients, errors, 300);
+      const s2 = await snapshot();
+      applyMeter(res, meter.read());
+      errors.into(res);
+      res.serverRssBefore = s0.rss;
+      res.serverRssAfter = s2.rss;
+      res.messages = sent;
+      const per = (a: number | null, b: number | null, n: number): number | null =>
+        a === null || b === null || !Number.isFinite(a) || !Number.isFinite(b) || n <= 0
+          ? null
+          : Math.round((b - a) / n);
+      res.extra['rssPerQueue'] = per(s0.rss, s1.rss, cfg.queues);
+      res.extra['heapPerQueue'] = per(s0.heap, s1.heap, cfg.queues);
+      res.extra['rssPerMessage'] = per(s1.rss, s2.rss, sent);
+      res.extra['heapPerMessage'] = per(s1.heap, s2.heap, sent);
+      res.extra['heapBefore'] = s0.heap;
+      res.extra['heapAfterQueues'] = s1.heap;
+      res.extra['heapAfterMessages'] = s2.heap;
+      res.extra['rssAfterQueues'] = s1.rss;
+    },
+    { ...cfg.launch, gcProbe: true },
+  );
 }
 
 // ---------------------------------------------------------------- cold-start
 
-async function coldStart(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function coldStart(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'cold-start', `${cfg.coldRuns} runs`);
   const errors = new Errors();
   const times = new Histogram();
@@ -908,14 +882,13 @@ async function coldStart(cfg: BenchConfig, target: TargetName, protocol: Protoco
   for (let run = 0; run < cfg.coldRuns; run++) {
     let server: Server | undefined;
     try {
-      server = await launch(target, { ...cfg.launch, inspect: false, label: `${target}-${protocol}-cold` });
+      server = await launch(target, cfg.launch);
       const codec = new SqsCodec(protocol, server.hostHeader);
       const req = codec.listQueues();
       const deadline = Date.now() + 15_000;
       let ok = false;
       while (!ok) {
-        if (server.exited)
-          throw new Error(`exited (code ${String(server.exitCode)}):\n${server.outputTail()}`);
+        if (server.exited) throw new Error(`exited:\n${server.outputTail()}`);
         if (Date.now() > deadline)
           throw new Error(`no 200 on ListQueues within 15 s:\n${server.outputTail()}`);
         const probe = new RawPool(server.host, server.port, 1);
@@ -960,52 +933,53 @@ const BACK_PRESSURE_BUDGET_MIB = 64;
  * `--max-memory 64mb`, until the first refusal: the bytes accepted against the budget, the
  * refusal's status and code, the server's RSS and its budget usage then.
  */
-async function backPressure(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function backPressure(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'back-pressure', `--max-memory ${BACK_PRESSURE_BUDGET_MIB}mb`);
-  const launchCfg = {
-    ...cfg,
-    launch: {
-      ...cfg.launch,
-      sharedSqsArgs: [...cfg.launch.sharedSqsArgs, '--max-memory', `${BACK_PRESSURE_BUDGET_MIB}mb`],
+  const budget = ['--max-memory', `${BACK_PRESSURE_BUDGET_MIB}mb`];
+  const launchOptions = { ...cfg.launch, sharedSqsArgs: [...cfg.launch.sharedSqsArgs, ...budget] };
+  return withServer(
+    cfg,
+    target,
+    res,
+    async ({ server, pool, codec }) => {
+      const errors = new Errors();
+      const url = await createQueue(pool, codec, 'back-pressure');
+      const body = 'p'.repeat(256 * 1024);
+      const budget = BACK_PRESSURE_BUDGET_MIB * 1024 * 1024;
+      res.serverRssBefore = readRss(server.pid);
+      const started = nowNs();
+      let accepted = 0;
+      let requests = 0;
+      let refusal: Reply | undefined;
+      while (refusal === undefined && accepted < 4 * budget) {
+        const r = await pool.post(codec.sendMessageBatch(url, [body, body, body]), true);
+        requests++;
+        if (r.status === 200) accepted += 3 * body.length;
+        else refusal = r;
+      }
+      res.durationS = Number(nowNs() - started) / 1e9;
+      res.requests = requests;
+      res.messages = accepted / body.length;
+      res.serverRssAfter = readRss(server.pid);
+      const metrics = await server.metrics();
+      res.extra['budgetBytes'] = budget;
+      res.extra['acceptedBytes'] = accepted;
+      res.extra['acceptedPctOfBudget'] = Math.round((accepted / budget) * 1000) / 10;
+      res.extra['usedBytesAtRefusal'] = metricValue(metrics, 'sqs_memory_used_bytes');
+      res.extra['refusalStatus'] = refusal?.status ?? null;
+      res.extra['refusalCode'] = /RequestThrottled/.test(refusal?.body ?? '') ? 'RequestThrottled' : null;
+      if (refusal === undefined) errors.add(`back-pressure: ${accepted} bytes accepted and never refused`);
+      errors.into(res);
     },
-  };
-  return withServer(launchCfg, res, false, async ({ server, pool, codec }) => {
-    const errors = new Errors();
-    const url = await createQueue(pool, codec, 'back-pressure');
-    const body = 'p'.repeat(256 * 1024);
-    const budget = BACK_PRESSURE_BUDGET_MIB * 1024 * 1024;
-    res.serverRssBefore = readRss(server.pid);
-    const started = nowNs();
-    let accepted = 0;
-    let requests = 0;
-    let refusal: Reply | undefined;
-    while (refusal === undefined && accepted < 4 * budget) {
-      const r = await pool.post(codec.sendMessageBatch(url, [body, body, body]), true);
-      requests++;
-      if (r.status === 200) accepted += 3 * body.length;
-      else refusal = r;
-    }
-    res.durationS = Number(nowNs() - started) / 1e9;
-    res.requests = requests;
-    res.messages = accepted / body.length;
-    res.serverRssAfter = readRss(server.pid);
-    const metrics = await server.metrics();
-    res.extra['budgetBytes'] = budget;
-    res.extra['acceptedBytes'] = accepted;
-    res.extra['acceptedPctOfBudget'] = Math.round((accepted / budget) * 1000) / 10;
-    res.extra['usedBytesAtRefusal'] = metricValue(metrics, 'sqs_memory_used_bytes');
-    res.extra['refusalStatus'] = refusal?.status ?? null;
-    res.extra['refusalCode'] = /RequestThrottled/.test(refusal?.body ?? '') ? 'RequestThrottled' : null;
-    if (refusal === undefined) errors.add(`back-pressure: ${accepted} bytes accepted and never refused`);
-    errors.into(res);
-  });
+    launchOptions,
+  );
 }
 
 // ----------------------------------------------------------------
 
 export async function runScenario(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   scenario: ScenarioName,
 ): Promise<Result[]> {
