@@ -201,7 +201,6 @@ const cfg: BenchConfig = {
     sharedSqsArgs: (args['shared-sqs-args'] ?? '').split(' ').filter(Boolean),
     sharedSqsNodeFlags: nodeFlags === undefined ? undefined : nodeFlags.split(' ').filter(Boolean),
   },
-  log: (line) => console.log(line),
 };
 
 const notes: string[] = [];
@@ -295,8 +294,7 @@ if (args['json']) {
   } catch {
     // not a checkout
   }
-  const { launch, log, ...sizes } = cfg;
-  void log;
+  const { launch, ...sizes } = cfg;
   const report: Report = {
     version: 2,
     startedAt: startedAt.toISOString(),
