@@ -94,38 +94,16 @@ function fail(msg: string): never {
   process.exit(64);
 }
 
+const STRING_OPTIONS =
+  'targets protocols scenarios rounds clients duration warmup depth deep-depth rate consumers polls ' +
+  'wakeups queues messages cold-runs body-size server-cpu load-cpu shared-sqs-args shared-sqs-node-flags lock-wait json';
+
 const args = (() => {
   const text = { type: 'string' } as const;
   try {
     return parseArgs({
       options: {
-        ...Object.fromEntries(
-          [
-            'targets',
-            'protocols',
-            'scenarios',
-            'rounds',
-            'clients',
-            'duration',
-            'warmup',
-            'depth',
-            'deep-depth',
-            'rate',
-            'consumers',
-            'polls',
-            'wakeups',
-            'queues',
-            'messages',
-            'cold-runs',
-            'body-size',
-            'server-cpu',
-            'load-cpu',
-            'shared-sqs-args',
-            'shared-sqs-node-flags',
-            'lock-wait',
-            'json',
-          ].map((name) => [name, text]),
-        ),
+        ...Object.fromEntries(STRING_OPTIONS.split(' ').map((name) => [name, text])),
         'no-lock': { type: 'boolean', default: false },
         quick: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },

@@ -1,23 +1,12 @@
 /** Reading a process's memory and CPU use from /proc, CPU pinning, machine facts, the machine lock. */
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 
 import { sleep } from '../../test/support/process.js';
 
-let clkTck: number | undefined;
-
-/** Clock ticks per second, the unit of utime/stime in /proc/<pid>/stat. */
-export function clockTicks(): number {
-  if (clkTck === undefined) {
-    try {
-      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clkTck = 100;
-    }
-  }
-  return clkTck;
-}
+/** The unit of utime/stime in /proc/<pid>/stat: USER_HZ, 100 on every Linux ABI Node runs on. */
+const TICKS_PER_S = 100;
 
 /** Resident set size of a process in bytes (VmRSS), or NaN if it cannot be read. */
 export function readRss(pid: number): number {
@@ -37,7 +26,7 @@ export function readCpuSeconds(pid: number): number {
     // The command name (field 2) may contain spaces: fields are counted from after its ')'.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return (Number(rest[11]) + Number(rest[12])) / clockTicks();
+    return (Number(rest[11]) + Number(rest[12])) / TICKS_PER_S;
   } catch {
     return Number.NaN;
   }
@@ -62,7 +51,7 @@ export function readMachineSeconds(): { busyS: number; stealS: number } {
     const f = line.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal guest guest_nice (guest is included in user)
     const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
-    return { busyS: busy / clockTicks(), stealS: (f[7] ?? 0) / clockTicks() };
+    return { busyS: busy / TICKS_PER_S, stealS: (f[7] ?? 0) / TICKS_PER_S };
   } catch {
     return { busyS: Number.NaN, stealS: Number.NaN };
   }
@@ -166,15 +155,6 @@ export function machineInfo(): MachineInfo {
 /** Where bench runs on this machine take turns (see MachineLock). */
 export const LOCK_FILE = '/tmp/shared-sqs-bench.lock';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * A lock file that makes bench runs on one machine take turns, one scenario at a time: two load
  * generators driving two servers on the same two cores would make both sets of figures meaningless.
@@ -183,53 +163,47 @@ function alive(pid: number): boolean {
 export class MachineLock {
   private held = false;
 
-  constructor(private readonly file = LOCK_FILE) {}
-
   /** Wait (at most maxWaitS) for the lock; returns false if it was not had in time. */
   async acquire(maxWaitS: number, onWait: (holder: string) => void): Promise<boolean> {
     const deadline = Date.now() + maxWaitS * 1000;
-    let told = false;
-    for (;;) {
+    for (let told = false; ;) {
       try {
-        const fd = openSync(this.file, 'wx');
-        writeSync(fd, `${process.pid}\n`);
-        closeSync(fd);
-        this.held = true;
-        return true;
+        writeFileSync(LOCK_FILE, `${process.pid}\n`, { flag: 'wx' });
+        return (this.held = true);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
-      let holder: string;
-      try {
-        holder = readFileSync(this.file, 'utf8').trim();
-      } catch {
-        continue; // released between our open and read
-      }
-      const pid = Number(holder);
-      if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) {
-        try {
-          unlinkSync(this.file);
-        } catch {
-          // someone else took it over first
-        }
+      const holder = this.holder();
+      if (holder === undefined || !alive(Number(holder))) {
+        rmSync(LOCK_FILE, { force: true });
         continue;
       }
       if (Date.now() > deadline) return false;
-      if (!told) {
-        onWait(holder);
-        told = true;
-      }
+      if (!told) onWait(holder);
+      told = true;
       await sleep(250 + Math.random() * 250);
     }
   }
 
   release(): void {
-    if (!this.held) return;
+    if (this.held && this.holder() === String(process.pid)) rmSync(LOCK_FILE, { force: true });
     this.held = false;
+  }
+
+  private holder(): string | undefined {
     try {
-      if (readFileSync(this.file, 'utf8').trim() === String(process.pid)) unlinkSync(this.file);
+      return readFileSync(LOCK_FILE, 'utf8').trim();
     } catch {
-      // already gone
+      return undefined; // released meanwhile
     }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return pid > 0;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -51,10 +51,6 @@ class Connection {
     this.socket.on('close', () => this.fail(new Error('connection closed by server')));
   }
 
-  get busy(): boolean {
-    return this.current !== undefined;
-  }
-
   send(p: Pending): void {
     this.current = p;
     this.socket.write(p.request);
@@ -164,10 +160,6 @@ export class RawPool {
     readonly port: number,
     readonly maxConnections: number,
   ) {}
-
-  get hostHeader(): string {
-    return `${this.host}:${this.port}`;
-  }
 
   get connections(): number {
     return this.all.size;
