@@ -5,7 +5,7 @@
  * spawned and Redis started by test/support/process.ts, as the tests do.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -76,9 +76,9 @@ export function parseTarget(spec: string): Target {
   if (at >= 0) {
     if (!shared) throw new Error(`${kind} has no other builds: "${spec}"`);
     const where = path.resolve(spec.slice(at + 1));
-    const dir = existsSync(where) && statSync(where).isDirectory();
-    entry = dir ? path.join(where, 'dist', 'main.js') : where;
-    name = `${kind}@${path.basename(dir ? where : path.dirname(path.dirname(where)))}`;
+    const checkout = where.endsWith('.js') ? path.dirname(path.dirname(where)) : where;
+    entry = where.endsWith('.js') ? where : path.join(checkout, 'dist', 'main.js');
+    name = `${kind}@${path.basename(checkout)}`;
   }
   if (shared && !existsSync(entry)) throw new Error(`${entry} not found: run "npm run build" there first`);
   const all = SCENARIO_NAMES;

@@ -147,7 +147,7 @@ test('Given two targets, When the bench runs send over JSON, Then both have figu
   for (const r of report.results) assert.ok(r.msgsPerSec > 0, `${r.target}: ${r.msgsPerSec} msgs/s`);
   assert.match(
     run.stdout,
-    /Against fastify .*\n {2}json send, msgs\/s: fastify [\d,]+, floor [\d,]+ \([\d.]+×\)/,
+    /Against fastify .*\n {2}json send, msgs\/s: fastify [\d.,]+, floor [\d.,]+ \([\d.]+×\)/,
   );
 });
 
