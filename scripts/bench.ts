@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { hasTaskset, LOCK_FILE, MachineLock, machineInfo, pinSelf } from './bench/meter.js';
+import { LOCK_FILE, MachineLock, machineInfo, pinSelf } from './bench/meter.js';
 import { formatComparison, formatTable, resultLine, STEAL_NOTE_PCT, type Report } from './bench/report.js';
 import { runScenario, type BenchConfig, type Result } from './bench/scenarios.js';
 import { PROTOCOLS, type Protocol } from './bench/sqs.js';
@@ -182,12 +182,12 @@ const cfg: BenchConfig = {
 };
 
 const notes: string[] = [];
-if ((serverCpu !== undefined || loadCpu !== undefined) && !hasTaskset()) {
+// Pinned with taskset, the server and the load generator do not take each other's core.
+if (loadCpu !== undefined && !pinSelf(loadCpu)) {
   notes.push('taskset not available: servers and load generator were not pinned');
   serverCpu = loadCpu = undefined;
 }
 cfg.launch.cpu = serverCpu;
-if (loadCpu !== undefined) pinSelf(loadCpu);
 const loadAverage = os.loadavg()[0] ?? 0;
 if (loadAverage > 0.5) {
   notes.push(`the machine was busy when the bench started (1-minute load average ${loadAverage.toFixed(2)})`);

@@ -32,14 +32,7 @@ export function readCpuSeconds(pid: number): number {
   }
 }
 
-interface CpuMark {
-  cpuS: number;
-  wallNs: bigint;
-}
-
-function markCpu(pid: number): CpuMark {
-  return { cpuS: readCpuSeconds(pid), wallNs: process.hrtime.bigint() };
-}
+const markCpu = (pid: number) => ({ cpuS: readCpuSeconds(pid), wallNs: process.hrtime.bigint() });
 
 /**
  * Busy time of all CPUs of the machine (user+nice+system+irq+softirq+steal), and of that the
@@ -78,7 +71,7 @@ export interface MeterReading {
 
 /** Measures server, load generator and everything else's CPU use over an interval. */
 export class Meter {
-  private readonly server: CpuMark;
+  private readonly server: ReturnType<typeof markCpu>;
   private readonly self: NodeJS.CpuUsage;
   private readonly machine: { busyS: number; stealS: number };
 
@@ -106,45 +99,22 @@ export class Meter {
   }
 }
 
-let tasksetOk: boolean | undefined;
-
-export function hasTaskset(): boolean {
-  if (tasksetOk === undefined) {
-    try {
-      execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-      tasksetOk = true;
-    } catch {
-      tasksetOk = false;
-    }
-  }
-  return tasksetOk;
-}
-
-/** Pin every thread of this process (and threads it starts later) to the given CPU list. */
-export function pinSelf(cpus: string): void {
-  execFileSync('taskset', ['-a', '-c', '-p', cpus, String(process.pid)], { stdio: 'ignore' });
-}
-
-export interface MachineInfo {
-  nproc: number;
-  cpuModel: string;
-  memGiB: number;
-  node: string;
-  platform: string;
-  kernel: string;
-}
-
-export function machineInfo(): MachineInfo {
-  let cpuModel = os.cpus()[0]?.model ?? 'unknown';
+/** Pins every thread of this process (and those it starts later) to `cpus`; false without taskset. */
+export function pinSelf(cpus: string): boolean {
   try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
-    if (m?.[1]) cpuModel = m[1].trim();
+    execFileSync('taskset', ['-a', '-c', '-p', cpus, String(process.pid)], { stdio: 'ignore' });
+    return true;
   } catch {
-    // keep os.cpus()'s answer
+    return false;
   }
+}
+
+export type MachineInfo = ReturnType<typeof machineInfo>;
+
+export function machineInfo() {
   return {
     nproc: os.cpus().length,
-    cpuModel,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
     memGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     node: process.version,
     platform: `${os.platform()} ${os.arch()}`,
