@@ -1,46 +1,29 @@
 /**
- * A bare fastify 5 server used by `npm run bench` as the throughput ceiling shared-sqs is compared with.
+ * A bare fastify 5 server, the throughput ceiling `npm run bench` compares shared-sqs with. It
+ * parses every request body the way an SQS server has to (JSON for `application/x-amz-json-1.0`,
+ * `querystring` for form bodies), looks at the action, and answers a fixed, pre-serialised reply
+ * of the right shape. It keeps no state: only send, send-batch and cold-start mean anything.
  *
- * It parses every request body the way an SQS server has to (JSON for `application/x-amz-json-1.0`,
- * `querystring` for form bodies), looks at the action, and answers a small fixed, pre-serialised reply of
- * the right shape. It keeps no state: it is only meaningful for the send, send-batch and cold-start
- * scenarios.
+ * `--floor` adds the least an SQS server can do for SendMessage(Batch) beyond that: per message,
+ * the MD5 of the body (which the reply must carry), a random message id, and the body and id kept
+ * in one growing array (a queue holds them until they are received). No validation, attributes
+ * or receipt bookkeeping: its rate against the plain ceiling shows how much of the ceiling any SQS
+ * server that keeps its messages in memory can reach.
  *
- * `--spin-us N` keeps the CPU busy for N µs per request before answering: scripts/bench/calibrate.ts
- * uses it to express shared-sqs's own cost per request as the busy work that slows bare fastify
- * down as much.
- *
- * `--floor` makes it the least an SQS server can do for SendMessage(Batch) beyond the ceiling's
- * work: per message, the MD5 of the body (which the reply must carry), a random message id, and
- * the body and id kept in one growing array (a queue has to hold them until they are received),
- * with shared-sqs's own functions for each; the reply carries each message's own id and MD5. No validation, no attributes, no receipt bookkeeping. Its
- * rate against the plain ceiling shows how much of the ceiling any SQS server that keeps its
- * messages in this process's memory can reach (docs/performance.md, "The floor").
- *
- * `--defer-replies` writes the replies of one event-loop turn together once its last request has
- * run, as shared-sqs's data plane does (src/http/data.ts, ReplyBatch), so the two can be compared
- * with the same write pattern.
- *
- * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--spin-us N] [--floor] [--defer-replies]
+ * Usage: node --import tsx scripts/bare-fastify.ts --port 9324 [--floor]
  */
+import { createHash, randomUUID } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
 import { parseArgs } from 'node:util';
-import Fastify, { type FastifyReply } from 'fastify';
-// --floor does the unavoidable work with shared-sqs's own primitives, so it is a floor for them too.
-import { uuid } from '../src/core/ids.js';
-import { ownString } from '../src/core/strings.js';
-import { md5OfBody } from '../src/sqs/md5.js';
+import Fastify from 'fastify';
 
 const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '9324' },
     host: { type: 'string', default: '127.0.0.1' },
-    'spin-us': { type: 'string', default: '0' },
-    'defer-replies': { type: 'boolean', default: false },
     floor: { type: 'boolean', default: false },
   },
 });
-const spinMs = Number(values['spin-us']) / 1000;
 const port = Number(values.port);
 const host = values.host;
 
@@ -106,20 +89,6 @@ app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string
 
 app.get('/health', () => ({ status: 'ok' }));
 
-let pending: (() => void)[] = [];
-const flush = (): void => {
-  const batch = pending;
-  pending = [];
-  for (const write of batch) write();
-};
-/** Sends the reply now, or with --defer-replies at the end of this event-loop turn. */
-function answer(reply: FastifyReply, type: string, body: string): FastifyReply {
-  if (!values['defer-replies']) return reply.type(type).send(body);
-  if (pending.length === 0) setImmediate(flush);
-  pending.push(() => void reply.type(type).send(body));
-  return reply;
-}
-
 /** --floor: every body and message id received, in arrival order. */
 const kept: string[] = [];
 
@@ -129,10 +98,13 @@ const kept: string[] = [];
  * which it would keep alive).
  */
 function keep(text: string): [id: string, md5: string] {
-  const id = uuid();
+  const id = randomUUID();
   kept.push(text, id);
-  return [id, md5OfBody(text)];
+  return [id, createHash('md5').update(text, 'utf8').digest('hex')];
 }
+
+/** A copy holding only its own characters: a form value is a slice of the whole body. */
+const ownString = (s: string): string => [s.slice(0, s.length >> 1), s.slice(s.length >> 1)].join('');
 
 interface JsonEntry {
   Id?: string;
@@ -176,22 +148,18 @@ function floorQuery(action: string, form: Record<string, string | string[] | und
 }
 
 app.post('/*', (request, reply) => {
-  if (spinMs > 0) {
-    const until = performance.now() + spinMs;
-    while (performance.now() < until);
-  }
   const target = request.headers['x-amz-target'];
   if (typeof target === 'string') {
     const action = target.slice(target.indexOf('.') + 1);
     const floor = values.floor
       ? floorJson(action, request.body as Parameters<typeof floorJson>[1])
       : undefined;
-    return answer(reply, JSON_TYPE, floor ?? jsonReplies[action] ?? '{}');
+    return reply.type(JSON_TYPE).send(floor ?? jsonReplies[action] ?? '{}');
   }
   const form = (request.body ?? {}) as Record<string, string | string[] | undefined>;
   const action = typeof form['Action'] === 'string' ? form['Action'] : '';
   const floor = values.floor ? floorQuery(action, form) : undefined;
-  return answer(reply, XML_TYPE, floor ?? queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
+  return reply.type(XML_TYPE).send(floor ?? queryReplies[action] ?? xmlReply(action || 'Unknown', ''));
 });
 
 await app.listen({ port, host });

@@ -9,7 +9,11 @@
  */
 import net from 'node:net';
 
-import type { Reply } from './http.js';
+export interface Reply {
+  status: number;
+  /** Response body, decoded as UTF-8; '' unless `wantBody` was set (or the status is not 2xx). */
+  body: string;
+}
 
 /** Serialise a POST / request once; the Buffer can be written any number of times. */
 export function buildRequest(host: string, headers: Record<string, string>, body: string | Buffer): Buffer {
@@ -45,10 +49,6 @@ class Connection {
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.socket.on('error', (err) => this.fail(err));
     this.socket.on('close', () => this.fail(new Error('connection closed by server')));
-  }
-
-  get busy(): boolean {
-    return this.current !== undefined;
   }
 
   send(p: Pending): void {
@@ -160,10 +160,6 @@ export class RawPool {
     readonly port: number,
     readonly maxConnections: number,
   ) {}
-
-  get hostHeader(): string {
-    return `${this.host}:${this.port}`;
-  }
 
   get connections(): number {
     return this.all.size;

@@ -2,17 +2,12 @@
  * The benchmark scenarios. Each one runs against a freshly started server and returns one or more
  * Results; see scripts/bench.ts --help for what each measures.
  */
-import { Histogram } from './histogram.js';
-import type { LatencySummary } from './histogram.js';
-import { Inspector } from './inspector.js';
-import { Meter, readRss, sleep } from './proc.js';
-import type { MeterReading } from './proc.js';
-import { RawPool } from './rawhttp.js';
-import type { Reply } from './http.js';
-import { SqsCodec } from './sqs.js';
-import type { Protocol } from './sqs.js';
-import { launch } from './targets.js';
-import type { LaunchOptions, ScenarioName, Server, TargetName } from './targets.js';
+import { sleep } from '../../test/support/process.js';
+import { Histogram, median, type LatencySummary } from './histogram.js';
+import { Meter, readRss, type MeterReading } from './meter.js';
+import { RawPool, type Reply } from './rawhttp.js';
+import { SqsCodec, type FifoEntry, type Protocol, type ReceivedMessage } from './sqs.js';
+import { launch, type LaunchOptions, type ScenarioName, type Server, type Target } from './targets.js';
 
 export interface BenchConfig {
   clients: number;
@@ -28,12 +23,12 @@ export interface BenchConfig {
   messages: number;
   coldRuns: number;
   bodySize: number;
-  launch: Omit<LaunchOptions, 'inspect' | 'label'>;
-  log: (line: string) => void;
+  launch: LaunchOptions;
 }
 
 export interface Result {
-  target: TargetName;
+  /** The target's name (Target.name). */
+  target: string;
   protocol: Protocol;
   scenario: ScenarioName;
   /** Distinguishes runs of one scenario (e.g. the queue depth of receive-delete). */
@@ -54,7 +49,7 @@ export interface Result {
   serverRssAfter: number | null;
   serverCpuPct: number | null;
   loadCpuPct: number | null;
-  /** CPU used by everything else on the machine meanwhile (see proc.Meter): high = noisy figures. */
+  /** CPU used by everything else on the machine meanwhile (see meter.Meter): high = noisy figures. */
   otherCpuPct: number | null;
   /** Of otherCpuPct, the hypervisor's steal (see MeterReading). */
   stealCpuPct: number | null;
@@ -62,28 +57,12 @@ export interface Result {
   extra: Record<string, number | string | boolean | null>;
 }
 
-function newResult(target: TargetName, protocol: Protocol, scenario: ScenarioName, variant = ''): Result {
+function newResult(target: Target, protocol: Protocol, scenario: ScenarioName, variant = ''): Result {
   return {
-    target,
-    protocol,
-    scenario,
-    variant,
-    errors: 0,
-    errorSamples: [],
-    durationS: null,
-    requests: null,
-    messages: null,
-    reqPerSec: null,
-    msgsPerSec: null,
-    latencyOf: null,
-    latency: null,
-    serverRssBefore: null,
-    serverRssAfter: null,
-    serverCpuPct: null,
-    loadCpuPct: null,
-    otherCpuPct: null,
-    stealCpuPct: null,
-    extra: {},
+    ...{ target: target.name, protocol, scenario, variant, errors: 0, errorSamples: [] },
+    ...{ durationS: null, requests: null, messages: null, reqPerSec: null, msgsPerSec: null },
+    ...{ latencyOf: null, latency: null, serverRssBefore: null, serverRssAfter: null },
+    ...{ serverCpuPct: null, loadCpuPct: null, otherCpuPct: null, stealCpuPct: null, extra: {} },
   };
 }
 
@@ -96,13 +75,6 @@ class Errors {
     this.count++;
     const s = what.replace(/\s+/g, ' ').slice(0, 300);
     if (this.samples.length < 5 && !this.samples.includes(s)) this.samples.push(s);
-  }
-
-  /** Returns true for a 2xx reply, otherwise records it. */
-  check(action: string, r: Reply): boolean {
-    if (r.status >= 200 && r.status < 300) return true;
-    this.add(`${action}: HTTP ${r.status} ${r.body}`);
-    return false;
   }
 
   into(res: Result): void {
@@ -120,6 +92,7 @@ function applyMeter(res: Result, m: MeterReading): void {
 
 const nowNs = (): bigint => process.hrtime.bigint();
 const secondsSince = (t: bigint): number => Number(nowNs() - t) / 1e9;
+const after = (seconds: number): bigint => nowNs() + BigInt(Math.round(seconds * 1e9));
 
 function payload(size: number, prefix = ''): string {
   return prefix + 'x'.repeat(Math.max(0, size - prefix.length));
@@ -136,324 +109,269 @@ async function loops(n: number, step: (client: number) => Promise<boolean>): Pro
   );
 }
 
-async function post(
-  pool: RawPool,
-  req: Buffer,
-  wantBody: boolean,
-  errors: Errors,
-  action: string,
-): Promise<Reply | undefined> {
-  try {
-    const r = await pool.post(req, wantBody);
-    return errors.check(action, r) ? r : undefined;
-  } catch (err) {
-    errors.add(`${action}: ${(err as Error).message}`);
-    return undefined;
-  }
-}
-
-async function createQueue(pool: RawPool, codec: SqsCodec, name: string): Promise<string> {
-  const r = await pool.post(codec.createQueue(name), true);
-  if (r.status !== 200) throw new Error(`CreateQueue ${name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-  const url = codec.parseQueueUrl(r.body);
-  if (!url) throw new Error(`CreateQueue ${name}: no QueueUrl in ${r.body.slice(0, 300)}`);
-  return url;
-}
-
-async function queueDepth(pool: RawPool, codec: SqsCodec, url: string): Promise<number | null> {
-  try {
-    const r = await pool.post(codec.getQueueAttributes(url, ['ApproximateNumberOfMessages']), true);
-    if (r.status !== 200) return null;
-    const v = codec.parseAttribute(r.body, 'ApproximateNumberOfMessages');
-    return v === undefined ? null : Number(v);
-  } catch {
-    return null;
-  }
-}
-
-/** Fill a queue with `count` messages by SendMessageBatch from `concurrency` clients (bounded in time). */
-async function fill(
-  pool: RawPool,
-  codec: SqsCodec,
-  url: string,
-  count: number,
-  bodySize: number,
-  concurrency: number,
-  errors: Errors,
-  timeoutS: number,
-): Promise<number> {
-  const batch = codec.sendMessageBatch(
-    url,
-    Array.from({ length: 10 }, () => payload(bodySize)),
-  );
-  const batches = Math.ceil(count / 10);
-  let next = 0;
-  let sent = 0;
-  const deadline = Date.now() + timeoutS * 1000;
-  await loops(concurrency, async () => {
-    if (next >= batches || Date.now() > deadline) return false;
-    next++;
-    const r = await post(pool, batch, true, errors, 'SendMessageBatch');
-    if (r) {
-      const failed = codec.countBatchFailures(r.body);
-      if (failed > 0) errors.add(`SendMessageBatch: ${failed} failed entries`);
-      sent += 10 - failed;
-    }
-    return true;
-  });
-  if (next < batches)
-    errors.add(`fill: timed out after ${timeoutS} s with ${sent} of ${count} messages sent`);
-  return sent;
-}
-
 interface Harness {
   server: Server;
   pool: RawPool;
   codec: SqsCodec;
+  errors: Errors;
+}
+
+/** A request; a transport error or a non-2xx reply is recorded and gives undefined. */
+async function post(h: Harness, req: Buffer, action: string, wantBody = true): Promise<Reply | undefined> {
+  try {
+    const r = await h.pool.post(req, wantBody);
+    if (r.status >= 200 && r.status < 300) return r;
+    h.errors.add(`${action}: HTTP ${r.status} ${r.body}`);
+  } catch (err) {
+    h.errors.add(`${action}: ${(err as Error).message}`);
+  }
+  return undefined;
+}
+
+/** A SendMessageBatch or DeleteMessageBatch of `n` entries: how many succeeded (failures recorded). */
+async function batch(h: Harness, req: Buffer, action: string, n: number): Promise<number> {
+  const r = await post(h, req, action);
+  if (!r) return 0;
+  const failed = h.codec.countBatchFailures(r.body);
+  if (failed > 0) h.errors.add(`${action}: ${failed} failed entries`);
+  return n - failed;
+}
+
+const deleteAll = (h: Harness, url: string, msgs: readonly ReceivedMessage[]): Promise<number> =>
+  batch(
+    h,
+    h.codec.deleteMessageBatch(
+      url,
+      msgs.map((m) => m.receiptHandle),
+    ),
+    'DeleteMessageBatch',
+    msgs.length,
+  );
+
+async function createQueue(h: Harness, name: string, fifo = false): Promise<string> {
+  const r = await h.pool.post(fifo ? h.codec.createFifoQueue(name) : h.codec.createQueue(name), true);
+  const url = r.status === 200 ? h.codec.parseQueueUrl(r.body) : undefined;
+  if (!url) throw new Error(`CreateQueue ${name}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
+  return url;
+}
+
+/** Fill a queue with `count` messages by SendMessageBatch from every client (bounded in time). */
+async function fill(
+  h: Harness,
+  url: string,
+  count: number,
+  cfg: BenchConfig,
+  timeoutS = 300,
+): Promise<number> {
+  const req = h.codec.sendMessageBatch(
+    url,
+    Array.from({ length: 10 }, () => payload(cfg.bodySize)),
+  );
+  let next = 0;
+  let sent = 0;
+  const deadline = Date.now() + timeoutS * 1000;
+  await loops(cfg.clients, async () => {
+    if (next >= Math.ceil(count / 10) || Date.now() > deadline) return false;
+    next++;
+    const n = await batch(h, req, 'SendMessageBatch', 10);
+    sent += n;
+    return true;
+  });
+  if (sent < count) h.errors.add(`fill: ${sent} of ${count} messages sent in ${timeoutS} s`);
+  return sent;
 }
 
 /** Start a fresh server, run `fn`, always stop the server; a crash or start failure becomes an error. */
 async function withServer(
   cfg: BenchConfig,
+  target: Target,
   res: Result,
-  inspect: boolean,
   fn: (h: Harness) => Promise<void>,
+  launchOptions: LaunchOptions = cfg.launch,
 ): Promise<Result> {
   let server: Server | undefined;
   let pool: RawPool | undefined;
+  const errors = new Errors();
   try {
-    server = await launch(res.target, {
-      ...cfg.launch,
-      inspect,
-      label: `${res.target}-${res.protocol}-${res.scenario}${res.variant ? '-' + res.variant : ''}`.replace(
-        /[^A-Za-z0-9_.-]+/g,
-        '_',
-      ),
-    });
-    await server.waitHealthy();
+    server = await launch(target, launchOptions);
+    await server.waitReady();
     pool = new RawPool(server.host, server.port, cfg.clients);
-    await fn({ server, pool, codec: new SqsCodec(res.protocol, server.hostHeader) });
+    await fn({ server, pool, codec: new SqsCodec(res.protocol, server.hostHeader), errors });
     if (server.exited) throw new Error(`server exited during the run:\n${server.outputTail()}`);
   } catch (err) {
-    res.errors++;
-    res.errorSamples.push(`run failed: ${(err as Error).message}`.slice(0, 1000));
+    errors.add(`run failed: ${(err as Error).message}`);
   } finally {
+    // Before the pool goes: requests it aborts then (a roundtrip's last deletes) are no errors.
+    errors.into(res);
     pool?.destroy();
     await server?.stop();
   }
   return res;
 }
 
+/** Measures from now: the server's RSS and CPU; `done` writes them and the rates into `res`. */
+function measure(res: Result, server: Server): (requests: number, messages: number, until?: bigint) => void {
+  res.serverRssBefore = readRss(server.pid);
+  const meter = new Meter(server.pid);
+  const t0 = nowNs();
+  return (requests, messages, until = nowNs()) => {
+    applyMeter(res, meter.read());
+    res.serverRssAfter = readRss(server.pid);
+    const s = Number(until - t0) / 1e9;
+    Object.assign(res, {
+      durationS: s,
+      requests,
+      messages,
+      reqPerSec: requests / s,
+      msgsPerSec: messages / s,
+    });
+  };
+}
+
 // ---------------------------------------------------------------- send, send-batch
 
 async function throughput(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   scenario: 'send' | 'send-batch',
-): Promise<Result> {
+) {
   const res = newResult(target, protocol, scenario);
-  const batch = scenario === 'send-batch';
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
-    const url = await createQueue(pool, codec, `bench-${scenario}`);
-    const req = batch
-      ? codec.sendMessageBatch(
-          url,
-          Array.from({ length: 10 }, () => payload(cfg.bodySize)),
-        )
-      : codec.sendMessage(url, payload(cfg.bodySize));
-    const action = batch ? 'SendMessageBatch' : 'SendMessage';
-    const errors = new Errors();
+  const isBatch = scenario === 'send-batch';
+  return withServer(cfg, target, res, async (h) => {
+    const url = await createQueue(h, `bench-${scenario}`);
+    const bodies = Array.from({ length: isBatch ? 10 : 1 }, () => payload(cfg.bodySize));
+    const req = isBatch
+      ? h.codec.sendMessageBatch(url, bodies)
+      : h.codec.sendMessage(url, payload(cfg.bodySize));
     const hist = new Histogram();
     let requests = 0;
     let messages = 0;
     const run = async (seconds: number, record: boolean): Promise<void> => {
-      const end = nowNs() + BigInt(Math.round(seconds * 1e9));
+      const end = after(seconds);
       await loops(cfg.clients, async () => {
         const t0 = nowNs();
         if (t0 >= end) return false;
         // Batch replies are read (to count failed entries); single sends only need the status.
-        const r = await post(pool, req, batch, errors, action);
-        if (!record) return true;
-        hist.recordSince(t0);
-        if (r) {
-          requests++;
-          const failed = batch ? codec.countBatchFailures(r.body) : 0;
-          if (failed > 0) errors.add(`${action}: ${failed} failed entries`);
-          messages += batch ? 10 - failed : 1;
+        const sent = isBatch
+          ? await batch(h, req, 'SendMessageBatch', 10)
+          : (await post(h, req, 'SendMessage', false))
+            ? 1
+            : 0;
+        if (record) {
+          hist.recordSince(t0);
+          requests += sent > 0 ? 1 : 0;
+          messages += sent;
         }
         return true;
       });
     };
     // Errors during the warm-up count too: any error flags the run.
     await run(cfg.warmupS, false);
-    res.serverRssBefore = readRss(server.pid);
-    const meter = new Meter(server.pid);
-    const t0 = nowNs();
+    const done = measure(res, h.server);
     await run(cfg.durationS, true);
-    const elapsed = secondsSince(t0);
-    applyMeter(res, meter.read());
-    res.serverRssAfter = readRss(server.pid);
-    errors.into(res);
-    res.durationS = elapsed;
-    res.requests = requests;
-    res.messages = messages;
-    res.reqPerSec = requests / elapsed;
-    res.msgsPerSec = messages / elapsed;
+    done(requests, messages);
     res.latencyOf = 'request';
     res.latency = hist.summaryMs();
   });
 }
 
-// ---------------------------------------------------------------- receive-delete
+// ---------------------------------------------------------------- receive-delete, fifo
 
-async function receiveDelete(
+/**
+ * `clients` consumers loop ReceiveMessage + DeleteMessageBatch until `want` messages are deleted,
+ * a receive comes back empty (with `stopWhenEmpty`) or `end` is reached; `seen` sees every message
+ * received. Returns the counts and when the last delete came back.
+ */
+async function drain(
+  h: Harness,
   cfg: BenchConfig,
-  target: TargetName,
-  protocol: Protocol,
-  depth: number,
-): Promise<Result> {
+  url: string,
+  o: { want: number; end: bigint; waitS: number; stopWhenEmpty: boolean; hist?: Histogram },
+  seen: (m: ReceivedMessage) => void = () => undefined,
+): Promise<{ requests: number; deleted: number; empty: number; lastDeleteNs: bigint }> {
+  const req = h.codec.receiveMessage(url, 10, o.waitS);
+  const out = { requests: 0, deleted: 0, empty: 0, lastDeleteNs: nowNs() };
+  await loops(cfg.clients, async () => {
+    const t0 = nowNs();
+    if (out.deleted >= o.want || t0 >= o.end) return false;
+    const r = await post(h, req, 'ReceiveMessage');
+    o.hist?.recordSince(t0);
+    out.requests++;
+    if (!r) return true;
+    const msgs = h.codec.parseMessages(r.body);
+    if (msgs.length === 0) {
+      out.empty++;
+      // Drained: the messages other clients hold are invisible.
+      return !o.stopWhenEmpty;
+    }
+    msgs.forEach(seen);
+    const t1 = nowNs();
+    const deleted = await deleteAll(h, url, msgs);
+    out.deleted += deleted;
+    o.hist?.recordSince(t1);
+    out.requests++;
+    out.lastDeleteNs = nowNs();
+    return true;
+  });
+  return out;
+}
+
+async function receiveDelete(cfg: BenchConfig, target: Target, protocol: Protocol, depth: number) {
   const res = newResult(target, protocol, 'receive-delete', `${depth} deep`);
-  res.extra['depth'] = depth;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
-    const url = await createQueue(pool, codec, 'bench-receive-delete');
-    const errors = new Errors();
-    // Warm the receive/delete path on extra messages first, then measure from exactly `depth` deep.
-    // The same warm-up at every depth (it was a tenth of the depth): the 20k-deep run then drained
-    // after 2,000 warm-up messages against the deep run's 5,000, so the deep/shallow ratio
-    // compared how far the JIT had got as much as the depth.
+  return withServer(cfg, target, res, async (h) => {
+    const url = await createQueue(h, 'bench-receive-delete');
+    // Warm the receive/delete path on extra messages first, then measure from exactly `depth` deep;
+    // the same warm-up at every depth, so the deep/shallow ratio compares depths, not JIT progress.
     const warm = Math.min(5_000, depth);
     const fillStart = nowNs();
-    const filled = await fill(pool, codec, url, depth + warm, cfg.bodySize, cfg.clients, errors, 300);
-    res.extra['fillSeconds'] = Math.round(secondsSince(fillStart) * 100) / 100;
+    const filled = await fill(h, url, depth + warm, cfg);
     res.extra['fillMsgsPerSec'] = Math.round(filled / secondsSince(fillStart));
-    const receiveReq = codec.receiveMessage(url, 10, 0);
+    await drain(h, cfg, url, { want: warm, end: after(60), waitS: 0, stopWhenEmpty: true });
     const hist = new Histogram();
-    let receives = 0;
-    let deletes = 0;
-    let deleted = 0;
-    let emptyReceives = 0;
-    let lastDeleteNs: bigint;
-
-    const step = async (end: bigint, stopAt: number, record: boolean): Promise<boolean> => {
-      if (deleted >= stopAt) return false;
-      const t0 = nowNs();
-      if (t0 >= end) return false;
-      const r = await post(pool, receiveReq, true, errors, 'ReceiveMessage');
-      if (record) hist.recordSince(t0);
-      if (!r) return true;
-      receives++;
-      const msgs = codec.parseMessages(r.body);
-      if (msgs.length === 0) {
-        emptyReceives++;
-        return false; // drained (the messages other clients hold are invisible)
-      }
-      const t1 = nowNs();
-      const d = await post(
-        pool,
-        codec.deleteMessageBatch(
-          url,
-          msgs.map((m) => m.receiptHandle),
-        ),
-        true,
-        errors,
-        'DeleteMessageBatch',
-      );
-      if (record) hist.recordSince(t1);
-      if (d) {
-        deletes++;
-        const failed = codec.countBatchFailures(d.body);
-        if (failed > 0) errors.add(`DeleteMessageBatch: ${failed} failed entries`);
-        deleted += msgs.length - failed;
-        lastDeleteNs = nowNs();
-      }
-      return true;
-    };
-
-    // Warm-up: drain the extra messages (not measured).
-    await loops(cfg.clients, () => step(nowNs() + 60_000_000_000n, warm, false));
-    const warmDeleted = deleted;
-    deleted = 0;
-    receives = 0;
-    deletes = 0;
-    emptyReceives = 0;
-    res.extra['depthAtStart'] = await queueDepth(pool, codec, url);
-    res.extra['warmupMessages'] = warmDeleted;
-
-    res.serverRssBefore = readRss(server.pid);
-    const meter = new Meter(server.pid);
-    const t0 = nowNs();
-    lastDeleteNs = t0;
-    const end = t0 + BigInt(Math.round(cfg.durationS * 1e9));
-    await loops(cfg.clients, () => step(end, Number.POSITIVE_INFINITY, true));
-    const stopNs = nowNs();
-    applyMeter(res, meter.read());
-    res.serverRssAfter = readRss(server.pid);
-    // The rate is taken up to the last delete, so the empty receives that find the queue drained do not count.
-    const drained = stopNs < end;
-    const elapsed = Number((drained ? lastDeleteNs : stopNs) - t0) / 1e9;
-    errors.into(res);
-    res.durationS = elapsed;
-    res.requests = receives + deletes;
-    res.messages = deleted;
-    res.reqPerSec = (receives + deletes) / elapsed;
-    res.msgsPerSec = deleted / elapsed;
+    const done = measure(res, h.server);
+    const end = after(cfg.durationS);
+    const d = await drain(h, cfg, url, { want: Infinity, end, waitS: 0, stopWhenEmpty: true, hist });
+    // Up to the last delete, so the empty receives that find the queue drained do not count.
+    const drained = nowNs() < end;
+    done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
     res.latencyOf = 'request (receive and delete)';
     res.latency = hist.summaryMs();
     res.extra['drained'] = drained;
-    res.extra['emptyReceives'] = emptyReceives;
-    res.extra['depthAtEnd'] = await queueDepth(pool, codec, url);
   });
 }
-
-// ---------------------------------------------------------------- fifo
 
 /** The FIFO variants: messages spread over many groups, or most of them in one hot group. */
 const FIFO_VARIANTS = {
   'many groups': { groups: 1000, hotShare: 0 },
   'one hot group': { groups: 100, hotShare: 0.9 },
 } as const;
-type FifoVariant = keyof typeof FIFO_VARIANTS;
 
 /**
  * A FIFO queue `depth` deep, filled by SendMessageBatch (each group by one client, so a group's
- * order is its send order), then drained by `clients` consumers: ReceiveMessage (10, long poll
- * 1 s: an empty receive is normal while the groups left are locked) + DeleteMessageBatch. Every
- * message received out of its group's order, or twice, is an error. msgs/s = deleted per second.
+ * order is its send order), then drained (long poll 1 s: an empty receive is normal while the
+ * groups left are locked). A message received out of its group's order, or twice, is an error.
  */
 async function fifo(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
-  variant: FifoVariant,
-): Promise<Result> {
+  variant: keyof typeof FIFO_VARIANTS,
+) {
   const { groups, hotShare } = FIFO_VARIANTS[variant];
   const res = newResult(target, protocol, 'fifo', variant);
-  res.extra['depth'] = cfg.depth;
-  res.extra['groups'] = groups;
-  res.extra['hotShare'] = hotShare;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
-    const r = await pool.post(codec.createFifoQueue('bench-fifo.fifo'), true);
-    if (r.status !== 200) throw new Error(`CreateQueue (FIFO): HTTP ${r.status} ${r.body.slice(0, 300)}`);
-    const url = codec.parseQueueUrl(r.body);
-    if (url === undefined) throw new Error(`CreateQueue (FIFO): no QueueUrl in ${r.body.slice(0, 300)}`);
-    const errors = new Errors();
-
-    // Message i: the hot group for hotShare of them (i % 10 below hotShare x 10), else one of `groups`.
-    const groupOf = (i: number): string => (i % 10 < hotShare * 10 ? 'hot' : `g${i % groups}`);
-    const perClient: Array<Array<{ body: string; group: string; dedup: string }>> = Array.from(
-      { length: cfg.clients },
-      () => [],
-    );
+  Object.assign(res.extra, { groups, hotShare });
+  return withServer(cfg, target, res, async (h) => {
+    const url = await createQueue(h, 'bench-fifo.fifo', true);
+    const perClient = Array.from({ length: cfg.clients }, () => [] as FifoEntry[]);
     const nextIndex = new Map<string, number>();
     for (let i = 0; i < cfg.depth; i++) {
-      const group = groupOf(i);
+      const group = i % 10 < hotShare * 10 ? 'hot' : `g${i % groups}`;
       const index = nextIndex.get(group) ?? 0;
       nextIndex.set(group, index + 1);
-      // A group belongs to one client: hash of its name.
-      let h = 0;
-      for (let c = 0; c < group.length; c++) h = (h * 31 + group.charCodeAt(c)) >>> 0;
-      perClient[h % cfg.clients]?.push({
+      let hash = 0;
+      for (let c = 0; c < group.length; c++) hash = (hash * 31 + group.charCodeAt(c)) >>> 0;
+      perClient[hash % cfg.clients]?.push({
         body: payload(cfg.bodySize, `${group}:${index}:`),
         group,
         dedup: `d${i}`,
@@ -461,325 +379,189 @@ async function fifo(
     }
     const fillStart = nowNs();
     let filled = 0;
-    const fillDeadline = Date.now() + 300_000;
     await Promise.all(
       perClient.map(async (msgs) => {
-        for (let i = 0; i < msgs.length && Date.now() < fillDeadline; i += 10) {
-          const batch = msgs.slice(i, i + 10);
-          const s = await post(pool, codec.sendFifoBatch(url, batch), true, errors, 'SendMessageBatch');
-          if (!s) continue;
-          const failed = codec.countBatchFailures(s.body);
-          if (failed > 0) errors.add(`SendMessageBatch: ${failed} failed entries`);
-          filled += batch.length - failed;
+        for (let i = 0; i < msgs.length; i += 10) {
+          const entries = msgs.slice(i, i + 10);
+          const n = await batch(
+            h,
+            h.codec.sendMessageBatch(url, entries),
+            'SendMessageBatch',
+            entries.length,
+          );
+          filled += n;
         }
       }),
     );
-    res.extra['fillSeconds'] = Math.round(secondsSince(fillStart) * 100) / 100;
     res.extra['fillMsgsPerSec'] = Math.round(filled / secondsSince(fillStart));
-    res.extra['depthAtStart'] = await queueDepth(pool, codec, url);
-
-    const receiveReq = codec.receiveMessage(url, 10, 1);
-    const hist = new Histogram();
     const last = new Map<string, number>();
-    let receives = 0;
-    let deletes = 0;
-    let deleted = 0;
-    let emptyReceives = 0;
     let outOfOrder = 0;
     let twice = 0;
-    // CPU is read when the last message is deleted: the consumers still parked in their 1 s long
-    // polls after that would count idle time into the window.
-    let atDrain: MeterReading | undefined;
-    res.serverRssBefore = readRss(server.pid);
-    const meter = new Meter(server.pid);
-    const t0 = nowNs();
-    let lastDeleteNs = t0;
-    const end = t0 + BigInt(Math.round(cfg.durationS * 1e9));
-    await loops(cfg.clients, async () => {
-      if (deleted >= filled) return false;
-      const t1 = nowNs();
-      if (t1 >= end) return false;
-      const got = await post(pool, receiveReq, true, errors, 'ReceiveMessage');
-      hist.recordSince(t1);
-      if (!got) return true;
-      receives++;
-      const msgs = codec.parseMessages(got.body);
-      if (msgs.length === 0) {
-        if (deleted < filled) emptyReceives++;
-        return true;
-      }
-      for (const m of msgs) {
-        const [group = '', index = ''] = m.body.split(':');
-        const want = (last.get(group) ?? -1) + 1;
-        const n = Number(index);
-        if (n < want) twice++;
-        else if (n > want) outOfOrder++;
-        last.set(group, Math.max(n, last.get(group) ?? -1));
-      }
-      const t2 = nowNs();
-      const d = await post(
-        pool,
-        codec.deleteMessageBatch(
-          url,
-          msgs.map((m) => m.receiptHandle),
-        ),
-        true,
-        errors,
-        'DeleteMessageBatch',
-      );
-      hist.recordSince(t2);
-      if (d) {
-        deletes++;
-        const failed = codec.countBatchFailures(d.body);
-        if (failed > 0) errors.add(`DeleteMessageBatch: ${failed} failed entries`);
-        deleted += msgs.length - failed;
-        lastDeleteNs = nowNs();
-        if (deleted >= filled) atDrain ??= meter.read();
-      }
-      return true;
-    });
-    const stopNs = nowNs();
-    applyMeter(res, atDrain ?? meter.read());
-    res.serverRssAfter = readRss(server.pid);
-    if (outOfOrder > 0) errors.add(`${outOfOrder} messages received out of their group's order`);
-    if (twice > 0) errors.add(`${twice} messages received twice`);
-    errors.into(res);
-    const drained = deleted >= filled;
-    const elapsed = Number((drained ? lastDeleteNs : stopNs) - t0) / 1e9;
-    res.durationS = elapsed;
-    res.requests = receives + deletes;
-    res.messages = deleted;
-    res.reqPerSec = (receives + deletes) / elapsed;
-    res.msgsPerSec = deleted / elapsed;
+    const seen = (m: ReceivedMessage): void => {
+      const [group = '', index = ''] = m.body.split(':');
+      const want = (last.get(group) ?? -1) + 1;
+      if (Number(index) < want) twice++;
+      else if (Number(index) > want) outOfOrder++;
+      last.set(group, Math.max(Number(index), want - 1));
+    };
+    const hist = new Histogram();
+    const done = measure(res, h.server);
+    const opts = { want: filled, end: after(cfg.durationS), waitS: 1, stopWhenEmpty: false, hist };
+    const d = await drain(h, cfg, url, opts, seen);
+    const drained = d.deleted >= filled;
+    // Up to the last delete: the consumers still parked in their 1 s long polls would count idle time.
+    done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
+    if (outOfOrder > 0) h.errors.add(`${outOfOrder} messages received out of their group's order`);
+    if (twice > 0) h.errors.add(`${twice} messages received twice`);
     res.latencyOf = 'request (receive and delete)';
     res.latency = hist.summaryMs();
-    res.extra['drained'] = drained;
-    res.extra['emptyReceives'] = emptyReceives;
-    res.extra['outOfOrder'] = outOfOrder;
-    res.extra['receivedTwice'] = twice;
+    Object.assign(res.extra, { drained, emptyReceives: d.empty });
   });
 }
 
 // ---------------------------------------------------------------- roundtrip
 
-async function roundtrip(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function roundtrip(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'roundtrip', `${cfg.rate}/s`);
-  res.extra['rate'] = cfg.rate;
-  res.extra['consumers'] = cfg.consumers;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
-    const url = await createQueue(pool, codec, 'bench-roundtrip');
-    const errors = new Errors();
-    const consumerPool = new RawPool(server.host, server.port, cfg.consumers);
+  Object.assign(res.extra, { rate: cfg.rate, consumers: cfg.consumers });
+  return withServer(cfg, target, res, async (h) => {
+    const url = await createQueue(h, 'bench-roundtrip');
+    const consumerPool = new RawPool(h.server.host, h.server.port, cfg.consumers);
     const e2e = new Histogram();
     const sendHist = new Histogram();
-    const pollReq = codec.receiveMessage(url, 10, 20);
+    const pollReq = h.codec.receiveMessage(url, 10, 20);
     let stopping = false;
     let sent = 0;
-    let sentMeasured = 0;
     let received = 0;
     let receivedMeasured = 0;
-    let duplicates = 0;
-    let measureFrom = nowNs() + BigInt(Math.round(cfg.warmupS * 1e9));
+    let measureFrom = after(3600);
     const seen = new Set<string>();
 
     const consumers = loops(cfg.consumers, async () => {
-      if (stopping) return false;
       let r: Reply;
       try {
         r = await consumerPool.post(pollReq, true);
       } catch (err) {
-        if (!stopping) errors.add(`ReceiveMessage: ${(err as Error).message}`);
+        if (!stopping) h.errors.add(`ReceiveMessage: ${(err as Error).message}`);
         return !stopping;
       }
       const t = nowNs();
-      if (!errors.check('ReceiveMessage', r)) return !stopping;
-      const msgs = codec.parseMessages(r.body);
+      if (r.status !== 200) h.errors.add(`ReceiveMessage: HTTP ${r.status} ${r.body}`);
+      const msgs = r.status === 200 ? h.codec.parseMessages(r.body) : [];
       for (const m of msgs) {
-        const colon = m.body.indexOf(':');
-        const stamp = m.body.slice(0, colon);
-        if (seen.has(stamp)) {
-          duplicates++;
-          continue;
-        }
+        const stamp = m.body.slice(0, m.body.indexOf(':'));
+        if (seen.has(stamp)) continue;
         seen.add(stamp);
         received++;
-        const sentAt = BigInt(stamp);
-        if (sentAt >= measureFrom) {
+        if (BigInt(stamp) >= measureFrom) {
           receivedMeasured++;
-          e2e.record(Number(t - sentAt) / 1000);
+          e2e.record(Number(t - BigInt(stamp)) / 1000);
         }
       }
-      if (msgs.length > 0) {
-        // Delete in the background: the next long poll goes out at once.
-        void post(
-          pool,
-          codec.deleteMessageBatch(
-            url,
-            msgs.map((m) => m.receiptHandle),
-          ),
-          true,
-          errors,
-          'DeleteMessageBatch',
-        ).then((d) => {
-          const failed = d ? codec.countBatchFailures(d.body) : 0;
-          if (failed > 0) errors.add(`DeleteMessageBatch: ${failed} failed entries`);
-        });
-      }
+      // Delete in the background: the next long poll goes out at once.
+      if (msgs.length > 0) void deleteAll(h, url, msgs);
       return !stopping;
     });
 
     // Let the long polls reach the server before the first send.
     await sleep(200);
-    measureFrom = nowNs() + BigInt(Math.round(cfg.warmupS * 1e9));
-    res.serverRssBefore = readRss(server.pid);
     const start = nowNs();
+    measureFrom = after(cfg.warmupS);
     const produceEnd = measureFrom + BigInt(Math.round(cfg.durationS * 1e9));
     const inflight = new Set<Promise<void>>();
-    let meter = new Meter(server.pid);
-    let cpuMarked = false;
+    let done: ReturnType<typeof measure> | undefined;
     while (nowNs() < produceEnd) {
-      const now = nowNs();
-      if (!cpuMarked && now >= measureFrom) {
-        meter = new Meter(server.pid);
-        cpuMarked = true;
-      }
-      const due = Math.floor((Number(now - start) / 1e9) * cfg.rate) - sent;
+      if (done === undefined && nowNs() >= measureFrom) done = measure(res, h.server);
+      const due = Math.floor(secondsSince(start) * cfg.rate) - sent;
       for (let i = 0; i < due; i++) {
-        const stamp = nowNs();
-        const t0 = stamp;
-        const measuredMsg = stamp >= measureFrom;
+        const t0 = nowNs();
         sent++;
-        if (measuredMsg) sentMeasured++;
-        const p = post(
-          pool,
-          codec.sendMessage(url, payload(cfg.bodySize, `${stamp}:`)),
-          false,
-          errors,
-          'SendMessage',
-        )
-          .then(() => {
-            if (measuredMsg) sendHist.recordSince(t0);
-          })
+        const p = post(h, h.codec.sendMessage(url, payload(cfg.bodySize, `${t0}:`)), 'SendMessage', false)
+          .then(() => (t0 >= measureFrom ? sendHist.recordSince(t0) : undefined))
           .finally(() => inflight.delete(p));
         inflight.add(p);
       }
       await sleep(1);
     }
-    const measuredS = Number(nowNs() - measureFrom) / 1e9;
     await Promise.all(inflight);
     // Wait (bounded) for the last messages to come back.
     const graceEnd = Date.now() + 5_000;
     while (received < sent && Date.now() < graceEnd) await sleep(5);
-    applyMeter(res, meter.read());
-    res.serverRssAfter = readRss(server.pid);
+    done?.(0, receivedMeasured, produceEnd);
+    res.requests = res.reqPerSec = null;
     stopping = true;
     consumerPool.destroy();
     await consumers;
     if (received < sent)
-      errors.add(`${sent - received} of ${sent} messages sent were not received within 5 s`);
-    if (duplicates > 0) res.extra['duplicates'] = duplicates;
-    errors.into(res);
-    res.durationS = measuredS;
-    res.messages = receivedMeasured;
-    res.requests = null;
-    res.msgsPerSec = receivedMeasured / measuredS;
-    res.extra['sent'] = sentMeasured;
+      h.errors.add(`${sent - received} of ${sent} messages sent were not received within 5 s`);
     res.latencyOf = 'end to end (send → receive)';
     res.latency = e2e.summaryMs();
-    const s = sendHist.summaryMs();
-    res.extra['sendP50Ms'] = s.p50;
-    res.extra['sendP99Ms'] = s.p99;
+    res.extra['sendP50Ms'] = sendHist.summaryMs().p50;
   });
 }
 
 // ---------------------------------------------------------------- idle-long-polls
 
-async function idleLongPolls(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function idleLongPolls(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'idle-long-polls', `${cfg.polls} polls`);
-  res.extra['polls'] = cfg.polls;
-  return withServer(cfg, res, false, async ({ server, pool, codec }) => {
-    const url = await createQueue(pool, codec, 'bench-idle');
-    const errors = new Errors();
+  return withServer(cfg, target, res, async (h) => {
+    const url = await createQueue(h, 'bench-idle');
     // Warm the send/receive/delete paths once.
     for (let i = 0; i < 20; i++) {
-      await post(pool, codec.sendMessage(url, payload(cfg.bodySize, 'warm:')), false, errors, 'SendMessage');
-      const r = await post(pool, codec.receiveMessage(url, 10, 0), true, errors, 'ReceiveMessage');
-      const msgs = r ? codec.parseMessages(r.body) : [];
-      if (msgs.length > 0) {
-        await post(
-          pool,
-          codec.deleteMessageBatch(
-            url,
-            msgs.map((m) => m.receiptHandle),
-          ),
-          false,
-          errors,
-          'DeleteMessageBatch',
-        );
-      }
+      await post(h, h.codec.sendMessage(url, payload(cfg.bodySize, 'warm:')), 'SendMessage', false);
+      const r = await post(h, h.codec.receiveMessage(url, 10, 0), 'ReceiveMessage');
+      const msgs = r ? h.codec.parseMessages(r.body) : [];
+      if (msgs.length > 0) await deleteAll(h, url, msgs);
     }
     await sleep(500);
-    const rssBefore = readRss(server.pid);
-    res.serverRssBefore = rssBefore;
-
-    const pollPool = new RawPool(server.host, server.port, cfg.polls);
-    const pollReq = codec.receiveMessage(url, 1, 20);
+    const rssBefore = readRss(h.server.pid);
+    const pollPool = new RawPool(h.server.host, h.server.port, cfg.polls);
+    const pollReq = h.codec.receiveMessage(url, 1, 20);
     let stopping = false;
-    let idlePhase = false;
     let returnedWhileIdle = 0;
+    let idle = false;
     let woken: ((t: bigint) => void) | undefined;
     const polls = loops(cfg.polls, async () => {
-      if (stopping) return false;
       let r: Reply;
       try {
         r = await pollPool.post(pollReq, true);
       } catch (err) {
-        if (!stopping) errors.add(`ReceiveMessage (long poll): ${(err as Error).message}`);
+        if (!stopping) h.errors.add(`ReceiveMessage (long poll): ${(err as Error).message}`);
         if (!stopping) await sleep(100);
         return !stopping;
       }
       const t = nowNs();
-      if (idlePhase) returnedWhileIdle++;
-      if (!errors.check('ReceiveMessage', r)) return !stopping;
-      const msgs = codec.parseMessages(r.body);
+      if (idle) returnedWhileIdle++;
+      if (r.status !== 200) h.errors.add(`ReceiveMessage: HTTP ${r.status} ${r.body}`);
+      const msgs = r.status === 200 ? h.codec.parseMessages(r.body) : [];
       if (msgs.length > 0) {
         woken?.(t);
-        await post(
-          pool,
-          codec.deleteMessageBatch(
-            url,
-            msgs.map((m) => m.receiptHandle),
-          ),
-          false,
-          errors,
-          'DeleteMessageBatch',
-        );
+        await deleteAll(h, url, msgs);
       }
       return !stopping;
     });
 
-    // Wait for every poll's connection, then give the server a moment to park them.
+    // Wait for every poll's connection, then until the server has stopped working on them (its
+    // CPU under 5 % for 500 ms; at most 10 s).
     const openDeadline = Date.now() + 15_000;
     while (pollPool.connections < cfg.polls && Date.now() < openDeadline) await sleep(20);
-    // ... and until the server has stopped working on them (its CPU under 5 % for 500 ms; at most 10 s).
     await sleep(1_000);
     const settleDeadline = Date.now() + 10_000;
     for (;;) {
-      const m = new Meter(server.pid);
+      const m = new Meter(h.server.pid);
       await sleep(500);
       if (m.read().serverCpuPct < 5 || Date.now() > settleDeadline) break;
     }
     res.extra['connections'] = pollPool.connections;
-    idlePhase = true;
-    const meter = new Meter(server.pid);
+    idle = true;
+    const done = measure(res, h.server);
     await sleep(cfg.durationS * 1000);
-    applyMeter(res, meter.read());
-    idlePhase = false;
-    const rssAfter = readRss(server.pid);
-    res.serverRssAfter = rssAfter;
-    res.extra['rssIncreaseMiB'] = Math.round(((rssAfter - rssBefore) / 2 ** 20) * 100) / 100;
+    done(0, 0);
+    idle = false;
+    res.serverRssBefore = rssBefore;
+    res.extra['rssIncreaseMiB'] = Math.round((((res.serverRssAfter ?? 0) - rssBefore) / 2 ** 20) * 100) / 100;
     res.extra['returnedWhileIdle'] = returnedWhileIdle;
-    res.durationS = cfg.durationS;
+    res.requests = res.messages = res.reqPerSec = res.msgsPerSec = null;
 
     // Wake-ups: one message at a time; time from issuing the SendMessage to a poll returning it.
     const wake = new Histogram();
@@ -793,13 +575,7 @@ async function idleLongPolls(cfg: BenchConfig, target: TargetName, protocol: Pro
           resolve(t);
         };
       });
-      await post(
-        pool,
-        codec.sendMessage(url, payload(cfg.bodySize, `wake${i}:`)),
-        false,
-        errors,
-        'SendMessage',
-      );
+      await post(h, h.codec.sendMessage(url, payload(cfg.bodySize, `wake${i}:`)), 'SendMessage', false);
       const t = await got;
       woken = undefined;
       if (t === undefined) missed++;
@@ -807,73 +583,45 @@ async function idleLongPolls(cfg: BenchConfig, target: TargetName, protocol: Pro
       await sleep(20);
     }
     if (missed > 0)
-      errors.add(`${missed} of ${cfg.wakeups} wake-ups: no poll returned the message within 5 s`);
+      h.errors.add(`${missed} of ${cfg.wakeups} wake-ups: no poll returned the message within 5 s`);
     stopping = true;
     pollPool.destroy();
     await polls;
-    errors.into(res);
     res.latencyOf = 'wake-up (send issued → poll returns it)';
     res.latency = wake.summaryMs();
-    res.messages = wake.count;
   });
 }
 
 // ---------------------------------------------------------------- memory
 
 function metricValue(text: string | undefined, name: string): number | null {
-  if (!text) return null;
-  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)`, 'm').exec(text);
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)`, 'm').exec(text ?? '');
   return m?.[1] !== undefined ? Number(m[1]) : null;
 }
 
-async function memory(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function memory(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'memory', `${cfg.queues} queues, ${cfg.messages} msgs`);
-  res.extra['queues'] = cfg.queues;
-  res.extra['messages'] = cfg.messages;
-  return withServer(cfg, res, true, async ({ server, pool, codec }) => {
-    const errors = new Errors();
-    const meter = new Meter(server.pid);
-    let inspector: Inspector | undefined;
-    if (server.inspectPort !== undefined) {
-      try {
-        inspector = await Inspector.connect(server.inspectPort);
-      } catch (err) {
-        errors.add(`inspector: ${(err as Error).message}`);
-      }
-    }
-    const snapshot = async (): Promise<{ rss: number; heap: number | null; metricsHeap: number | null }> => {
-      let heap: number | null = null;
-      if (inspector) {
-        try {
-          heap = await inspector.heapUsedAfterGc();
-        } catch (err) {
-          errors.add(`inspector: ${(err as Error).message}`);
-        }
-      }
-      await sleep(300);
-      const metricsHeap = metricValue(await server.metrics(), 'nodejs_heap_size_used_bytes');
-      return { rss: readRss(server.pid), heap, metricsHeap };
+  const run = async (h: Harness): Promise<void> => {
+    const snapshot = async (): Promise<{ rss: number; heap: number | null }> => {
+      const heap = await h.server.heapAfterGc();
+      if (heap === null) h.errors.add('no heap figure from the server after SIGUSR2');
+      return { rss: readRss(h.server.pid), heap };
     };
     // Warm every code path used below, so what is measured is the data, not first-use allocations.
-    const warmUrl = await createQueue(pool, codec, 'mem-warm');
-    for (let i = 0; i < 5; i++) await createQueue(pool, codec, `mem-warm-${i}`);
-    await fill(pool, codec, warmUrl, 1_000, cfg.bodySize, cfg.clients, errors, 60);
-    const msgUrl = await createQueue(pool, codec, 'mem-messages');
-
+    const warmUrl = await createQueue(h, 'mem-warm');
+    for (let i = 0; i < 5; i++) await createQueue(h, `mem-warm-${i}`);
+    await fill(h, warmUrl, 1_000, cfg, 60);
+    const msgUrl = await createQueue(h, 'mem-messages');
     const s0 = await snapshot();
     let next = 0;
     await loops(cfg.clients, async () => {
       if (next >= cfg.queues) return false;
-      const i = next++;
-      await post(pool, codec.createQueue(`mem-q-${i}`), false, errors, 'CreateQueue');
+      await post(h, h.codec.createQueue(`mem-q-${next++}`), 'CreateQueue', false);
       return true;
     });
     const s1 = await snapshot();
-    const sent = await fill(pool, codec, msgUrl, cfg.messages, cfg.bodySize, cfg.clients, errors, 300);
+    const sent = await fill(h, msgUrl, cfg.messages, cfg);
     const s2 = await snapshot();
-    inspector?.close();
-    applyMeter(res, meter.read());
-    errors.into(res);
     res.serverRssBefore = s0.rss;
     res.serverRssAfter = s2.rss;
     res.messages = sent;
@@ -885,54 +633,39 @@ async function memory(cfg: BenchConfig, target: TargetName, protocol: Protocol):
     res.extra['heapPerQueue'] = per(s0.heap, s1.heap, cfg.queues);
     res.extra['rssPerMessage'] = per(s1.rss, s2.rss, sent);
     res.extra['heapPerMessage'] = per(s1.heap, s2.heap, sent);
-    res.extra['heapSource'] = inspector ? 'V8 used heap after a forced full GC (inspector)' : 'none';
-    if (s0.metricsHeap !== null) {
-      res.extra['metricsHeapPerQueue'] = per(s0.metricsHeap, s1.metricsHeap, cfg.queues);
-      res.extra['metricsHeapPerMessage'] = per(s1.metricsHeap, s2.metricsHeap, sent);
-    }
-    res.extra['heapBefore'] = s0.heap;
-    res.extra['heapAfterQueues'] = s1.heap;
-    res.extra['heapAfterMessages'] = s2.heap;
-    res.extra['rssAfterQueues'] = s1.rss;
-  });
+  };
+  return withServer(cfg, target, res, run, { ...cfg.launch, gcProbe: true });
 }
 
 // ---------------------------------------------------------------- cold-start
 
-async function coldStart(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
+async function coldStart(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
   const res = newResult(target, protocol, 'cold-start', `${cfg.coldRuns} runs`);
   const errors = new Errors();
   const times = new Histogram();
   const samples: number[] = [];
-  const rss: number[] = [];
   for (let run = 0; run < cfg.coldRuns; run++) {
     let server: Server | undefined;
     try {
-      server = await launch(target, { ...cfg.launch, inspect: false, label: `${target}-${protocol}-cold` });
-      const codec = new SqsCodec(protocol, server.hostHeader);
-      const req = codec.listQueues();
+      server = await launch(target, cfg.launch);
+      const req = new SqsCodec(protocol, server.hostHeader).listQueues();
       const deadline = Date.now() + 15_000;
-      let ok = false;
-      while (!ok) {
-        if (server.exited)
-          throw new Error(`exited (code ${String(server.exitCode)}):\n${server.outputTail()}`);
+      for (let ok = false; !ok;) {
+        if (server.exited) throw new Error(`exited:\n${server.outputTail()}`);
         if (Date.now() > deadline)
           throw new Error(`no 200 on ListQueues within 15 s:\n${server.outputTail()}`);
         const probe = new RawPool(server.host, server.port, 1);
-        try {
-          const r = await probe.post(req, true);
-          if (r.status === 200) ok = true;
-          else await sleep(2);
-        } catch {
-          await sleep(2);
-        } finally {
-          probe.destroy();
-        }
+        ok = await probe.post(req, true).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        probe.destroy();
+        if (!ok) await sleep(2);
       }
       const us = Number(nowNs() - server.startedAtNs) / 1000;
       times.record(us);
       samples.push(us / 1000);
-      rss.push(readRss(server.pid));
+      res.serverRssAfter = readRss(server.pid);
     } catch (err) {
       errors.add(`cold start: ${(err as Error).message}`);
     } finally {
@@ -940,72 +673,62 @@ async function coldStart(cfg: BenchConfig, target: TargetName, protocol: Protoco
     }
   }
   errors.into(res);
-  samples.sort((a, b) => a - b);
-  const median = samples.length ? samples[Math.floor((samples.length - 1) / 2)]! : null;
   res.latencyOf = 'spawn → first 200 on ListQueues';
   res.latency = times.summaryMs();
-  res.extra['medianMs'] = median === null ? null : Math.round(median * 10) / 10;
-  res.extra['minMs'] = samples.length ? Math.round(samples[0]! * 10) / 10 : null;
-  res.extra['maxMs'] = samples.length ? Math.round(samples[samples.length - 1]! * 10) / 10 : null;
-  res.extra['runs'] = samples.length;
-  res.serverRssAfter = rss.length ? rss[Math.floor((rss.length - 1) / 2)]! : null;
+  if (samples.length > 0) {
+    const round = (ms: number): number => Math.round(ms * 10) / 10;
+    Object.assign(res.extra, {
+      medianMs: round(median(samples)),
+      minMs: round(Math.min(...samples)),
+      maxMs: round(Math.max(...samples)),
+    });
+  }
   return res;
 }
 
+// ---------------------------------------------------------------- back-pressure
+
 /** The budget back-pressure runs with: small, so that filling it takes seconds. */
-const BACK_PRESSURE_BUDGET_MIB = 64;
+const BUDGET_MIB = 64;
 
 /**
  * SendMessageBatch of 3 x 256 KiB from one connection, no consumer, into a server with
  * `--max-memory 64mb`, until the first refusal: the bytes accepted against the budget, the
  * refusal's status and code, the server's RSS and its budget usage then.
  */
-async function backPressure(cfg: BenchConfig, target: TargetName, protocol: Protocol): Promise<Result> {
-  const res = newResult(target, protocol, 'back-pressure', `--max-memory ${BACK_PRESSURE_BUDGET_MIB}mb`);
-  const launchCfg = {
-    ...cfg,
-    launch: {
-      ...cfg.launch,
-      sharedSqsArgs: [...cfg.launch.sharedSqsArgs, '--max-memory', `${BACK_PRESSURE_BUDGET_MIB}mb`],
-    },
-  };
-  return withServer(launchCfg, res, false, async ({ server, pool, codec }) => {
-    const errors = new Errors();
-    const url = await createQueue(pool, codec, 'back-pressure');
+async function backPressure(cfg: BenchConfig, target: Target, protocol: Protocol): Promise<Result> {
+  const res = newResult(target, protocol, 'back-pressure', `--max-memory ${BUDGET_MIB}mb`);
+  const run = async (h: Harness): Promise<void> => {
+    const url = await createQueue(h, 'back-pressure');
     const body = 'p'.repeat(256 * 1024);
-    const budget = BACK_PRESSURE_BUDGET_MIB * 1024 * 1024;
-    res.serverRssBefore = readRss(server.pid);
-    const started = nowNs();
+    const budget = BUDGET_MIB * 1024 * 1024;
+    res.serverRssBefore = readRss(h.server.pid);
     let accepted = 0;
-    let requests = 0;
     let refusal: Reply | undefined;
     while (refusal === undefined && accepted < 4 * budget) {
-      const r = await pool.post(codec.sendMessageBatch(url, [body, body, body]), true);
-      requests++;
+      const r = await h.pool.post(h.codec.sendMessageBatch(url, [body, body, body]), true);
       if (r.status === 200) accepted += 3 * body.length;
       else refusal = r;
     }
-    res.durationS = Number(nowNs() - started) / 1e9;
-    res.requests = requests;
     res.messages = accepted / body.length;
-    res.serverRssAfter = readRss(server.pid);
-    const metrics = await server.metrics();
-    res.extra['budgetBytes'] = budget;
-    res.extra['acceptedBytes'] = accepted;
-    res.extra['acceptedPctOfBudget'] = Math.round((accepted / budget) * 1000) / 10;
-    res.extra['usedBytesAtRefusal'] = metricValue(metrics, 'sqs_memory_used_bytes');
-    res.extra['refusalStatus'] = refusal?.status ?? null;
-    res.extra['refusalCode'] = /RequestThrottled/.test(refusal?.body ?? '') ? 'RequestThrottled' : null;
-    if (refusal === undefined) errors.add(`back-pressure: ${accepted} bytes accepted and never refused`);
-    errors.into(res);
-  });
+    res.serverRssAfter = readRss(h.server.pid);
+    Object.assign(res.extra, {
+      acceptedPctOfBudget: Math.round((accepted / budget) * 1000) / 10,
+      usedBytesAtRefusal: metricValue(await h.server.metrics(), 'sqs_memory_used_bytes'),
+      refusalStatus: refusal?.status ?? null,
+      refusalCode: /RequestThrottled/.test(refusal?.body ?? '') ? 'RequestThrottled' : null,
+    });
+    if (refusal === undefined) h.errors.add(`back-pressure: ${accepted} bytes accepted and never refused`);
+  };
+  const budgetArgs = [...cfg.launch.sharedSqsArgs, '--max-memory', `${BUDGET_MIB}mb`];
+  return withServer(cfg, target, res, run, { ...cfg.launch, sharedSqsArgs: budgetArgs });
 }
 
 // ----------------------------------------------------------------
 
 export async function runScenario(
   cfg: BenchConfig,
-  target: TargetName,
+  target: Target,
   protocol: Protocol,
   scenario: ScenarioName,
 ): Promise<Result[]> {

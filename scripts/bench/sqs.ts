@@ -11,6 +11,12 @@ import { buildRequest } from './rawhttp.js';
 export type Protocol = 'json' | 'query';
 export const PROTOCOLS: readonly Protocol[] = ['json', 'query'];
 
+export interface FifoEntry {
+  body: string;
+  group: string;
+  dedup: string;
+}
+
 export interface ReceivedMessage {
   receiptHandle: string;
   body: string;
@@ -82,31 +88,6 @@ export class SqsCodec {
         ]);
   }
 
-  /** SendMessageBatch to a FIFO queue: each entry with its group and deduplication id. */
-  sendFifoBatch(
-    queueUrl: string,
-    entries: readonly { body: string; group: string; dedup: string }[],
-  ): Buffer {
-    if (this.protocol === 'json') {
-      return this.json('SendMessageBatch', {
-        QueueUrl: queueUrl,
-        Entries: entries.map((e, i) => ({
-          Id: `m${i}`,
-          MessageBody: e.body,
-          MessageGroupId: e.group,
-          MessageDeduplicationId: e.dedup,
-        })),
-      });
-    }
-    const params: [string, string][] = [['QueueUrl', queueUrl]];
-    entries.forEach((e, i) => {
-      const p = `SendMessageBatchRequestEntry.${i + 1}`;
-      params.push([`${p}.Id`, `m${i}`], [`${p}.MessageBody`, e.body]);
-      params.push([`${p}.MessageGroupId`, e.group], [`${p}.MessageDeduplicationId`, e.dedup]);
-    });
-    return this.query('SendMessageBatch', params);
-  }
-
   sendMessage(queueUrl: string, body: string): Buffer {
     return this.protocol === 'json'
       ? this.json('SendMessage', { QueueUrl: queueUrl, MessageBody: body })
@@ -116,17 +97,23 @@ export class SqsCodec {
         ]);
   }
 
-  sendMessageBatch(queueUrl: string, bodies: readonly string[]): Buffer {
+  /** SendMessageBatch of plain bodies, or of FIFO entries with their group and deduplication id. */
+  sendMessageBatch(queueUrl: string, entries: readonly (string | FifoEntry)[]): Buffer {
+    const fields = entries.map((e, i): [string, string][] => {
+      const f: [string, string][] = [
+        ['Id', `m${i}`],
+        ['MessageBody', typeof e === 'string' ? e : e.body],
+      ];
+      if (typeof e !== 'string') f.push(['MessageGroupId', e.group], ['MessageDeduplicationId', e.dedup]);
+      return f;
+    });
     if (this.protocol === 'json') {
-      return this.json('SendMessageBatch', {
-        QueueUrl: queueUrl,
-        Entries: bodies.map((b, i) => ({ Id: `m${i}`, MessageBody: b })),
-      });
+      const Entries = fields.map((f) => Object.fromEntries(f));
+      return this.json('SendMessageBatch', { QueueUrl: queueUrl, Entries });
     }
     const params: [string, string][] = [['QueueUrl', queueUrl]];
-    bodies.forEach((b, i) => {
-      params.push([`SendMessageBatchRequestEntry.${i + 1}.Id`, `m${i}`]);
-      params.push([`SendMessageBatchRequestEntry.${i + 1}.MessageBody`, b]);
+    fields.forEach((f, i) => {
+      for (const [k, v] of f) params.push([`SendMessageBatchRequestEntry.${i + 1}.${k}`, v]);
     });
     return this.query('SendMessageBatch', params);
   }
@@ -158,15 +145,6 @@ export class SqsCodec {
       params.push([`DeleteMessageBatchRequestEntry.${i + 1}.ReceiptHandle`, h]);
     });
     return this.query('DeleteMessageBatch', params);
-  }
-
-  getQueueAttributes(queueUrl: string, names: readonly string[]): Buffer {
-    if (this.protocol === 'json') {
-      return this.json('GetQueueAttributes', { QueueUrl: queueUrl, AttributeNames: [...names] });
-    }
-    const params: [string, string][] = [['QueueUrl', queueUrl]];
-    names.forEach((n, i) => params.push([`AttributeName.${i + 1}`, n]));
-    return this.query('GetQueueAttributes', params);
   }
 
   // ---- replies ----
@@ -209,14 +187,5 @@ export class SqsCodec {
       i = body.indexOf('<BatchResultErrorEntry>', i + 1);
     }
     return n;
-  }
-
-  parseAttribute(body: string, name: string): string | undefined {
-    if (this.protocol === 'json') {
-      const v = (JSON.parse(body) as { Attributes?: Record<string, unknown> }).Attributes?.[name];
-      return typeof v === 'string' ? v : undefined;
-    }
-    const m = new RegExp(`<Name>${name}</Name>\\s*<Value>([^<]*)</Value>`).exec(body);
-    return m?.[1];
   }
 }

@@ -1,36 +1,28 @@
 /**
- * The servers the bench drives. Each run of a scenario gets a freshly started server (started by the bench
- * as a child process, optionally pinned to a CPU with `taskset -c`, stopped at the end), so one scenario's
- * queues and garbage do not weigh on the next one's figures.
+ * The servers the bench drives. Each run of a scenario gets a freshly started server (and, for the
+ * Redis targets, fresh redis-servers), optionally pinned to a CPU with `taskset -c`, stopped at the
+ * end, so one scenario's queues and garbage do not weigh on the next one's figures. Processes are
+ * spawned and Redis started by test/support/process.ts, as the tests do.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { getOnce } from './http.js';
-import { freePort, sleep } from './proc.js';
+import {
+  freePort,
+  productNodeFlags,
+  spawnProcess,
+  startRedis,
+  waitForReady,
+  type Spawned,
+  type TestRedis,
+} from '../../test/support/process.js';
 import type { Protocol } from './sqs.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const WORK_DIR = path.join(ROOT, '.bench');
 
-export type TargetName = 'shared-sqs' | 'fastify' | 'floor' | 'fauxqs';
-export const TARGET_NAMES: readonly TargetName[] = ['shared-sqs', 'fastify', 'floor', 'fauxqs'];
-
-export type ScenarioName =
-  | 'send'
-  | 'send-batch'
-  | 'receive-delete'
-  | 'fifo'
-  | 'roundtrip'
-  | 'idle-long-polls'
-  | 'memory'
-  | 'back-pressure'
-  | 'cold-start';
-export const SCENARIO_NAMES: readonly ScenarioName[] = [
+export const SCENARIO_NAMES = [
   'send',
   'send-batch',
   'receive-delete',
@@ -40,281 +32,238 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'memory',
   'back-pressure',
   'cold-start',
-];
+] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
-export interface TargetDef {
-  name: TargetName;
+/**
+ * What a target runs. The shared-sqs kinds differ in persistence: memory only; write-through to one
+ * redis-server (AOF, `appendfsync always`); the same with a replica, not waited for (N = 0) or
+ * waited for by every commit (`--redis-wait-replicas 1`).
+ */
+export const KINDS = [
+  'shared-sqs',
+  'redis',
+  'redis-replica',
+  'redis-wait1',
+  'fastify',
+  'floor',
+  'fauxqs',
+] as const;
+export type Kind = (typeof KINDS)[number];
+const SHARED_SQS_KINDS: readonly Kind[] = ['shared-sqs', 'redis', 'redis-replica', 'redis-wait1'];
+
+export interface Target {
+  /** The name in the tables: the kind, with `@<checkout>` for another build. */
+  name: string;
+  kind: Kind;
+  /** The shared-sqs entry point (dist/main.js of this checkout or of the one named). */
+  entry: string;
   protocols: readonly Protocol[];
   scenarios: readonly ScenarioName[];
-  /** Why some scenarios/protocols are not run against it. */
-  note: string;
 }
 
-export const TARGETS: Record<TargetName, TargetDef> = {
-  'shared-sqs': {
-    name: 'shared-sqs',
-    protocols: ['json', 'query'],
-    scenarios: SCENARIO_NAMES,
-    note: 'this repository: node dist/main.js (npm run build first)',
-  },
-  fastify: {
-    name: 'fastify',
-    protocols: ['json', 'query'],
-    scenarios: ['send', 'send-batch', 'cold-start'],
-    note: 'scripts/bare-fastify.ts: parses the body and sends a fixed reply; keeps no state, so only send, send-batch and cold-start',
-  },
-  floor: {
-    name: 'floor',
-    protocols: ['json', 'query'],
-    scenarios: ['send', 'send-batch'],
-    note: 'scripts/bare-fastify.ts --floor: the bare fastify server plus what no SQS server can skip (MD5 of each body, a message id, body and id kept); only send and send-batch',
-  },
-  fauxqs: {
-    name: 'fauxqs',
-    protocols: ['json'],
-    scenarios: SCENARIO_NAMES.filter((s) => s !== 'back-pressure'),
-    note: 'the fauxqs npm emulator; speaks the JSON protocol only; has no memory budget (no back-pressure)',
-  },
-};
+/**
+ * `KIND` or `KIND@PATH` (a shared-sqs kind run from another checkout, PATH its directory or its
+ * dist/main.js): `--targets shared-sqs,shared-sqs@/work/main` compares two builds in one run.
+ */
+export function parseTarget(spec: string): Target {
+  const at = spec.indexOf('@');
+  const kind = (at < 0 ? spec : spec.slice(0, at)) as Kind;
+  if (!KINDS.includes(kind)) throw new Error(`unknown target "${spec}" (one of ${KINDS.join(', ')})`);
+  const shared = SHARED_SQS_KINDS.includes(kind);
+  let entry = path.join(ROOT, 'dist', 'main.js');
+  let name: string = kind;
+  if (at >= 0) {
+    if (!shared) throw new Error(`${kind} has no other builds: "${spec}"`);
+    const where = path.resolve(spec.slice(at + 1));
+    const checkout = where.endsWith('.js') ? path.dirname(path.dirname(where)) : where;
+    entry = where.endsWith('.js') ? where : path.join(checkout, 'dist', 'main.js');
+    name = `${kind}@${path.basename(checkout)}`;
+  }
+  if (shared && !existsSync(entry)) throw new Error(`${entry} not found: run "npm run build" there first`);
+  const all = SCENARIO_NAMES;
+  return {
+    name,
+    kind,
+    entry,
+    protocols: kind === 'fauxqs' ? ['json'] : ['json', 'query'],
+    scenarios:
+      kind === 'fastify'
+        ? ['send', 'send-batch', 'cold-start']
+        : kind === 'floor'
+          ? ['send', 'send-batch']
+          : kind === 'fauxqs'
+            ? all.filter((s) => s !== 'back-pressure')
+            : all,
+  };
+}
 
 export interface LaunchOptions {
   /** CPU list for `taskset -c`, or undefined to leave the server unpinned. */
   cpu: string | undefined;
-  /** Start with --inspect on a free port (for heap figures). */
-  inspect: boolean;
-  /** Write a V8 CPU profile of the server to this directory when it exits. */
-  cpuProfDir: string | undefined;
-  /** Path of the shared-sqs entry point (default dist/main.js). */
-  sharedSqsEntry: string;
-  /** Extra arguments for shared-sqs. */
+  /** Extra arguments for the shared-sqs kinds. */
   sharedSqsArgs: readonly string[];
-  /** Node/V8 flags for shared-sqs alone (e.g. --initial-old-space-size=512: docs/operations.md). */
-  sharedSqsNodeFlags?: readonly string[];
-  /** Extra arguments for the bare fastify server (e.g. --spin-us). */
-  fastifyArgs?: readonly string[];
-  /** Label for CPU profile file names. */
-  label: string;
-  /** Scheduling priority (nice value) for the server, or undefined to leave it. */
-  nice: number | undefined;
+  /** Node/V8 flags for the shared-sqs kinds; undefined: those it ships with. */
+  sharedSqsNodeFlags: readonly string[] | undefined;
+  /** Let `heapAfterGc()` ask the server for its used heap after a full GC. */
+  gcProbe?: boolean;
 }
 
-/** Servers started by this process and not yet exited, so an interrupted bench can stop them. */
-const live = new Set<Server>();
-
-/** SIGKILL every server this bench started that is still running (on an interrupted run). */
-export function killStartedServers(): void {
-  for (const s of live) {
-    if (!s.exited) s.child.kill('SIGKILL');
-  }
-}
+/**
+ * Loaded into a server with --expose-gc when the memory scenario asks for heap figures: on SIGUSR2
+ * it runs a full GC and prints the used heap, so that no figure counts garbage not yet collected.
+ */
+const GC_PROBE =
+  'data:text/javascript,process.on("SIGUSR2",()=>{globalThis.gc();' +
+  'process.stderr.write(`\\nheap-after-gc ${process.memoryUsage().heapUsed}\\n`)})';
 
 export class Server {
   readonly host = '127.0.0.1';
-  private readonly output: string[] = [];
-  exitCode: number | null | undefined;
-  private readonly exitPromise: Promise<void>;
 
   constructor(
-    readonly target: TargetName,
-    readonly child: ChildProcess,
+    readonly target: Target,
+    private readonly child: Spawned,
     readonly port: number,
-    /** Port of the health (and, for shared-sqs, metrics) endpoint. */
-    readonly healthPort: number,
-    readonly controlPort: number | undefined,
-    readonly inspectPort: number | undefined,
+    /** shared-sqs's control port (health, readiness, metrics); the data port for the others. */
+    readonly controlPort: number,
     readonly startedAtNs: bigint,
-  ) {
-    const keep = (chunk: Buffer): void => {
-      this.output.push(chunk.toString());
-      if (this.output.length > 200) this.output.splice(0, this.output.length - 200);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    live.add(this);
-    this.exitPromise = new Promise((resolve) => {
-      child.once('exit', (code) => {
-        this.exitCode = code;
-        live.delete(this);
-        resolve();
-      });
-    });
-  }
+    private readonly redis: readonly TestRedis[],
+  ) {}
 
   get pid(): number {
-    return this.child.pid ?? -1;
+    return this.child.proc.pid ?? -1;
   }
 
   get exited(): boolean {
-    return this.exitCode !== undefined;
+    return !this.child.alive();
   }
 
   get hostHeader(): string {
     return `${this.host}:${this.port}`;
   }
 
-  /** Last lines the server printed (stdout and stderr mixed). */
   outputTail(lines = 20): string {
-    return this.output.join('').split('\n').slice(-lines).join('\n');
+    return (this.child.stdout() + this.child.stderr()).split('\n').slice(-lines).join('\n');
   }
 
-  /** Wait until GET /health answers 200 (bounded). */
-  async waitHealthy(timeoutMs = 20_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (this.exited) {
-        throw new Error(
-          `${this.target} exited (code ${String(this.exitCode)}) before it was ready:\n${this.outputTail()}`,
-        );
-      }
-      try {
-        const r = await getOnce(`http://${this.host}:${this.healthPort}/health`, 1_000);
-        if (r.status === 200) return;
-      } catch {
-        // not listening yet
-      }
-      if (Date.now() > deadline) {
-        throw new Error(`${this.target} not healthy after ${timeoutMs} ms:\n${this.outputTail()}`);
-      }
-      await sleep(20);
-    }
+  /** Until shared-sqs is ready (its state loaded, with Redis), the others answer /health. */
+  async waitReady(timeoutMs = 20_000): Promise<void> {
+    const shared = SHARED_SQS_KINDS.includes(this.target.kind);
+    await waitForReady(
+      this.child.proc,
+      this.controlPort,
+      timeoutMs,
+      () => this.outputTail(),
+      shared ? '/ready' : '/health',
+    );
   }
 
-  /** Prometheus text from shared-sqs's control port, if it has one. */
   async metrics(): Promise<string | undefined> {
-    if (this.controlPort === undefined) return undefined;
-    try {
-      const r = await getOnce(`http://${this.host}:${this.controlPort}/metrics`, 5_000);
-      return r.status === 200 ? r.body : undefined;
-    } catch {
-      return undefined;
-    }
+    if (!SHARED_SQS_KINDS.includes(this.target.kind)) return undefined;
+    const res = await fetch(`http://${this.host}:${this.controlPort}/metrics`).catch(() => undefined);
+    return res?.status === 200 ? res.text() : undefined;
   }
 
-  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
-  async stop(graceMs = 5_000): Promise<void> {
-    if (this.exited) return;
-    this.child.kill('SIGTERM');
-    const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs));
-    const r = await Promise.race([this.exitPromise.then(() => 'exited' as const), timer]);
-    if (r === 'timeout' && !this.exited) {
-      this.child.kill('SIGKILL');
-      await this.exitPromise;
+  /** The server's used V8 heap after a full GC (needs `gcProbe`), or null. */
+  async heapAfterGc(): Promise<number | null> {
+    const seen = (this.child.stderr().match(/heap-after-gc \d+/g) ?? []).length;
+    this.child.proc.kill('SIGUSR2');
+    for (let i = 0; i < 500; i++) {
+      const all = this.child.stderr().match(/heap-after-gc (\d+)/g) ?? [];
+      if (all.length > seen) return Number(all[all.length - 1]?.split(' ')[1]);
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    return null;
+  }
+
+  async stop(): Promise<void> {
+    await this.child.stop();
+    await Promise.all(this.redis.map((r) => r.stop()));
   }
 }
 
 let bareFastifyJs: string | undefined;
 
 /**
- * The bare fastify server is TypeScript; run it as plain JavaScript (types stripped once by the esbuild
- * that tsx ships) so its start-up time is not charged with a TypeScript loader. Falls back to
- * `node --import tsx` if esbuild is not there.
+ * The bare fastify server is TypeScript; run it as plain JavaScript (types stripped once by the
+ * esbuild that tsx ships) so that its start-up time is not charged with a TypeScript loader.
  */
 function bareFastifyCommand(): string[] {
   const src = path.join(ROOT, 'scripts', 'bare-fastify.ts');
   if (bareFastifyJs === undefined) {
-    bareFastifyJs = '';
+    const out = path.join(ROOT, '.bench', 'bare-fastify.mjs');
+    mkdirSync(path.dirname(out), { recursive: true });
     const esbuild = path.join(ROOT, 'node_modules', '.bin', 'esbuild');
-    if (existsSync(esbuild)) {
-      mkdirSync(WORK_DIR, { recursive: true });
-      const out = path.join(WORK_DIR, 'bare-fastify.mjs');
-      const r = spawnSync(
-        esbuild,
-        [
-          src,
-          // Its few imports from src/ are bundled in; packages stay imports.
-          '--bundle',
-          '--packages=external',
-          '--format=esm',
-          '--platform=node',
-          '--target=node20',
-          `--outfile=${out}`,
-          '--log-level=error',
-        ],
-        { cwd: ROOT, stdio: 'inherit' },
-      );
-      if (r.status === 0) bareFastifyJs = out;
-    }
+    const args = [
+      src,
+      '--format=esm',
+      '--platform=node',
+      '--target=node20',
+      `--outfile=${out}`,
+      '--log-level=error',
+    ];
+    bareFastifyJs =
+      existsSync(esbuild) && spawnSync(esbuild, args, { stdio: 'inherit' }).status === 0 ? out : '';
   }
   return bareFastifyJs ? [bareFastifyJs] : ['--import', 'tsx', src];
 }
 
-/** Start a target server; it is not necessarily listening yet when this returns. */
-export async function launch(target: TargetName, opts: LaunchOptions): Promise<Server> {
+/** Starts a target's server (and its redis-servers); it is not necessarily listening yet. */
+export async function launch(target: Target, opts: LaunchOptions): Promise<Server> {
   const port = await freePort();
-  const controlPort = target === 'shared-sqs' ? await freePort() : undefined;
-  const inspectPort = opts.inspect ? await freePort() : undefined;
-  const nodeFlags: string[] = [];
-  if (inspectPort !== undefined) nodeFlags.push(`--inspect=127.0.0.1:${inspectPort}`);
-  if (opts.cpuProfDir) {
-    mkdirSync(opts.cpuProfDir, { recursive: true });
-    nodeFlags.push(
-      '--cpu-prof',
-      `--cpu-prof-dir=${opts.cpuProfDir}`,
-      `--cpu-prof-name=${opts.label}-${Date.now()}.cpuprofile`,
-    );
-  }
-  let args: string[];
-  // The servers' own settings come from the bench alone, not from whatever the shell has set.
+  const shared = SHARED_SQS_KINDS.includes(target.kind);
+  const controlPort = shared ? await freePort() : port;
+  const nodeFlags = opts.gcProbe ? ['--expose-gc', `--import=${GC_PROBE}`] : [];
+  // The servers' settings come from the bench alone, not from whatever the shell has set.
   const env: NodeJS.ProcessEnv = Object.fromEntries(
-    Object.entries(process.env).filter(
-      ([k]) => !/^(SHARED_SQS_|FAUXQS_|REDIS_ADDR$|REDIS_PASSWORD$|NODE_OPTIONS$)/.test(k),
-    ),
+    Object.entries(process.env).filter(([k]) => !/^(SHARED_SQS_|FAUXQS_|REDIS_|NODE_OPTIONS$)/.test(k)),
   );
   env['NODE_ENV'] = 'production';
-  switch (target) {
-    case 'shared-sqs':
-      args = [
-        ...nodeFlags,
-        ...(opts.sharedSqsNodeFlags ?? []),
-        opts.sharedSqsEntry,
-        '--port',
-        String(port),
-        '--control-port',
-        String(controlPort),
-        '--host',
-        '127.0.0.1',
-        '--log-level',
-        'warn',
-        ...opts.sharedSqsArgs,
-      ];
-      break;
-    case 'fastify':
-    case 'floor':
-      args = [
-        ...nodeFlags,
-        ...bareFastifyCommand(),
-        '--port',
-        String(port),
-        ...(target === 'floor' ? ['--floor'] : []),
-        ...(opts.fastifyArgs ?? []),
-      ];
-      break;
-    case 'fauxqs':
-      env['FAUXQS_LOGGER'] = 'false';
-      args = [
-        ...nodeFlags,
-        '--input-type=module',
-        '-e',
-        `import { startFauxqs } from 'fauxqs';\n` +
-          `const s = await startFauxqs({ port: ${port}, logger: false });\n` +
-          `const stop = () => s.stop().then(() => process.exit(0), () => process.exit(1));\n` +
-          `process.once('SIGTERM', stop);\nprocess.once('SIGINT', stop);`,
-      ];
-      break;
+  const redis: TestRedis[] = [];
+  let args: string[];
+  if (shared) {
+    const redisArgs: string[] = [];
+    if (target.kind !== 'shared-sqs') {
+      const master = await startRedis({ aof: true });
+      redis.push(master);
+      redisArgs.push('--redis-addr', `127.0.0.1:${master.port}`);
+      if (target.kind !== 'redis') redis.push(await startRedis({ aof: true, replicaOf: master.port }));
+      if (target.kind === 'redis-wait1') redisArgs.push('--redis-wait-replicas', '1');
+    }
+    args = [
+      ...nodeFlags,
+      ...(opts.sharedSqsNodeFlags ?? productNodeFlags()),
+      target.entry,
+      ...['--port', String(port), '--control-port', String(controlPort), '--host', '127.0.0.1'],
+      ...['--log-level', 'warn', ...redisArgs, ...opts.sharedSqsArgs],
+    ];
+  } else if (target.kind === 'fauxqs') {
+    env['FAUXQS_LOGGER'] = 'false';
+    args = [
+      ...nodeFlags,
+      '--input-type=module',
+      '-e',
+      `import { startFauxqs } from 'fauxqs';\n` +
+        `const s = await startFauxqs({ port: ${port}, logger: false });\n` +
+        `const stop = () => s.stop().then(() => process.exit(0), () => process.exit(1));\n` +
+        `process.once('SIGTERM', stop);\nprocess.once('SIGINT', stop);`,
+    ];
+  } else {
+    args = [
+      ...nodeFlags,
+      ...bareFastifyCommand(),
+      '--port',
+      String(port),
+      ...(target.kind === 'floor' ? ['--floor'] : []),
+    ];
   }
-  // nice and taskset set up the process and exec the next program, so every thread of the server has
-  // the same priority and CPU mask, and child.pid is the server's own pid (what /proc is read for).
-  let argv = [process.execPath, ...args];
-  if (opts.cpu !== undefined) argv = ['taskset', '-c', opts.cpu, ...argv];
-  // `nice -n` adds to the current niceness (the bench's own, which --nice may have set already).
-  if (opts.nice !== undefined) argv = ['nice', '-n', String(opts.nice - os.getPriority()), ...argv];
+  // taskset execs the server, so child.pid is the server's own pid (what /proc is read for).
+  const argv =
+    opts.cpu === undefined
+      ? [process.execPath, ...args]
+      : ['taskset', '-c', opts.cpu, process.execPath, ...args];
   const [command, ...rest] = argv as [string, ...string[]];
   const startedAtNs = process.hrtime.bigint();
-  const child = spawn(command, rest, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    child.once('spawn', () => resolve());
-    child.once('error', reject);
-  });
-  return new Server(target, child, port, controlPort ?? port, controlPort, inspectPort, startedAtNs);
+  const child = spawnProcess(command, rest, { cwd: ROOT, env });
+  return new Server(target, child, port, controlPort, startedAtNs, redis);
 }

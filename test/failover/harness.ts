@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
-import { track } from '../support/children.js';
+import { track } from '../support/process.js';
 import { freePort, spawnMain, type ExitStatus } from '../support/server.js';
 
 /** Found on PATH, where test/support/requires.ts looks for it. */

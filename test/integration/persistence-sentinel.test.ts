@@ -19,7 +19,7 @@ import { Persistence } from '../../src/persistence/persistence.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { uniquePrefix } from '../support/redis.js';
-import { track } from '../support/children.js';
+import { track } from '../support/process.js';
 import { freePort } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 import { sendOne } from '../support/queue.js';

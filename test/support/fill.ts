@@ -3,7 +3,7 @@
  * through the Writer, then the messages are sent into the same in-memory queue (with the clock
  * standing still) and their records, from the codec, go to Redis in pipelined HSETs of 1,000
  * fields, followed by the queue's next sequence number: a million 256-byte messages in seconds,
- * not a server's request path. Used by the persistence tests and scripts/bench-persistence.ts.
+ * not a server's request path. Used by the persistence tests.
  */
 import { randomUUID } from 'node:crypto';
 import { ManualClock } from '../../src/core/clock.js';

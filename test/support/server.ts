@@ -7,29 +7,24 @@
  *
  * Every test file stops what it starts (`after(() => server.stop())`).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { freePort } from '../../scripts/bench/proc.js';
-import { track } from './children.js';
+import { freePort, spawnProcess, waitForReady, type ExitStatus, type Spawned } from './process.js';
 
-export { freePort };
+// Ports and spawning are shared with the bench (test/support/process.ts); these names stay here
+// for the tests that import them from this module.
+export { freePort, type ExitStatus };
 
 /** The repository root: test/support/ is two levels below it. */
 export const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const MAIN_JS = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
 const HEALTH_DEADLINE_MS = 10_000;
-const STOP_GRACE_MS = 5_000;
 const READY_DEADLINE_MS = 60_000;
-
-export interface ExitStatus {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-}
 
 export interface RunningServer {
   /** Data plane, e.g. http://127.0.0.1:41234 */
@@ -87,39 +82,14 @@ function serverTmpDir(): string {
 }
 
 /** Spawns `node dist/main.js ...args` and collects its output; does not wait for anything. */
-export function spawnMain(
-  args: readonly string[],
-  env: Record<string, string> = {},
-): {
-  proc: ChildProcess;
-  exited: Promise<ExitStatus>;
-  stdout: () => string;
-  stderr: () => string;
-} {
+export function spawnMain(args: readonly string[], env: Record<string, string> = {}): Spawned {
   if (!existsSync(MAIN_JS)) {
     throw new Error(`${MAIN_JS} does not exist: run \`npm run build\` first (npm test does)`);
   }
-  const proc = spawn(process.execPath, [MAIN_JS, ...args], {
+  return spawnProcess(process.execPath, [MAIN_JS, ...args], {
     cwd: PROJECT_ROOT,
     env: cleanEnv({ TMPDIR: serverTmpDir(), ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  track(proc);
-  let out = '';
-  let err = '';
-  proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  const exited = new Promise<ExitStatus>((resolve) => {
-    proc.once('exit', (code, signal) => {
-      // 'exit' can come before the pipes are drained; 'close' comes after both.
-      proc.once('close', () => resolve({ code, signal }));
-    });
-    proc.once('error', (e) => {
-      err += `spawn error: ${e.message}\n`;
-      resolve({ code: null, signal: null });
-    });
-  });
-  return { proc, exited, stdout: () => out, stderr: () => err };
 }
 
 /**
@@ -143,74 +113,31 @@ export async function startServer(
     ...(opts.args ?? []),
   ];
   const child = spawnMain(args, opts.env ?? {});
-  const { proc, exited } = child;
-  let done = false;
-  void exited.then(() => (done = true));
-
-  const url = `http://127.0.0.1:${port}`;
-  const controlUrl = `http://127.0.0.1:${controlPort}`;
-
-  const stop = async (): Promise<void> => {
-    if (done) return;
-    proc.kill('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = new Promise<void>((resolve) => {
-      timer = setTimeout(() => {
-        if (!done) proc.kill('SIGKILL');
-        resolve();
-      }, STOP_GRACE_MS);
-    });
-    await Promise.race([exited, killed]);
-    await exited;
-    clearTimeout(timer);
-  };
-
   const server: RunningServer = {
-    url,
-    controlUrl,
+    url: `http://127.0.0.1:${port}`,
+    controlUrl: `http://127.0.0.1:${controlPort}`,
     port,
     controlPort,
-    proc,
-    exited,
-    alive: () => !done,
-    stop,
+    proc: child.proc,
+    exited: child.exited,
+    alive: child.alive,
+    stop: () => child.stop(),
     logs: () => child.stdout() + child.stderr(),
     stdout: child.stdout,
     stderr: child.stderr,
   };
-
-  // Wait for /health, bounded; give up at once if the process dies meanwhile.
-  const deadline = Date.now() + HEALTH_DEADLINE_MS;
-  let lastProblem: string;
-  for (;;) {
-    if (done) {
-      const status = await exited;
-      throw new Error(
-        `shared-sqs exited (code ${status.code}, signal ${status.signal}) before /health answered.\n` +
-          `args: ${args.join(' ')}\nstderr:\n${child.stderr()}\nstdout:\n${child.stdout()}`,
-      );
+  const output = (): string =>
+    `args: ${args.join(' ')}\nstderr:\n${child.stderr()}\nstdout:\n${child.stdout().slice(-4000)}`;
+  try {
+    await waitForReady(child.proc, controlPort, HEALTH_DEADLINE_MS, output, '/health');
+    if (opts.ready !== false && !args.includes('--leader-election')) {
+      await waitForReady(child.proc, controlPort, READY_DEADLINE_MS, output);
     }
-    try {
-      const res = await fetch(`${controlUrl}/health`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) {
-        if (opts.ready === false || args.includes('--leader-election')) return server;
-        await waitReady(server, READY_DEADLINE_MS);
-        return server;
-      }
-      lastProblem = `GET /health answered ${res.status}`;
-    } catch (e) {
-      lastProblem = (e as Error).message;
-    }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(
-        `shared-sqs did not answer GET /health with 200 within ${HEALTH_DEADLINE_MS} ms (${lastProblem}).\n` +
-          `args: ${args.join(' ')}\nstderr:\n${child.stderr()}\nstdout:\n${child.stdout()}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  } catch (e) {
+    await child.stop();
+    throw e;
   }
+  return server;
 }
 
 /**
@@ -218,25 +145,12 @@ export async function startServer(
  * Throws at once if the process exits meanwhile, with its output.
  */
 export async function waitReady(s: RunningServer, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!s.alive()) {
-      const status = await s.exited;
-      throw new Error(
-        `shared-sqs exited (code ${status.code}, signal ${status.signal}) before /ready answered 200.\n` +
-          `stderr:\n${s.stderr()}\nstdout:\n${s.stdout().slice(-4000)}`,
-      );
-    }
-    try {
-      const res = await fetch(`${s.controlUrl}/ready`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return;
-    } catch {
-      // not listening yet, or busy loading
-    }
-    if (Date.now() > deadline) throw new Error(`/ready not 200 after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitForReady(
+    s.proc,
+    s.controlPort,
+    timeoutMs,
+    () => `stderr:\n${s.stderr()}\nstdout:\n${s.stdout().slice(-4000)}`,
+  );
 }
 
 /** JSON protocol: @aws-sdk/client-sqs against `url`, dummy credentials, no retries (errors surface as they are). */

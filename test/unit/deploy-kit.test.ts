@@ -5,15 +5,13 @@
  * the unit) starts Node with the same flags.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { productNodeFlags, waitForReady } from '../../scripts/bench/proc.js';
 import { NGINX, renderNginxMain, renderNginxSnippet, run } from '../failover/harness.js';
-import { track } from '../support/children.js';
+import { productNodeFlags, spawnProcess, waitForReady } from '../support/process.js';
 import { testsRequiring } from '../support/requires.js';
 import { cleanEnv, freePort } from '../support/server.js';
 
@@ -77,26 +75,18 @@ test('Given the launchers, Then the bin, npm start and the systemd unit pass Nod
 
 test('Given bin/shared-sqs.js run as a program, Then its shebang starts Node with those flags', async () => {
   const [port, controlPort] = [await freePort(), await freePort()];
-  const proc = spawn(
+  const bin = spawnProcess(
     BIN,
     ['--port', String(port), '--control-port', String(controlPort), '--host', '127.0.0.1'],
-    {
-      env: cleanEnv(),
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
+    { env: cleanEnv() },
   );
-  track(proc);
-  let stderr = '';
-  proc.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const exited = new Promise((resolve) => proc.once('close', resolve));
   try {
     // Throws, with the bin's stderr, when it exits or /health does not answer 200 within 10 s.
-    await waitForReady(proc, controlPort, 10_000, () => stderr, '/health');
+    await waitForReady(bin.proc, controlPort, 10_000, bin.stderr, '/health');
     // The kernel runs `env -S node FLAGS BIN ARGS`, and env execs node in the same process.
-    const argv = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8').split('\0');
+    const argv = readFileSync(`/proc/${bin.proc.pid}/cmdline`, 'utf8').split('\0');
     for (const flag of productNodeFlags()) assert.ok(argv.includes(flag), `${flag} not in ${argv.join(' ')}`);
   } finally {
-    proc.kill('SIGTERM');
-    await exited;
+    await bin.stop();
   }
 });

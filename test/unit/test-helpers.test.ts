@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../support/server.js';
 
-const CHILDREN = fileURLToPath(new URL('../support/children.ts', import.meta.url));
+const CHILDREN = fileURLToPath(new URL('../support/process.ts', import.meta.url));
 
 function alive(pid: number): boolean {
   try {
