@@ -4,7 +4,7 @@
  * ListDeadLetterSourceQueues with its pagination.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -12,41 +12,21 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
-let server: RunningServer;
-let client: SQSClient;
+import { uniqueName } from '../support/server.js';
+import { redrivePolicy, sharedServer } from '../support/sqs.js';
 
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
+const sqs = sharedServer();
 
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const queue = (name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }> =>
+  sqs.createQueueWithArn(name, attributes);
 
-async function queue(
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  assert.ok(QueueUrl);
-  const out = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-  const arn = out.Attributes?.QueueArn;
-  assert.ok(arn);
-  return { url: QueueUrl, arn };
-}
-
-const policy = (arn: string, maxReceiveCount: number): string =>
-  JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount });
+const policy = redrivePolicy;
 
 async function receiveOnce(url: string): Promise<number> {
-  const out = await client.send(
+  const out = await sqs.client.send(
     new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0, MaxNumberOfMessages: 10 }),
   );
   return out.Messages?.length ?? 0;
@@ -57,7 +37,7 @@ describe('RedrivePolicy', () => {
     const src = await queue(uniqueName('src'));
     const missing = src.arn.replace(/[^:]+$/, uniqueName('missing'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: src.url,
           Attributes: { RedrivePolicy: policy(missing, 3) },
@@ -71,7 +51,7 @@ describe('RedrivePolicy', () => {
     const dlq = await queue(uniqueName('dlq'));
     const missing = dlq.arn.replace(/[^:]+$/, uniqueName('missing'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new CreateQueueCommand({
           QueueName: uniqueName('src'),
           Attributes: { RedrivePolicy: policy(missing, 3) },
@@ -85,7 +65,7 @@ describe('RedrivePolicy', () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(uniqueName('src'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: src.url,
           Attributes: { RedrivePolicy: policy(dlq.arn, 0) },
@@ -99,7 +79,7 @@ describe('RedrivePolicy', () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(`${uniqueName('src')}.fifo`, { FifoQueue: 'true' });
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: src.url,
           Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
@@ -114,7 +94,7 @@ describe('RedrivePolicy', () => {
     const src = await queue(uniqueName('src'), {
       RedrivePolicy: JSON.stringify({ maxReceiveCount: '4', deadLetterTargetArn: dlq.arn }),
     });
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: src.url, AttributeNames: ['RedrivePolicy'] }),
     );
     assert.equal(out.Attributes?.RedrivePolicy, `{"deadLetterTargetArn":"${dlq.arn}","maxReceiveCount":4}`);
@@ -125,7 +105,7 @@ describe('the move to the dead-letter queue', () => {
   test('Given maxReceiveCount 2, When a message is received three times, Then it is delivered twice and then found in the DLQ with its id, body, SentTimestamp and source', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(uniqueName('src'), { RedrivePolicy: policy(dlq.arn, 2) });
-    const sent = await client.send(
+    const sent = await sqs.client.send(
       new SendMessageCommand({
         QueueUrl: src.url,
         MessageBody: 'poison',
@@ -134,7 +114,7 @@ describe('the move to the dead-letter queue', () => {
     );
     assert.equal(await receiveOnce(src.url), 1);
     assert.equal(await receiveOnce(src.url), 1);
-    const first = await client.send(
+    const first = await sqs.client.send(
       new ReceiveMessageCommand({
         QueueUrl: src.url,
         VisibilityTimeout: 0,
@@ -142,7 +122,7 @@ describe('the move to the dead-letter queue', () => {
       }),
     );
     assert.equal(first.Messages, undefined, 'the third receive moved it instead of delivering it');
-    const out = await client.send(
+    const out = await sqs.client.send(
       new ReceiveMessageCommand({
         QueueUrl: dlq.url,
         MessageSystemAttributeNames: ['All'],
@@ -163,7 +143,7 @@ describe('the move to the dead-letter queue', () => {
     const dlq = await queue(uniqueName('dlq'), { RedriveAllowPolicy: '{"redrivePermission":"denyAll"}' });
     const src = await queue(uniqueName('src'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: src.url,
           Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
@@ -179,10 +159,10 @@ describe('the move to the dead-letter queue', () => {
     const dlq = await queue(uniqueName('dlq'), {
       RedriveAllowPolicy: JSON.stringify({ redrivePermission: 'byQueue', sourceQueueArns: [src.arn] }),
     });
-    await client.send(
+    await sqs.client.send(
       new SetQueueAttributesCommand({ QueueUrl: src.url, Attributes: { RedrivePolicy: policy(dlq.arn, 3) } }),
     );
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: src.url, AttributeNames: ['All'] }),
     );
     assert.ok(out.Attributes?.RedrivePolicy?.includes(dlq.arn));
@@ -192,7 +172,7 @@ describe('the move to the dead-letter queue', () => {
     const dlq = await queue(uniqueName('dlq'));
     const arns = Array.from({ length: 11 }, (_, i) => dlq.arn.replace(/[^:]+$/, `s${i}`));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: dlq.url,
           Attributes: {
@@ -215,7 +195,7 @@ describe('ListDeadLetterSourceQueues', () => {
     const urls: string[] = [];
     let token: string | undefined;
     for (let page = 0; page < 5; page++) {
-      const out = await client.send(
+      const out = await sqs.client.send(
         new ListDeadLetterSourceQueuesCommand({
           QueueUrl: dlq.url,
           MaxResults: 1,
@@ -234,16 +214,19 @@ describe('ListDeadLetterSourceQueues', () => {
 
   test('Given a queue no queue names, When its sources are listed, Then the list is empty', async () => {
     const q = await queue(uniqueName('lonely'));
-    const out = await client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: q.url }));
+    const out = await sqs.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: q.url }));
     assert.deepEqual(out.queueUrls ?? [], []);
   });
 
   test('Given a queue that does not exist, When its sources are listed, Then QueueDoesNotExist (400)', async () => {
     const q = await queue(uniqueName('gone'));
-    await expectSdkError(client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: `${q.url}-nope` })), {
-      name: 'QueueDoesNotExist',
-      code: 'AWS.SimpleQueueService.NonExistentQueue',
-      status: 400,
-    });
+    await expectSdkError(
+      sqs.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: `${q.url}-nope` })),
+      {
+        name: 'QueueDoesNotExist',
+        code: 'AWS.SimpleQueueService.NonExistentQueue',
+        status: 400,
+      },
+    );
   });
 });

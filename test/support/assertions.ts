@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import { TenantError } from '../../src/core/tenants.js';
 
 /** What @aws-sdk/client-sqs surfaces for a service error (JSON protocol, query-compatible). */
 export interface SdkErrorExpectation {
@@ -28,4 +30,29 @@ export async function expectSdkError(call: Promise<unknown>, want: SdkErrorExpec
   assert.equal(e.name, want.name, `error name (${seen})`);
   assert.equal(e.Code, want.code, `error Code from x-amzn-query-error (${seen})`);
   assert.equal(e.$metadata?.httpStatusCode, want.status, `HTTP status (${seen})`);
+}
+
+/**
+ * `fn` must throw the core's (or the tenant registry's) error with `code`. `detail` is a RegExp the
+ * message must match, or a string naming the case in the failure.
+ */
+export function throwsCode(
+  fn: () => unknown,
+  code: CoreErrorCode | TenantError['code'],
+  detail?: RegExp | string,
+): void {
+  const context = typeof detail === 'string' ? detail : undefined;
+  assert.throws(
+    fn,
+    (e: unknown) => {
+      assert.ok(
+        e instanceof CoreError || e instanceof TenantError,
+        `${context ?? ''} expected a CoreError, got ${String(e)}`,
+      );
+      assert.equal(e.code, code, context);
+      if (detail instanceof RegExp) assert.match(e.message, detail);
+      return true;
+    },
+    context,
+  );
 }

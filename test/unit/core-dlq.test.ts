@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+
 import type { NewMessage } from '../../src/core/message.js';
+
 import type { Queue } from '../../src/core/queue.js';
+
 import { QueueStore } from '../../src/core/store.js';
+
+import { throwsCode } from '../support/assertions.js';
 
 /**
  * Dead-letter queues in the core: the move at maxReceiveCount + 1 receives, what the moved
@@ -38,15 +43,6 @@ function setup(): {
 
 function redrive(dlq: Queue, maxReceiveCount: number | string): string {
   return JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount });
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (message !== undefined) assert.match(e.message, message);
-    return true;
-  });
 }
 
 // ---- the move -------------------------------------------------------------------------------

@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict';
 import { afterEach, mock, test } from 'node:test';
+
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+
 import type { NewMessage } from '../../src/core/message.js';
+
 import { encodeTaskHandle, MOVE_TASK_HISTORY } from '../../src/core/movetasks.js';
+
 import type { Queue } from '../../src/core/queue.js';
+
 import { QueueStore } from '../../src/core/store.js';
+
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+
+import { throwsCode } from '../support/assertions.js';
 
 /**
  * Message move tasks: the core's pure state machine (store.startMoveTask / stepMoveTask /
@@ -59,15 +66,6 @@ function setupDlq(w: World, n: number): { dlq: Queue; src: Queue } {
   deadLetters(w, src, n);
   assert.equal(dlq.size, n, 'the DLQ is filled');
   return { dlq, src };
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (message !== undefined) assert.match(e.message, message);
-    return true;
-  });
 }
 
 // ---- starting -------------------------------------------------------------------------------
