@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import { TenantError } from '../../src/core/tenants.js';
+import { awsCli } from './server.js';
 
 /** What @aws-sdk/client-sqs surfaces for a service error (JSON protocol, query-compatible). */
 export interface SdkErrorExpectation {
@@ -55,4 +56,27 @@ export function throwsCode(
     },
     context,
   );
+}
+
+/**
+ * The aws-cli call must fail with `code` (and `message`, when given), and the server must have
+ * answered `status` (read from `--debug`).
+ */
+export async function expectCliError(
+  serverUrl: string,
+  args: string[],
+  code: string,
+  status: number,
+  message?: string,
+): Promise<void> {
+  const res = await awsCli(serverUrl, args, { debug: true });
+  assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
+  assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
+  assert.equal(res.status, status, 'HTTP status');
+  if (message !== undefined) {
+    const printed = /An error occurred \([^)]+\) when calling the \w+ operation(?: \([^)]*\))?: (.*)$/m.exec(
+      res.stderr,
+    )?.[1];
+    assert.equal(printed, message, 'message printed by the CLI');
+  }
 }
