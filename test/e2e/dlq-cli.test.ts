@@ -8,9 +8,7 @@ import assert from 'node:assert/strict';
 import { awsCliOk, uniqueName } from '../support/server.js';
 import { queryOk, xmlText } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
-
 import { queryCreateQueueWithArn, redrivePolicy, sharedServer } from '../support/sqs.js';
-
 import { expectCliError } from '../support/assertions.js';
 
 const { after, before, test } = testsRequiring('aws');

@@ -14,7 +14,6 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-
 import { uniqueName } from '../support/server.js';
 import { redrivePolicy, sharedServer } from '../support/sqs.js';
 

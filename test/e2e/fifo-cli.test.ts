@@ -7,11 +7,8 @@
 import assert from 'node:assert/strict';
 import { awsCliOk, uniqueName } from '../support/server.js';
 import { queryOk, xmlText } from '../support/wire.js';
-
 import { testsRequiring } from '../support/requires.js';
-
 import { queryCreateQueue, sharedServer } from '../support/sqs.js';
-
 import { expectCliError } from '../support/assertions.js';
 
 const { after, before, test } = testsRequiring('aws');

@@ -18,10 +18,8 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-
 import { uniqueName } from '../support/server.js';
 import { pastMillisecond } from '../support/clock.js';
-
 import { sharedServer } from '../support/sqs.js';
 
 const sqs = sharedServer();

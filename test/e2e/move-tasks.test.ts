@@ -19,10 +19,8 @@ import {
   type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-
 import { uniqueName } from '../support/server.js';
 import { queryErrorCode, queryOk, queryPost, xmlText, xmlTexts } from '../support/wire.js';
-
 import { redrivePolicy, sharedServer } from '../support/sqs.js';
 
 const sqs = sharedServer();

@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
-
 import {
   AddPermissionCommand,
   GetQueueAttributesCommand,
@@ -13,10 +12,8 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
-
 import { sharedServer } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('aws');

@@ -18,11 +18,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { fillQueueAt } from '../support/fill.js';
-
 import { metricValue } from '../support/prometheus.js';
-
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
-
 import {
   spawnMain,
   sqsClient,
@@ -31,9 +28,7 @@ import {
   waitReady,
   type RunningServer,
 } from '../support/server.js';
-
 import { testsRequiring } from '../support/requires.js';
-
 import { drain } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');

@@ -26,14 +26,10 @@ import {
   type MessageAttributeValue,
   SQSClient,
 } from '@aws-sdk/client-sqs';
-
 import { expectSdkError } from '../support/assertions.js';
-
 import { md5Hex, md5OfAttributes, MD5_SELF_CHECK } from '../support/md5.js';
-
 import { uniqueName, waitForLongPollWaiters } from '../support/server.js';
 import { jsonPost } from '../support/wire.js';
-
 import { sharedServer } from '../support/sqs.js';
 
 const MIB = 1024 * 1024;

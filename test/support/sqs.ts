@@ -1,7 +1,8 @@
 /**
  * SQS fixtures the e2e tests share: one server per file with an SDK v3 client on it (JSON 1.0), and
  * the set-up steps (create a queue, read its ARN or its counts, drain it) through the SDK or through
- * raw Query requests, so that a file's tests spell out only the scenario under test.
+ * raw Query requests, so that a file's tests spell out only the scenario under test; and a Redis
+ * for the file with the clients the persistence tests write and read it through.
  */
 import assert from 'node:assert/strict';
 import { after as nodeAfter, before as nodeBefore } from 'node:test';
@@ -12,6 +13,9 @@ import {
   ReceiveMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../../src/persistence/redis.js';
+import { startRedis, type TestRedis } from './redis.js';
 import { sqsClient, startServer, type RunningServer } from './server.js';
 import { queryOk, xmlAttributes, xmlText } from './wire.js';
 
@@ -181,3 +185,49 @@ export async function queryCreateQueueWithArn(
 /** A RedrivePolicy attribute value. */
 export const redrivePolicy = (deadLetterTargetArn: string, maxReceiveCount: number): string =>
   JSON.stringify({ deadLetterTargetArn, maxReceiveCount });
+
+// ---- a Redis for the file ----------------------------------------------------------------------
+
+/** A redis-server started before the file's tests and stopped after them. */
+export interface SharedRedis {
+  readonly server: TestRedis;
+  readonly url: string;
+  /** A client made as the server makes its own (connectRedis). */
+  readonly client: Redis;
+  /** One more such client; all are closed after the file's tests. */
+  connect(opts?: { commandTimeoutMs?: number }): Promise<Redis>;
+}
+
+export function sharedRedis(hooks: Hooks, opts: { aof: boolean }): SharedRedis {
+  let server: TestRedis | undefined;
+  let client: Redis | undefined;
+  const clients: Redis[] = [];
+  hooks.before(async () => {
+    server = await startRedis({ aof: opts.aof });
+    client = await connectRedis({ url: server.url });
+    clients.push(client);
+  });
+  hooks.after(async () => {
+    for (const c of clients) c.disconnect();
+    await server?.stop();
+  });
+  const fixture: SharedRedis = {
+    get server(): TestRedis {
+      assert.ok(server, 'redis-server is started by the before hook');
+      return server;
+    },
+    get url(): string {
+      return fixture.server.url;
+    },
+    get client(): Redis {
+      assert.ok(client, 'the client is made by the before hook');
+      return client;
+    },
+    async connect(o = {}): Promise<Redis> {
+      const c = await connectRedis({ url: fixture.url, ...o });
+      clients.push(c);
+      return c;
+    },
+  };
+  return fixture;
+}

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-
 import { defaultAttributes, resolveAttributes, validateAttributes } from '../../src/core/attributes.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 const standard = { fifo: false, creating: true };

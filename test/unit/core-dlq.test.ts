@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-
 import { ManualClock } from '../../src/core/clock.js';
-
 import type { NewMessage } from '../../src/core/message.js';
-
 import type { Queue } from '../../src/core/queue.js';
-
 import { QueueStore } from '../../src/core/store.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 /**

@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-
 import { test } from 'node:test';
-
 import { ManualClock } from '../../src/core/clock.js';
-
 import type { ChangeEvent } from '../../src/core/events.js';
-
 import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/fifo.js';
-
 import type { Message, NewMessage } from '../../src/core/message.js';
-
 import type { Queue } from '../../src/core/queue.js';
-
 import { QueueStore } from '../../src/core/store.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 /**

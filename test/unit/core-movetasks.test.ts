@@ -1,18 +1,11 @@
 import assert from 'node:assert/strict';
 import { afterEach, mock, test } from 'node:test';
-
 import { ManualClock } from '../../src/core/clock.js';
-
 import type { NewMessage } from '../../src/core/message.js';
-
 import { encodeTaskHandle, MOVE_TASK_HISTORY } from '../../src/core/movetasks.js';
-
 import type { Queue } from '../../src/core/queue.js';
-
 import { QueueStore } from '../../src/core/store.js';
-
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 /**

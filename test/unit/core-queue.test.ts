@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-
 import { CoreError } from '../../src/core/errors.js';
 import type { ChangeEvent, CoreListener } from '../../src/core/events.js';
-
 import type { Message, NewMessage } from '../../src/core/message.js';
-
 import { Queue } from '../../src/core/queue.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-
 import { ManualClock } from '../../src/core/clock.js';
-
 import type { ChangeEvent } from '../../src/core/events.js';
-
 import type { Message } from '../../src/core/message.js';
-
 import type { QueueIdentity } from '../../src/core/queue.js';
-
 import { QueueStore } from '../../src/core/store.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 const ACCOUNT = '000000000000';

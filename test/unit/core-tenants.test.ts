@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-
 import type { ChangeEvent } from '../../src/core/events.js';
-
 import { Tenant, Tenants } from '../../src/core/tenants.js';
 import { deserializeTenant, serializeTenant } from '../../src/persistence/codec.js';
-
 import { throwsCode } from '../support/assertions.js';
 
 const key = (id: string, secret = 's') => ({ accessKeyId: id, secretAccessKey: secret, createdAt: 5 });
