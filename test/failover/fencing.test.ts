@@ -196,7 +196,7 @@ test(
     // ttl 6 s, interval 1 s: renew deadline 5 s; the pause is 2 s (plus at most 1 s since the last renewal).
     const { c, leader, follower } = await clusterFor(t, { timing: { ttlMs: 6000, intervalMs: 1000 } });
     const before = await leader.leader();
-    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('shortstop'), 'r4', { cli: false });
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('shortstop'), 'r4', { cli: false });
     await w.acks(50);
 
     leader.signal('SIGSTOP');

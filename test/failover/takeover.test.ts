@@ -39,7 +39,7 @@ test(
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);
-    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('kill9'), 'r1');
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('kill9'), 'r1');
     await w.acks(100);
 
     await leader.kill9();
@@ -70,7 +70,7 @@ test(
     const { c, leader, follower } = await clusterFor(t);
     const releases = await watchReleases(c.redis, c.prefix);
     t.after(() => releases.close());
-    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('sigterm'), 'r2');
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('sigterm'), 'r2');
     await w.acks(100);
 
     const status = await leader.terminate();
@@ -105,7 +105,7 @@ test(
     const before = await leader.leader();
     const releases = await watchReleases(c.redis, c.prefix);
     t.after(() => releases.close());
-    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('stepdown'), 'sd');
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('stepdown'), 'sd');
     await w.acks(100);
 
     const res = await leader.stepDown();
