@@ -24,6 +24,13 @@ const queue = (name: string, attributes?: Record<string, string>): Promise<{ url
 
 const policy = redrivePolicy;
 
+/** SetQueueAttributes with this RedrivePolicy must fail with InvalidParameterValue (400). */
+const redriveRefused = (url: string, redrive: string): Promise<void> =>
+  expectSdkError(
+    sqs.client.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { RedrivePolicy: redrive } })),
+    { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+  );
+
 async function receiveOnce(url: string): Promise<number> {
   const out = await sqs.client.send(
     new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0, MaxNumberOfMessages: 10 }),
@@ -35,15 +42,7 @@ describe('RedrivePolicy', () => {
   test('Given a RedrivePolicy naming a queue that does not exist, When set, Then InvalidParameterValue (400)', async () => {
     const src = await queue(uniqueName('src'));
     const missing = src.arn.replace(/[^:]+$/, uniqueName('missing'));
-    await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(missing, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(missing, 3));
   });
 
   test('Given CreateQueue with a RedrivePolicy naming a missing queue, When called, Then InvalidParameterValue (400)', async () => {
@@ -63,29 +62,13 @@ describe('RedrivePolicy', () => {
   test('Given maxReceiveCount 0, When set, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(uniqueName('src'));
-    await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 0) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 0));
   });
 
   test('Given a FIFO source, When its RedrivePolicy names a standard queue, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(`${uniqueName('src')}.fifo`, { FifoQueue: 'true' });
-    await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 3));
   });
 
   test('Given a RedrivePolicy with maxReceiveCount as a string, When read back, Then it is in AWS form', async () => {
@@ -141,15 +124,7 @@ describe('the move to the dead-letter queue', () => {
   test('Given a DLQ with RedriveAllowPolicy denyAll, When a source names it, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'), { RedriveAllowPolicy: '{"redrivePermission":"denyAll"}' });
     const src = await queue(uniqueName('src'));
-    await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 3));
   });
 
   test('Given a DLQ allowing byQueue one source, When that source names it, Then the policy is set', async () => {

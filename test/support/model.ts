@@ -170,6 +170,17 @@ function sameOutcome(s: Step, desc: string, expected: Outcome, act: () => unknow
   assert.deepEqual(actual, expected, `${s.where}: outcome`);
 }
 
+function pickDescribed<M extends HandledMessage>(
+  s: Step,
+  rng: Rng,
+  model: HandleModel<M>,
+  foreign: string,
+  odds: HandleOdds,
+): { handle: string; who: string } {
+  const handle = pickHandle(rng, model.messages, foreign, odds.older, odds.bogus);
+  return { handle, who: describeHandle(model, handle, foreign, s.now) };
+}
+
 /** DeleteMessage with a random handle: the core's outcome must be the model's. */
 export function deleteStep<M extends HandledMessage>(
   s: Step,
@@ -179,8 +190,7 @@ export function deleteStep<M extends HandledMessage>(
   foreign: string,
   odds: HandleOdds,
 ): void {
-  const handle = pickHandle(rng, model.messages, foreign, odds.older, odds.bogus);
-  const who = describeHandle(model, handle, foreign, s.now);
+  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
   const expected = model.delete(handle, s.now);
   sameOutcome(s, `delete ${who}`, expected, () => q.deleteMessage(handle, s.now));
 }
@@ -194,14 +204,13 @@ export function visibilityStep<M extends HandledMessage & { readonly lastReceive
   foreign: string,
   odds: HandleOdds,
 ): void {
-  const handle = pickHandle(rng, model.messages, foreign, odds.older, odds.bogus);
+  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
   const target = model.messages.find((m) => m.handles.includes(handle));
   let seconds = randomVisibilitySeconds(rng);
   if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(odds.atLimit ?? 0)) {
     const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - s.now) / S);
     seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
   }
-  const who = describeHandle(model, handle, foreign, s.now);
   const expected = model.changeVisibility(handle, seconds * S, s.now);
   sameOutcome(s, `visibility ${who} ${seconds}s`, expected, () =>
     q.changeVisibility(handle, seconds * S, s.now),
