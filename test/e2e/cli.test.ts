@@ -23,6 +23,8 @@ import {
 } from '../support/server.js';
 import { queryErrorCode, queryOk, queryPost, xmlAttributes, xmlText, xmlTexts } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
+import { expectCliError } from '../support/assertions.js';
+import { queryCreateQueue } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('aws');
 
@@ -44,27 +46,11 @@ after(async () => {
 
 const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(server.url, args);
 
-/** The call must fail with `code` (and `message`, when given), and the server must have answered `status`. */
-async function awsError(args: string[], code: string, status: number, message?: string): Promise<void> {
-  const res = await awsCli(server.url, args, { debug: true });
-  assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
-  assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
-  assert.equal(res.status, status, 'HTTP status');
-  if (message !== undefined) {
-    const printed = /An error occurred \([^)]+\) when calling the \w+ operation(?: \([^)]*\))?: (.*)$/m.exec(
-      res.stderr,
-    )?.[1];
-    assert.equal(printed, message, 'message printed by the CLI');
-  }
-}
+const awsError = (args: string[], code: string, status: number, message?: string): Promise<void> =>
+  expectCliError(server.url, args, code, status, message);
 
 /** Set-up through a raw Query CreateQueue. */
-async function createQueue(prefix: string): Promise<string> {
-  const xml = await queryOk(server.url, { Action: 'CreateQueue', QueueName: uniqueName(prefix) });
-  const url = xmlText(xml, 'QueueUrl');
-  assert.ok(url, `CreateQueue answered a QueueUrl: ${xml}`);
-  return url;
-}
+const createQueue = (prefix: string): Promise<string> => queryCreateQueue(server.url, uniqueName(prefix));
 
 /** Set-up through raw Query SendMessage calls. */
 async function sendRaw(url: string, ...bodies: string[]): Promise<void> {

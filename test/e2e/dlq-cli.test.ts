@@ -5,52 +5,25 @@
  * requests (the same protocol), since every CLI call costs about a second of CPU.
  */
 import assert from 'node:assert/strict';
-import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../support/server.js';
-import { queryOk, xmlAttributes, xmlText } from '../support/wire.js';
+import { awsCliOk, uniqueName } from '../support/server.js';
+import { queryOk, xmlText } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
+import { queryCreateQueueWithArn, redrivePolicy, sharedServer } from '../support/sqs.js';
+import { expectCliError } from '../support/assertions.js';
 
 const { after, before, test } = testsRequiring('aws');
 
-let server: RunningServer;
+const sqs = sharedServer({ hooks: { before, after } });
 
-before(async () => {
-  server = await startServer();
-});
+const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(sqs.server.url, args);
 
-after(async () => {
-  await server?.stop();
-});
+const awsError = (args: string[], code: string, status: number, message?: string): Promise<void> =>
+  expectCliError(sqs.server.url, args, code, status, message);
 
-const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(server.url, args);
+const queue = (name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }> =>
+  queryCreateQueueWithArn(sqs.server.url, name, attributes);
 
-async function awsError(args: string[], code: string, status: number): Promise<void> {
-  const res = await awsCli(server.url, args, { debug: true });
-  assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
-  assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
-  assert.equal(res.status, status, 'HTTP status');
-}
-
-async function queue(
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const params: Record<string, string> = { Action: 'CreateQueue', QueueName: name };
-  Object.entries(attributes).forEach(([k, v], i) => {
-    params[`Attribute.${i + 1}.Name`] = k;
-    params[`Attribute.${i + 1}.Value`] = v;
-  });
-  const url = xmlText(await queryOk(server.url, params), 'QueueUrl');
-  assert.ok(url);
-  const attrs = xmlAttributes(
-    await queryOk(server.url, { Action: 'GetQueueAttributes', QueueUrl: url, 'AttributeName.1': 'QueueArn' }),
-  );
-  const arn = attrs.QueueArn;
-  assert.ok(arn);
-  return { url, arn };
-}
-
-const policy = (arn: string, maxReceiveCount: number): string =>
-  JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount });
+const policy = redrivePolicy;
 
 test('Given a RedrivePolicy naming a missing queue, When aws sqs set-queue-attributes sets it, Then InvalidParameterValue (400)', async () => {
   const src = await queue(uniqueName('src'));
@@ -72,7 +45,7 @@ test('Given maxReceiveCount 1, When aws sqs receive-message receives a message t
   const dlq = await queue(uniqueName('dlq'));
   const src = await queue(uniqueName('src'), { RedrivePolicy: policy(dlq.arn, 1) });
   const sent = xmlText(
-    await queryOk(server.url, { Action: 'SendMessage', QueueUrl: src.url, MessageBody: 'poison' }),
+    await queryOk(sqs.server.url, { Action: 'SendMessage', QueueUrl: src.url, MessageBody: 'poison' }),
     'MessageId',
   );
   const args = ['receive-message', '--queue-url', src.url, '--visibility-timeout', '0'];

@@ -4,7 +4,7 @@
  * ListDeadLetterSourceQueues with its pagination.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -12,41 +12,27 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { uniqueName } from '../support/server.js';
+import { redrivePolicy, sharedServer } from '../support/sqs.js';
 
-let server: RunningServer;
-let client: SQSClient;
+const sqs = sharedServer();
 
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
+const queue = (name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }> =>
+  sqs.createQueueWithArn(name, attributes);
 
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const policy = redrivePolicy;
 
-async function queue(
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  assert.ok(QueueUrl);
-  const out = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-  const arn = out.Attributes?.QueueArn;
-  assert.ok(arn);
-  return { url: QueueUrl, arn };
-}
-
-const policy = (arn: string, maxReceiveCount: number): string =>
-  JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount });
+/** SetQueueAttributes with this RedrivePolicy must fail with InvalidParameterValue (400). */
+const redriveRefused = (url: string, redrive: string): Promise<void> =>
+  expectSdkError(
+    sqs.client.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { RedrivePolicy: redrive } })),
+    { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
+  );
 
 async function receiveOnce(url: string): Promise<number> {
-  const out = await client.send(
+  const out = await sqs.client.send(
     new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0, MaxNumberOfMessages: 10 }),
   );
   return out.Messages?.length ?? 0;
@@ -56,22 +42,14 @@ describe('RedrivePolicy', () => {
   test('Given a RedrivePolicy naming a queue that does not exist, When set, Then InvalidParameterValue (400)', async () => {
     const src = await queue(uniqueName('src'));
     const missing = src.arn.replace(/[^:]+$/, uniqueName('missing'));
-    await expectSdkError(
-      client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(missing, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(missing, 3));
   });
 
   test('Given CreateQueue with a RedrivePolicy naming a missing queue, When called, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const missing = dlq.arn.replace(/[^:]+$/, uniqueName('missing'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new CreateQueueCommand({
           QueueName: uniqueName('src'),
           Attributes: { RedrivePolicy: policy(missing, 3) },
@@ -84,29 +62,13 @@ describe('RedrivePolicy', () => {
   test('Given maxReceiveCount 0, When set, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(uniqueName('src'));
-    await expectSdkError(
-      client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 0) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 0));
   });
 
   test('Given a FIFO source, When its RedrivePolicy names a standard queue, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(`${uniqueName('src')}.fifo`, { FifoQueue: 'true' });
-    await expectSdkError(
-      client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 3));
   });
 
   test('Given a RedrivePolicy with maxReceiveCount as a string, When read back, Then it is in AWS form', async () => {
@@ -114,7 +76,7 @@ describe('RedrivePolicy', () => {
     const src = await queue(uniqueName('src'), {
       RedrivePolicy: JSON.stringify({ maxReceiveCount: '4', deadLetterTargetArn: dlq.arn }),
     });
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: src.url, AttributeNames: ['RedrivePolicy'] }),
     );
     assert.equal(out.Attributes?.RedrivePolicy, `{"deadLetterTargetArn":"${dlq.arn}","maxReceiveCount":4}`);
@@ -125,7 +87,7 @@ describe('the move to the dead-letter queue', () => {
   test('Given maxReceiveCount 2, When a message is received three times, Then it is delivered twice and then found in the DLQ with its id, body, SentTimestamp and source', async () => {
     const dlq = await queue(uniqueName('dlq'));
     const src = await queue(uniqueName('src'), { RedrivePolicy: policy(dlq.arn, 2) });
-    const sent = await client.send(
+    const sent = await sqs.client.send(
       new SendMessageCommand({
         QueueUrl: src.url,
         MessageBody: 'poison',
@@ -134,7 +96,7 @@ describe('the move to the dead-letter queue', () => {
     );
     assert.equal(await receiveOnce(src.url), 1);
     assert.equal(await receiveOnce(src.url), 1);
-    const first = await client.send(
+    const first = await sqs.client.send(
       new ReceiveMessageCommand({
         QueueUrl: src.url,
         VisibilityTimeout: 0,
@@ -142,7 +104,7 @@ describe('the move to the dead-letter queue', () => {
       }),
     );
     assert.equal(first.Messages, undefined, 'the third receive moved it instead of delivering it');
-    const out = await client.send(
+    const out = await sqs.client.send(
       new ReceiveMessageCommand({
         QueueUrl: dlq.url,
         MessageSystemAttributeNames: ['All'],
@@ -162,15 +124,7 @@ describe('the move to the dead-letter queue', () => {
   test('Given a DLQ with RedriveAllowPolicy denyAll, When a source names it, Then InvalidParameterValue (400)', async () => {
     const dlq = await queue(uniqueName('dlq'), { RedriveAllowPolicy: '{"redrivePermission":"denyAll"}' });
     const src = await queue(uniqueName('src'));
-    await expectSdkError(
-      client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: src.url,
-          Attributes: { RedrivePolicy: policy(dlq.arn, 3) },
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await redriveRefused(src.url, policy(dlq.arn, 3));
   });
 
   test('Given a DLQ allowing byQueue one source, When that source names it, Then the policy is set', async () => {
@@ -179,10 +133,10 @@ describe('the move to the dead-letter queue', () => {
     const dlq = await queue(uniqueName('dlq'), {
       RedriveAllowPolicy: JSON.stringify({ redrivePermission: 'byQueue', sourceQueueArns: [src.arn] }),
     });
-    await client.send(
+    await sqs.client.send(
       new SetQueueAttributesCommand({ QueueUrl: src.url, Attributes: { RedrivePolicy: policy(dlq.arn, 3) } }),
     );
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: src.url, AttributeNames: ['All'] }),
     );
     assert.ok(out.Attributes?.RedrivePolicy?.includes(dlq.arn));
@@ -192,7 +146,7 @@ describe('the move to the dead-letter queue', () => {
     const dlq = await queue(uniqueName('dlq'));
     const arns = Array.from({ length: 11 }, (_, i) => dlq.arn.replace(/[^:]+$/, `s${i}`));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: dlq.url,
           Attributes: {
@@ -215,7 +169,7 @@ describe('ListDeadLetterSourceQueues', () => {
     const urls: string[] = [];
     let token: string | undefined;
     for (let page = 0; page < 5; page++) {
-      const out = await client.send(
+      const out = await sqs.client.send(
         new ListDeadLetterSourceQueuesCommand({
           QueueUrl: dlq.url,
           MaxResults: 1,
@@ -234,16 +188,19 @@ describe('ListDeadLetterSourceQueues', () => {
 
   test('Given a queue no queue names, When its sources are listed, Then the list is empty', async () => {
     const q = await queue(uniqueName('lonely'));
-    const out = await client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: q.url }));
+    const out = await sqs.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: q.url }));
     assert.deepEqual(out.queueUrls ?? [], []);
   });
 
   test('Given a queue that does not exist, When its sources are listed, Then QueueDoesNotExist (400)', async () => {
     const q = await queue(uniqueName('gone'));
-    await expectSdkError(client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: `${q.url}-nope` })), {
-      name: 'QueueDoesNotExist',
-      code: 'AWS.SimpleQueueService.NonExistentQueue',
-      status: 400,
-    });
+    await expectSdkError(
+      sqs.client.send(new ListDeadLetterSourceQueuesCommand({ QueueUrl: `${q.url}-nope` })),
+      {
+        name: 'QueueDoesNotExist',
+        code: 'AWS.SimpleQueueService.NonExistentQueue',
+        status: 400,
+      },
+    );
   });
 });

@@ -5,47 +5,29 @@
  * CPU, so set-up goes through raw Query requests (the same protocol).
  */
 import assert from 'node:assert/strict';
-import { awsCli, awsCliOk, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { awsCliOk, uniqueName } from '../support/server.js';
 import { queryOk, xmlText } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
+import { queryCreateQueue, sharedServer } from '../support/sqs.js';
+import { expectCliError } from '../support/assertions.js';
 
 const { after, before, test } = testsRequiring('aws');
 
-let server: RunningServer;
+const sqs = sharedServer({ hooks: { before, after } });
 
-before(async () => {
-  server = await startServer();
-});
+const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(sqs.server.url, args);
 
-after(async () => {
-  await server?.stop();
-});
+const awsError = (args: string[], code: string, status: number, message?: string): Promise<void> =>
+  expectCliError(sqs.server.url, args, code, status, message);
 
-const aws = (args: string[]): Promise<Record<string, unknown>> => awsCliOk(server.url, args);
-
-async function awsError(args: string[], code: string, status: number): Promise<void> {
-  const res = await awsCli(server.url, args, { debug: true });
-  assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
-  assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
-  assert.equal(res.status, status, 'HTTP status');
-}
-
-async function fifoQueue(contentBased = false): Promise<string> {
-  const xml = await queryOk(server.url, {
-    Action: 'CreateQueue',
-    QueueName: `${uniqueName('fifo-cli')}.fifo`,
-    'Attribute.1.Name': 'FifoQueue',
-    'Attribute.1.Value': 'true',
-    'Attribute.2.Name': 'ContentBasedDeduplication',
-    'Attribute.2.Value': String(contentBased),
+const fifoQueue = (contentBased = false): Promise<string> =>
+  queryCreateQueue(sqs.server.url, `${uniqueName('fifo-cli')}.fifo`, {
+    FifoQueue: 'true',
+    ContentBasedDeduplication: String(contentBased),
   });
-  const url = xmlText(xml, 'QueueUrl');
-  assert.ok(url);
-  return url;
-}
 
 async function sendRaw(url: string, body: string, group: string, dedup: string): Promise<void> {
-  await queryOk(server.url, {
+  await queryOk(sqs.server.url, {
     Action: 'SendMessage',
     QueueUrl: url,
     MessageBody: body,
@@ -140,7 +122,7 @@ test('Given a receive with --receive-request-attempt-id, When retried, Then the 
   const retry = messages(await aws(args));
   assert.equal(first.length, 1);
   assert.equal(retry[0]?.ReceiptHandle, first[0]?.ReceiptHandle);
-  const other = await queryOk(server.url, { Action: 'ReceiveMessage', QueueUrl: url });
+  const other = await queryOk(sqs.server.url, { Action: 'ReceiveMessage', QueueUrl: url });
   assert.equal(xmlText(other, 'ReceiptHandle'), undefined, 'the group is locked while in flight');
 });
 

@@ -4,7 +4,7 @@
  * the FIFO system attributes, SendMessageBatch on FIFO, and the high-throughput attribute rules.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
@@ -16,35 +16,16 @@ import {
   SendMessageCommand,
   SetQueueAttributesCommand,
   type Message,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { uniqueName } from '../support/server.js';
 import { pastMillisecond } from '../support/clock.js';
+import { sharedServer } from '../support/sqs.js';
 
-let server: RunningServer;
-let client: SQSClient;
+const sqs = sharedServer();
 
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
-
-async function fifoQueue(attributes: Record<string, string> = {}): Promise<string> {
-  const out = await client.send(
-    new CreateQueueCommand({
-      QueueName: `${uniqueName('fifo')}.fifo`,
-      Attributes: { FifoQueue: 'true', ...attributes },
-    }),
-  );
-  assert.ok(out.QueueUrl);
-  return out.QueueUrl;
-}
+const fifoQueue = (attributes: Record<string, string> = {}): Promise<string> =>
+  sqs.createQueue(`${uniqueName('fifo')}.fifo`, { FifoQueue: 'true', ...attributes });
 
 async function send(
   url: string,
@@ -52,7 +33,7 @@ async function send(
   group: string,
   dedup?: string,
 ): Promise<{ id: string; seq: string }> {
-  const out = await client.send(
+  const out = await sqs.client.send(
     new SendMessageCommand({
       QueueUrl: url,
       MessageBody: body,
@@ -70,7 +51,7 @@ async function receive(
   max = 10,
   extra: { ReceiveRequestAttemptId?: string } = {},
 ): Promise<Message[]> {
-  const out = await client.send(
+  const out = await sqs.client.send(
     new ReceiveMessageCommand({
       QueueUrl: url,
       MaxNumberOfMessages: max,
@@ -85,7 +66,7 @@ const bodies = (ms: Message[]): string[] => ms.map((m) => m.Body ?? '');
 
 describe('creating FIFO queues', () => {
   test('Given a name ending in .fifo, When created without FifoQueue=true, Then InvalidParameterValue (400)', async () => {
-    await expectSdkError(client.send(new CreateQueueCommand({ QueueName: `${uniqueName('x')}.fifo` })), {
+    await expectSdkError(sqs.client.send(new CreateQueueCommand({ QueueName: `${uniqueName('x')}.fifo` })), {
       name: 'InvalidParameterValue',
       code: 'InvalidParameterValue',
       status: 400,
@@ -94,14 +75,18 @@ describe('creating FIFO queues', () => {
 
   test('Given FifoQueue=true, When created with a name without .fifo, Then InvalidParameterValue (400)', async () => {
     await expectSdkError(
-      client.send(new CreateQueueCommand({ QueueName: uniqueName('x'), Attributes: { FifoQueue: 'true' } })),
+      sqs.client.send(
+        new CreateQueueCommand({ QueueName: uniqueName('x'), Attributes: { FifoQueue: 'true' } }),
+      ),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
 
   test('Given a FIFO queue, When its attributes are read, Then the FIFO attributes have their defaults', async () => {
     const url = await fifoQueue();
-    const out = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    const out = await sqs.client.send(
+      new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
+    );
     assert.equal(out.Attributes?.FifoQueue, 'true');
     assert.equal(out.Attributes?.ContentBasedDeduplication, 'false');
     assert.equal(out.Attributes?.DeduplicationScope, 'queue');
@@ -110,7 +95,7 @@ describe('creating FIFO queues', () => {
 
   test('Given FifoThroughputLimit perMessageGroupId with the default DeduplicationScope, When created, Then InvalidAttributeValue (400)', async () => {
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new CreateQueueCommand({
           QueueName: `${uniqueName('ht')}.fifo`,
           Attributes: { FifoQueue: 'true', FifoThroughputLimit: 'perMessageGroupId' },
@@ -121,9 +106,11 @@ describe('creating FIFO queues', () => {
   });
 
   test('Given a standard queue, When DeduplicationScope is set, Then InvalidAttributeName (400)', async () => {
-    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
+    const { QueueUrl } = await sqs.client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
     await expectSdkError(
-      client.send(new SetQueueAttributesCommand({ QueueUrl, Attributes: { DeduplicationScope: 'queue' } })),
+      sqs.client.send(
+        new SetQueueAttributesCommand({ QueueUrl, Attributes: { DeduplicationScope: 'queue' } }),
+      ),
       { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
     );
   });
@@ -133,7 +120,9 @@ describe('sending to a FIFO queue', () => {
   test('Given a FIFO queue, When a message is sent without MessageGroupId, Then MissingParameter (400)', async () => {
     const url = await fifoQueue();
     await expectSdkError(
-      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd' })),
+      sqs.client.send(
+        new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd' }),
+      ),
       { name: 'MissingParameter', code: 'MissingParameter', status: 400 },
     );
   });
@@ -141,7 +130,7 @@ describe('sending to a FIFO queue', () => {
   test('Given no ContentBasedDeduplication, When sent without MessageDeduplicationId, Then InvalidParameterValue (400)', async () => {
     const url = await fifoQueue();
     await expectSdkError(
-      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g' })),
+      sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g' })),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
@@ -149,7 +138,7 @@ describe('sending to a FIFO queue', () => {
   test('Given a FIFO queue, When a message is sent with DelaySeconds, Then InvalidParameterValue (400)', async () => {
     const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g', DelaySeconds: 5 }),
       ),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
@@ -159,7 +148,7 @@ describe('sending to a FIFO queue', () => {
   test('Given a MessageGroupId with a space, When sent, Then InvalidParameterValue (400)', async () => {
     const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
     await expectSdkError(
-      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'a b' })),
+      sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'a b' })),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
@@ -197,17 +186,17 @@ describe('sending to a FIFO queue', () => {
   });
 
   test('Given a standard queue, When a message carries MessageDeduplicationId, Then InvalidParameterValue (400)', async () => {
-    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
+    const { QueueUrl } = await sqs.client.send(new CreateQueueCommand({ QueueName: uniqueName('std') }));
     await expectSdkError(
-      client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageDeduplicationId: 'd' })),
+      sqs.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageDeduplicationId: 'd' })),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
 
   test('Given a standard queue (fair queue), When a message carries MessageGroupId, Then it is received with it as a system attribute', async () => {
-    const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: uniqueName('fair') }));
+    const { QueueUrl } = await sqs.client.send(new CreateQueueCommand({ QueueName: uniqueName('fair') }));
     assert.ok(QueueUrl);
-    await client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageGroupId: 'tenant-1' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageGroupId: 'tenant-1' }));
     const [m] = await receive(QueueUrl);
     assert.equal(m?.Attributes?.MessageGroupId, 'tenant-1');
   });
@@ -216,7 +205,7 @@ describe('sending to a FIFO queue', () => {
 describe('SendMessageBatch on a FIFO queue', () => {
   test('Given a batch, When sent, Then each entry gets a SequenceNumber and the order in each group is the entry order', async () => {
     const url = await fifoQueue();
-    const out = await client.send(
+    const out = await sqs.client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: ['1', '2', '3'].map((i) => ({
@@ -235,7 +224,7 @@ describe('SendMessageBatch on a FIFO queue', () => {
   test('Given a batch with an entry without MessageGroupId, When sent, Then the whole request fails with InvalidParameterValue (400)', async () => {
     const url = await fifoQueue();
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SendMessageBatchCommand({
           QueueUrl: url,
           Entries: [
@@ -276,7 +265,7 @@ describe('receiving from a FIFO queue', () => {
     await send(url, 'a1', 'a', 'a1');
     await send(url, 'a2', 'a', 'a2');
     const [a1] = await receive(url, 1);
-    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1?.ReceiptHandle }));
+    await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1?.ReceiptHandle }));
     assert.deepEqual(bodies(await receive(url)), ['a2']);
   });
 
@@ -285,7 +274,7 @@ describe('receiving from a FIFO queue', () => {
     await send(url, 'a1', 'a', 'a1');
     await send(url, 'a2', 'a', 'a2');
     const [a1] = await receive(url, 1);
-    await client.send(
+    await sqs.client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: a1?.ReceiptHandle,
@@ -313,7 +302,7 @@ describe('receiving from a FIFO queue', () => {
   test('Given an invalid ReceiveRequestAttemptId, When received, Then InvalidParameterValue (400)', async () => {
     const url = await fifoQueue();
     await expectSdkError(
-      client.send(new ReceiveMessageCommand({ QueueUrl: url, ReceiveRequestAttemptId: 'x'.repeat(129) })),
+      sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, ReceiveRequestAttemptId: 'x'.repeat(129) })),
       {
         name: 'InvalidParameterValue',
         code: 'InvalidParameterValue',
@@ -325,12 +314,12 @@ describe('receiving from a FIFO queue', () => {
   test('Given a FIFO message whose visibility expired, When deleted with its old handle, Then InvalidParameterValue (400)', async () => {
     const url = await fifoQueue();
     await send(url, 'a1', 'a', 'a1');
-    const [a1] = await client
+    const [a1] = await sqs.client
       .send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0 }))
       .then((o) => o.Messages ?? []);
     assert.ok(a1?.ReceiptHandle);
     await expectSdkError(
-      client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1.ReceiptHandle })),
+      sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: a1.ReceiptHandle })),
       {
         name: 'InvalidParameterValue',
         code: 'InvalidParameterValue',
@@ -344,7 +333,7 @@ describe('FIFO corners AWS recorded (issue 21)', () => {
   test('Given a purged FIFO queue, When a deduplication id sent before the purge is sent again, Then it is a new message', async () => {
     const url = await fifoQueue();
     const before = await send(url, 'a', 'g', 'd');
-    await client.send(new PurgeQueueCommand({ QueueUrl: url }));
+    await sqs.client.send(new PurgeQueueCommand({ QueueUrl: url }));
     const after = await send(url, 'a', 'g', 'd');
     assert.notEqual(after.id, before.id);
     assert.deepEqual(
@@ -357,7 +346,7 @@ describe('FIFO corners AWS recorded (issue 21)', () => {
     const url = await fifoQueue();
     const a = await send(url, 'a', 'g1', 'd');
     assert.equal((await send(url, 'a', 'g2', 'd')).id, a.id, 'a duplicate before');
-    await client.send(
+    await sqs.client.send(
       new SetQueueAttributesCommand({
         QueueUrl: url,
         Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
@@ -380,7 +369,7 @@ describe('FIFO corners AWS recorded (issue 21)', () => {
     assert.ok(first.ReceiptHandle);
     // g1 comes back in a later millisecond than g3's send (ties go by send order).
     await pastMillisecond(Date.now());
-    await client.send(
+    await sqs.client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: url,
         ReceiptHandle: first.ReceiptHandle,

@@ -8,45 +8,25 @@
  * (10 s), and assert states, never durations.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   CancelMessageMoveTaskCommand,
-  CreateQueueCommand,
   GetQueueAttributesCommand,
   ListMessageMoveTasksCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   StartMessageMoveTaskCommand,
   type ListMessageMoveTasksResultEntry,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { uniqueName } from '../support/server.js';
 import { queryErrorCode, queryOk, queryPost, xmlText, xmlTexts } from '../support/wire.js';
+import { redrivePolicy, sharedServer } from '../support/sqs.js';
 
-let server: RunningServer;
-let client: SQSClient;
+const sqs = sharedServer();
 
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
-
-async function queue(
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
-  assert.ok(QueueUrl);
-  const out = await client.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-  assert.ok(out.Attributes?.QueueArn);
-  return { url: QueueUrl, arn: out.Attributes.QueueArn };
-}
+const queue = (name: string, attributes?: Record<string, string>): Promise<{ url: string; arn: string }> =>
+  sqs.createQueueWithArn(name, attributes);
 
 /** A source whose `n` messages have all moved to its DLQ (maxReceiveCount 1, two receives each). */
 async function deadLetters(
@@ -54,21 +34,21 @@ async function deadLetters(
 ): Promise<{ src: { url: string; arn: string }; dlq: { url: string; arn: string }; ids: string[] }> {
   const dlq = await queue(uniqueName('dlq'));
   const src = await queue(uniqueName('src'), {
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    RedrivePolicy: redrivePolicy(dlq.arn, 1),
   });
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const out = await client.send(new SendMessageCommand({ QueueUrl: src.url, MessageBody: `m${i}` }));
+    const out = await sqs.client.send(new SendMessageCommand({ QueueUrl: src.url, MessageBody: `m${i}` }));
     ids.push(out.MessageId ?? '');
   }
   // Each message is delivered on its first receive (visible again at once), moved on its second.
   for (let i = 0; i < 2 * n + 2; i++) {
-    const out = await client.send(
+    const out = await sqs.client.send(
       new ReceiveMessageCommand({ QueueUrl: src.url, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
     );
     if ((out.Messages?.length ?? 0) === 0) break;
   }
-  const counts = await client.send(
+  const counts = await sqs.client.send(
     new GetQueueAttributesCommand({ QueueUrl: dlq.url, AttributeNames: ['ApproximateNumberOfMessages'] }),
   );
   assert.equal(counts.Attributes?.ApproximateNumberOfMessages, String(n), 'every message is in the DLQ');
@@ -76,7 +56,9 @@ async function deadLetters(
 }
 
 async function tasks(sourceArn: string, max = 10): Promise<ListMessageMoveTasksResultEntry[]> {
-  const out = await client.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: max }));
+  const out = await sqs.client.send(
+    new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: max }),
+  );
   return out.Results ?? [];
 }
 
@@ -91,20 +73,12 @@ async function until(sourceArn: string, status: string): Promise<ListMessageMove
   }
 }
 
-async function drain(url: string): Promise<string[]> {
-  const bodies: string[] = [];
-  for (let i = 0; i < 20; i++) {
-    const out = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
-    if ((out.Messages?.length ?? 0) === 0) break;
-    for (const m of out.Messages ?? []) bodies.push(m.Body ?? '');
-  }
-  return bodies.sort();
-}
+const drain = async (url: string): Promise<string[]> => (await sqs.drain(url)).sort();
 
 describe('StartMessageMoveTask errors', () => {
   test('Given a queue that is no DLQ, When a move task is started on it, Then InvalidParameterValue (400)', async () => {
     const q = await queue(uniqueName('plain'));
-    await expectSdkError(client.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn })), {
+    await expectSdkError(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn })), {
       name: 'InvalidParameterValue',
       code: 'InvalidParameterValue',
       status: 400,
@@ -114,7 +88,7 @@ describe('StartMessageMoveTask errors', () => {
   test('Given a source ARN of no queue, When a move task is started, Then ResourceNotFoundException (404)', async () => {
     const q = await queue(uniqueName('any'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new StartMessageMoveTaskCommand({ SourceArn: q.arn.replace(/[^:]+$/, uniqueName('nope')) }),
       ),
       { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 },
@@ -124,7 +98,7 @@ describe('StartMessageMoveTask errors', () => {
   test('Given a DestinationArn of no queue, When a move task is started, Then ResourceNotFoundException (404)', async () => {
     const { dlq } = await deadLetters(1);
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new StartMessageMoveTaskCommand({
           SourceArn: dlq.arn,
           DestinationArn: dlq.arn.replace(/[^:]+$/, uniqueName('nope')),
@@ -137,7 +111,9 @@ describe('StartMessageMoveTask errors', () => {
   test('Given MaxNumberOfMessagesPerSecond 501, When a move task is started, Then InvalidParameterValue (400)', async () => {
     const { dlq } = await deadLetters(1);
     await expectSdkError(
-      client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, MaxNumberOfMessagesPerSecond: 501 })),
+      sqs.client.send(
+        new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, MaxNumberOfMessagesPerSecond: 501 }),
+      ),
       { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
@@ -146,7 +122,7 @@ describe('StartMessageMoveTask errors', () => {
 describe('moving messages', () => {
   test('Given a DLQ of three messages, When a task moves them back, Then it completes with its counts and the source holds them as new messages', async () => {
     const { src, dlq, ids } = await deadLetters(3);
-    const { TaskHandle } = await client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
+    const { TaskHandle } = await sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn }));
     assert.ok(TaskHandle);
     const done = await until(dlq.arn, 'COMPLETED');
     assert.equal(done.ApproximateNumberOfMessagesMoved, 3);
@@ -155,7 +131,9 @@ describe('moving messages', () => {
     assert.equal(done.TaskHandle, undefined, 'a handle only while RUNNING');
     assert.equal(done.DestinationArn, undefined);
     assert.ok(typeof done.StartedTimestamp === 'number' && done.StartedTimestamp > 0);
-    const out = await client.send(new ReceiveMessageCommand({ QueueUrl: src.url, MaxNumberOfMessages: 10 }));
+    const out = await sqs.client.send(
+      new ReceiveMessageCommand({ QueueUrl: src.url, MaxNumberOfMessages: 10 }),
+    );
     assert.deepEqual((out.Messages ?? []).map((m) => m.Body).sort(), ['m0', 'm1', 'm2']);
     for (const m of out.Messages ?? [])
       assert.ok(!ids.includes(m.MessageId ?? ''), 'redriven messages are new messages');
@@ -164,7 +142,7 @@ describe('moving messages', () => {
   test('Given a DestinationArn, When the task runs, Then the messages go there', async () => {
     const { src, dlq } = await deadLetters(2);
     const dest = await queue(uniqueName('dest'));
-    await client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, DestinationArn: dest.arn }));
+    await sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, DestinationArn: dest.arn }));
     const done = await until(dlq.arn, 'COMPLETED');
     assert.equal(done.DestinationArn, dest.arn);
     assert.deepEqual(await drain(dest.url), ['m0', 'm1']);
@@ -173,26 +151,26 @@ describe('moving messages', () => {
 
   test('Given a slow running task, When listed, started again and cancelled, Then it shows its handle, refuses a second task, and ends CANCELLED', async () => {
     const { dlq } = await deadLetters(30);
-    const { TaskHandle } = await client.send(
+    const { TaskHandle } = await sqs.client.send(
       new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, MaxNumberOfMessagesPerSecond: 1 }),
     );
     const [running] = await tasks(dlq.arn, 1);
     assert.equal(running?.Status, 'RUNNING');
     assert.equal(running?.TaskHandle, TaskHandle);
     assert.equal(running?.MaxNumberOfMessagesPerSecond, 1);
-    await expectSdkError(client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn })), {
+    await expectSdkError(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn })), {
       name: 'InvalidParameterValue',
       code: 'InvalidParameterValue',
       status: 400,
     });
-    const cancel = await client.send(new CancelMessageMoveTaskCommand({ TaskHandle }));
+    const cancel = await sqs.client.send(new CancelMessageMoveTaskCommand({ TaskHandle }));
     assert.equal(typeof cancel.ApproximateNumberOfMessagesMoved, 'number');
     const cancelled = await until(dlq.arn, 'CANCELLED');
     assert.ok((cancelled.ApproximateNumberOfMessagesMoved ?? 0) < 30);
   });
 
   test('Given a handle that is not one, When cancelled, Then InvalidParameterValue (400)', async () => {
-    await expectSdkError(client.send(new CancelMessageMoveTaskCommand({ TaskHandle: 'not-a-handle' })), {
+    await expectSdkError(sqs.client.send(new CancelMessageMoveTaskCommand({ TaskHandle: 'not-a-handle' })), {
       name: 'InvalidParameterValue',
       code: 'InvalidParameterValue',
       status: 400,
@@ -202,7 +180,7 @@ describe('moving messages', () => {
   test('Given a source ARN of no queue, When its tasks are listed, Then ResourceNotFoundException (404)', async () => {
     const q = await queue(uniqueName('any'));
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new ListMessageMoveTasksCommand({ SourceArn: q.arn.replace(/[^:]+$/, uniqueName('nope')) }),
       ),
       { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 },
@@ -213,21 +191,21 @@ describe('moving messages', () => {
 describe('the Query protocol', () => {
   test('Given a queue that is no DLQ, When StartMessageMoveTask is posted, Then InvalidParameterValue (400) in XML', async () => {
     const q = await queue(uniqueName('plain'));
-    const res = await queryPost(server.url, { Action: 'StartMessageMoveTask', SourceArn: q.arn });
+    const res = await queryPost(sqs.server.url, { Action: 'StartMessageMoveTask', SourceArn: q.arn });
     assert.equal(res.status, 400);
     assert.equal(queryErrorCode(res.text), 'InvalidParameterValue');
   });
 
   test('Given a DLQ, When a task is started, listed and cancelled over Query, Then the XML carries the handle, status and counts', async () => {
     const { dlq } = await deadLetters(20);
-    const started = await queryOk(server.url, {
+    const started = await queryOk(sqs.server.url, {
       Action: 'StartMessageMoveTask',
       SourceArn: dlq.arn,
       MaxNumberOfMessagesPerSecond: '1',
     });
     const handle = xmlText(started, 'TaskHandle');
     assert.ok(handle);
-    const listed = await queryOk(server.url, {
+    const listed = await queryOk(sqs.server.url, {
       Action: 'ListMessageMoveTasks',
       SourceArn: dlq.arn,
       MaxResults: '10',
@@ -235,7 +213,7 @@ describe('the Query protocol', () => {
     assert.deepEqual(xmlTexts(listed, 'Status'), ['RUNNING']);
     assert.equal(xmlText(listed, 'TaskHandle'), handle);
     assert.equal(xmlText(listed, 'ApproximateNumberOfMessagesToMove'), '20');
-    const cancelled = await queryOk(server.url, { Action: 'CancelMessageMoveTask', TaskHandle: handle });
+    const cancelled = await queryOk(sqs.server.url, { Action: 'CancelMessageMoveTask', TaskHandle: handle });
     assert.match(xmlText(cancelled, 'ApproximateNumberOfMessagesMoved') ?? '', /^\d+$/);
     await until(dlq.arn, 'CANCELLED');
   });

@@ -7,37 +7,18 @@ import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import {
   AddPermissionCommand,
-  CreateQueueCommand,
   GetQueueAttributesCommand,
   RemovePermissionCommand,
   SetQueueAttributesCommand,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
-import {
-  awsCli,
-  awsCliOk,
-  sqsClient,
-  startServer,
-  uniqueName,
-  type RunningServer,
-} from '../support/server.js';
+import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
+import { sharedServer } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('aws');
 
-let server: RunningServer;
-let client: SQSClient;
-
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const sqs = sharedServer({ hooks: { before, after } });
 
 interface Statement {
   Sid: string;
@@ -47,16 +28,13 @@ interface Statement {
   Resource: string;
 }
 
-async function createQueue(attributes: Record<string, string> = {}): Promise<string> {
-  const { QueueUrl } = await client.send(
-    new CreateQueueCommand({ QueueName: uniqueName('perm'), Attributes: attributes }),
-  );
-  assert.ok(QueueUrl);
-  return QueueUrl;
-}
+const createQueue = (attributes: Record<string, string> = {}): Promise<string> =>
+  sqs.createQueue(uniqueName('perm'), attributes);
 
 async function attributes(url: string): Promise<Record<string, string>> {
-  const out = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+  const out = await sqs.client.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }),
+  );
   return out.Attributes ?? {};
 }
 
@@ -69,7 +47,7 @@ async function statements(url: string): Promise<Statement[]> {
 describe('AddPermission and RemovePermission (JSON)', () => {
   test('Given a queue, When a permission is added, Then GetQueueAttributes returns it as a Policy statement', async () => {
     const url = await createQueue();
-    await client.send(
+    await sqs.client.send(
       new AddPermissionCommand({
         QueueUrl: url,
         Label: 'senders',
@@ -88,7 +66,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
   test('Given two permissions, When one is removed, Then the other stays; when the last goes, Then there is no Policy', async () => {
     const url = await createQueue();
     for (const label of ['one', 'two']) {
-      await client.send(
+      await sqs.client.send(
         new AddPermissionCommand({
           QueueUrl: url,
           Label: label,
@@ -97,19 +75,19 @@ describe('AddPermission and RemovePermission (JSON)', () => {
         }),
       );
     }
-    await client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'one' }));
+    await sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'one' }));
     assert.deepEqual(
       (await statements(url)).map((s) => s.Sid),
       ['two'],
     );
-    await client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'two' }));
+    await sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'two' }));
     assert.equal((await attributes(url)).Policy, undefined);
   });
 
   test('Given a label in use, When added again, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
     const add = (): Promise<unknown> =>
-      client.send(
+      sqs.client.send(
         new AddPermissionCommand({
           QueueUrl: url,
           Label: 'dup',
@@ -128,7 +106,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
   test('Given an action only the owner may call, When granted, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new AddPermissionCommand({
           QueueUrl: url,
           Label: 'x',
@@ -153,7 +131,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
       'ListDeadLetterSourceQueues',
     ];
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new AddPermissionCommand({
           QueueUrl: url,
           Label: 'x',
@@ -167,7 +145,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
 
   test('Given a label not in the Policy, When removed, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
-    await expectSdkError(client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'nope' })), {
+    await expectSdkError(sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'nope' })), {
       name: 'InvalidParameterValue',
       code: 'InvalidParameterValue',
       status: 400,
@@ -180,10 +158,10 @@ describe('AddPermission and RemovePermission (JSON)', () => {
       Version: '2012-10-17',
       Statement: [{ Sid: 'own', Effect: 'Allow', Principal: '*', Action: 'sqs:*' }],
     };
-    await client.send(
+    await sqs.client.send(
       new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: JSON.stringify(own) } }),
     );
-    await client.send(
+    await sqs.client.send(
       new AddPermissionCommand({
         QueueUrl: url,
         Label: 'added',
@@ -201,7 +179,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
 describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
   test('Given a queue, When aws sqs add-permission and remove-permission are called, Then the Policy has the statement and then has none', async () => {
     const url = await createQueue();
-    await awsCliOk(server.url, [
+    await awsCliOk(sqs.server.url, [
       'add-permission',
       '--queue-url',
       url,
@@ -214,7 +192,7 @@ describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
       'SendMessage',
       'ReceiveMessage',
     ]);
-    const out = await awsCliOk(server.url, [
+    const out = await awsCliOk(sqs.server.url, [
       'get-queue-attributes',
       '--queue-url',
       url,
@@ -227,13 +205,13 @@ describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
       'arn:aws:iam::111122223333:root',
       'arn:aws:iam::444455556666:root',
     ]);
-    await awsCliOk(server.url, ['remove-permission', '--queue-url', url, '--label', 'cli']);
+    await awsCliOk(sqs.server.url, ['remove-permission', '--queue-url', url, '--label', 'cli']);
     assert.equal((await attributes(url)).Policy, undefined);
   });
 
   test('Given a label not in the Policy, When aws sqs remove-permission is called, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
-    const res = await awsCli(server.url, ['remove-permission', '--queue-url', url, '--label', 'nope'], {
+    const res = await awsCli(sqs.server.url, ['remove-permission', '--queue-url', url, '--label', 'nope'], {
       debug: true,
     });
     assert.notEqual(res.code, 0);
@@ -254,7 +232,7 @@ describe('encryption attributes', () => {
   test('Given KmsMasterKeyId and SqsManagedSseEnabled true together, When set, Then InvalidAttributeName (400)', async () => {
     const url = await createQueue();
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: url,
           Attributes: { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' },
@@ -267,7 +245,7 @@ describe('encryption attributes', () => {
   test('Given KmsDataKeyReusePeriodSeconds 59, When aws sqs set-queue-attributes sets it, Then InvalidAttributeValue (400)', async () => {
     const url = await createQueue();
     const res = await awsCli(
-      server.url,
+      sqs.server.url,
       [
         'set-queue-attributes',
         '--queue-url',

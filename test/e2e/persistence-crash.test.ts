@@ -12,10 +12,8 @@
 import assert from 'node:assert/strict';
 import {
   CreateQueueCommand,
-  DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
-  ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -31,6 +29,7 @@ import {
   type RunningServer,
 } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
+import { drain } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -64,30 +63,6 @@ function statusOf(e: unknown): number | undefined {
 }
 
 const ready = (s: RunningServer): Promise<void> => waitReady(s, 15_000);
-
-/** Receives and deletes until a receive comes back empty; returns the bodies. */
-async function drain(sqs: SQSClient, queueUrl: string): Promise<string[]> {
-  const bodies: string[] = [];
-  for (;;) {
-    const r = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        VisibilityTimeout: 600,
-      }),
-    );
-    const got = r.Messages ?? [];
-    if (got.length === 0) return bodies;
-    for (const m of got) bodies.push(m.Body ?? '');
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: got.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-      }),
-    );
-  }
-}
 
 test('Given a producer sending as fast as it can, when the server is killed -9 at a random moment and restarted, then every acknowledged message is received', async () => {
   const prefix = uniquePrefix();

@@ -4,7 +4,7 @@
  * error name, Query code (`x-amzn-query-error`) and HTTP status the SDK surfaces.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
@@ -28,34 +28,18 @@ import {
 } from '@aws-sdk/client-sqs';
 import { expectSdkError } from '../support/assertions.js';
 import { md5Hex, md5OfAttributes, MD5_SELF_CHECK } from '../support/md5.js';
-import {
-  sqsClient,
-  startServer,
-  uniqueName,
-  waitForLongPollWaiters,
-  type RunningServer,
-} from '../support/server.js';
+import { uniqueName, waitForLongPollWaiters } from '../support/server.js';
 import { jsonPost } from '../support/wire.js';
+import { sharedServer } from '../support/sqs.js';
 
 const MIB = 1024 * 1024;
 const TRACE_HEADER = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
 
-let server: RunningServer;
-let client: SQSClient;
-
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const sqs = sharedServer();
 
 /** Receives the one message `url` holds, with this VisibilityTimeout; returns its receipt handle. */
 async function receiveHandle(url: string, visibilityTimeout: number): Promise<string> {
-  const out = await client.send(
+  const out = await sqs.client.send(
     new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: visibilityTimeout }),
   );
   const handle = out.Messages?.[0]?.ReceiptHandle;
@@ -64,39 +48,13 @@ async function receiveHandle(url: string, visibilityTimeout: number): Promise<st
 }
 
 function setVisibility(url: string, handle: string, seconds: number): Promise<unknown> {
-  return client.send(
+  return sqs.client.send(
     new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: handle, VisibilityTimeout: seconds }),
   );
 }
 
-async function createQueue(prefix: string, attributes?: Record<string, string>): Promise<string> {
-  const out = await client.send(
-    new CreateQueueCommand({
-      QueueName: uniqueName(prefix),
-      ...(attributes ? { Attributes: attributes } : {}),
-    }),
-  );
-  assert.ok(out.QueueUrl, 'CreateQueue returned a QueueUrl');
-  return out.QueueUrl;
-}
-
-async function counts(queueUrl: string): Promise<{ visible: number; notVisible: number; delayed: number }> {
-  const out = await client.send(
-    new GetQueueAttributesCommand({
-      QueueUrl: queueUrl,
-      AttributeNames: [
-        'ApproximateNumberOfMessages',
-        'ApproximateNumberOfMessagesNotVisible',
-        'ApproximateNumberOfMessagesDelayed',
-      ],
-    }),
-  );
-  return {
-    visible: Number(out.Attributes?.ApproximateNumberOfMessages),
-    notVisible: Number(out.Attributes?.ApproximateNumberOfMessagesNotVisible),
-    delayed: Number(out.Attributes?.ApproximateNumberOfMessagesDelayed),
-  };
-}
+const createQueue = (prefix: string, attributes?: Record<string, string>): Promise<string> =>
+  sqs.createQueue(uniqueName(prefix), attributes);
 
 function queueName(url: string): string {
   return url.slice(url.lastIndexOf('/') + 1);
@@ -109,7 +67,7 @@ test('the test MD5 helper matches the documented byte layout (JSON protocol suit
 describe('JSON protocol: queues', () => {
   test('Given attributes and tags, When CreateQueue, Then GetQueueAttributes and ListQueueTags show them', async () => {
     const name = uniqueName('sdk-create');
-    const out = await client.send(
+    const out = await sqs.client.send(
       new CreateQueueCommand({
         QueueName: name,
         Attributes: { VisibilityTimeout: '45', DelaySeconds: '2', MessageRetentionPeriod: '3600' },
@@ -117,7 +75,7 @@ describe('JSON protocol: queues', () => {
       }),
     );
     assert.ok(out.QueueUrl?.endsWith(`/${name}`), `queue URL ends with the name: ${out.QueueUrl}`);
-    const attrs = await client.send(
+    const attrs = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: out.QueueUrl, AttributeNames: ['All'] }),
     );
     assert.equal(attrs.Attributes?.VisibilityTimeout, '45');
@@ -129,16 +87,16 @@ describe('JSON protocol: queues', () => {
     assert.match(attrs.Attributes?.CreatedTimestamp ?? '', /^\d+$/);
     assert.match(attrs.Attributes?.LastModifiedTimestamp ?? '', /^\d+$/);
     assert.equal(attrs.Attributes?.ApproximateNumberOfMessages, '0');
-    const tags = await client.send(new ListQueueTagsCommand({ QueueUrl: out.QueueUrl }));
+    const tags = await sqs.client.send(new ListQueueTagsCommand({ QueueUrl: out.QueueUrl }));
     assert.deepEqual(tags.Tags, { team: 'queues', env: 'test' });
   });
 
   test('Given a queue, When CreateQueue again with the same attributes, Then it answers the same URL', async () => {
     const name = uniqueName('sdk-idem');
-    const first = await client.send(
+    const first = await sqs.client.send(
       new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '40' } }),
     );
-    const again = await client.send(
+    const again = await sqs.client.send(
       new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '40' } }),
     );
     assert.equal(again.QueueUrl, first.QueueUrl);
@@ -146,21 +104,23 @@ describe('JSON protocol: queues', () => {
 
   test('Given a queue, When CreateQueue with other attributes, Then QueueNameExists (QueueAlreadyExists, 400)', async () => {
     const name = uniqueName('sdk-exists');
-    await client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '40' } }));
+    await sqs.client.send(
+      new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '40' } }),
+    );
     await expectSdkError(
-      client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '41' } })),
+      sqs.client.send(new CreateQueueCommand({ QueueName: name, Attributes: { VisibilityTimeout: '41' } })),
       { name: 'QueueNameExists', code: 'QueueAlreadyExists', status: 400 },
     );
   });
 
   test('Given a queue, When GetQueueUrl by name, Then the CreateQueue URL comes back', async () => {
     const url = await createQueue('sdk-geturl');
-    const out = await client.send(new GetQueueUrlCommand({ QueueName: queueName(url) }));
+    const out = await sqs.client.send(new GetQueueUrlCommand({ QueueName: queueName(url) }));
     assert.equal(out.QueueUrl, url);
   });
 
   test('Given no such queue, When GetQueueUrl, Then QueueDoesNotExist (AWS.SimpleQueueService.NonExistentQueue, 400)', async () => {
-    await expectSdkError(client.send(new GetQueueUrlCommand({ QueueName: uniqueName('sdk-nosuch') })), {
+    await expectSdkError(sqs.client.send(new GetQueueUrlCommand({ QueueName: uniqueName('sdk-nosuch') })), {
       name: 'QueueDoesNotExist',
       code: 'AWS.SimpleQueueService.NonExistentQueue',
       status: 400,
@@ -168,7 +128,7 @@ describe('JSON protocol: queues', () => {
   });
 
   test('Given no such queue, When the raw JSON request is sent, Then __type and x-amzn-query-error are exact', async () => {
-    const res = await jsonPost(server.url, 'AmazonSQS.GetQueueUrl', {
+    const res = await jsonPost(sqs.server.url, 'AmazonSQS.GetQueueUrl', {
       QueueName: uniqueName('sdk-raw-nosuch'),
     });
     assert.equal(res.status, 400);
@@ -184,19 +144,19 @@ describe('JSON protocol: queues', () => {
 
   test('Given a deleted queue, When it is used, Then QueueDoesNotExist and ListQueues no longer lists it', async () => {
     const prefix = uniqueName('sdk-del');
-    const url = (await client.send(new CreateQueueCommand({ QueueName: prefix }))).QueueUrl ?? '';
-    await client.send(new DeleteQueueCommand({ QueueUrl: url }));
-    await expectSdkError(client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' })), {
+    const url = (await sqs.client.send(new CreateQueueCommand({ QueueName: prefix }))).QueueUrl ?? '';
+    await sqs.client.send(new DeleteQueueCommand({ QueueUrl: url }));
+    await expectSdkError(sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' })), {
       name: 'QueueDoesNotExist',
       code: 'AWS.SimpleQueueService.NonExistentQueue',
       status: 400,
     });
-    await expectSdkError(client.send(new GetQueueUrlCommand({ QueueName: prefix })), {
+    await expectSdkError(sqs.client.send(new GetQueueUrlCommand({ QueueName: prefix })), {
       name: 'QueueDoesNotExist',
       code: 'AWS.SimpleQueueService.NonExistentQueue',
       status: 400,
     });
-    const list = await client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
+    const list = await sqs.client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
     assert.deepEqual(list.QueueUrls ?? [], []);
   });
 
@@ -204,10 +164,12 @@ describe('JSON protocol: queues', () => {
     const prefix = uniqueName('sdk-list');
     const made: string[] = [];
     for (let i = 0; i < 3; i++) {
-      made.push((await client.send(new CreateQueueCommand({ QueueName: `${prefix}-${i}` }))).QueueUrl ?? '');
+      made.push(
+        (await sqs.client.send(new CreateQueueCommand({ QueueName: `${prefix}-${i}` }))).QueueUrl ?? '',
+      );
     }
     await createQueue('sdk-other');
-    const out = await client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
+    const out = await sqs.client.send(new ListQueuesCommand({ QueueNamePrefix: prefix }));
     assert.deepEqual([...(out.QueueUrls ?? [])].sort(), [...made].sort());
     assert.equal(out.NextToken, undefined);
   });
@@ -216,13 +178,15 @@ describe('JSON protocol: queues', () => {
     const prefix = uniqueName('sdk-page');
     const made: string[] = [];
     for (let i = 0; i < 5; i++) {
-      made.push((await client.send(new CreateQueueCommand({ QueueName: `${prefix}-${i}` }))).QueueUrl ?? '');
+      made.push(
+        (await sqs.client.send(new CreateQueueCommand({ QueueName: `${prefix}-${i}` }))).QueueUrl ?? '',
+      );
     }
     const seen: string[] = [];
     let token: string | undefined;
     let pages = 0;
     do {
-      const out = await client.send(
+      const out = await sqs.client.send(
         new ListQueuesCommand({
           QueueNamePrefix: prefix,
           MaxResults: 2,
@@ -240,7 +204,7 @@ describe('JSON protocol: queues', () => {
 
   test('Given a queue, When GetQueueAttributes names one attribute, Then only that one is returned', async () => {
     const url = await createQueue('sdk-oneattr', { VisibilityTimeout: '33' });
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }),
     );
     assert.deepEqual(out.Attributes, { VisibilityTimeout: '33' });
@@ -248,19 +212,19 @@ describe('JSON protocol: queues', () => {
 
   test('Given visible, in-flight and delayed messages, Then ApproximateNumberOfMessages* count each', async () => {
     const url = await createQueue('sdk-counts');
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'one' }));
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'two' }));
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'later', DelaySeconds: 600 }));
-    const got = await client.send(
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'one' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'two' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'later', DelaySeconds: 600 }));
+    const got = await sqs.client.send(
       new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 1, VisibilityTimeout: 600 }),
     );
     assert.equal(got.Messages?.length, 1);
-    assert.deepEqual(await counts(url), { visible: 1, notVisible: 1, delayed: 1 });
+    assert.deepEqual(await sqs.counts(url), { visible: 1, notVisible: 1, delayed: 1 });
   });
 
   test('Given a queue, When SetQueueAttributes, Then GetQueueAttributes shows the new values', async () => {
     const url = await createQueue('sdk-set');
-    await client.send(
+    await sqs.client.send(
       new SetQueueAttributesCommand({
         QueueUrl: url,
         Attributes: {
@@ -270,7 +234,7 @@ describe('JSON protocol: queues', () => {
         },
       }),
     );
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({
         QueueUrl: url,
         AttributeNames: ['VisibilityTimeout', 'MaximumMessageSize', 'ReceiveMessageWaitTimeSeconds'],
@@ -286,12 +250,12 @@ describe('JSON protocol: queues', () => {
   test('Given an out-of-range VisibilityTimeout, When SetQueueAttributes, Then InvalidAttributeValue (400)', async () => {
     const url = await createQueue('sdk-badattr');
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { VisibilityTimeout: '43201' } }),
       ),
       { name: 'InvalidAttributeValue', code: 'InvalidAttributeValue', status: 400 },
     );
-    const out = await client.send(
+    const out = await sqs.client.send(
       new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['VisibilityTimeout'] }),
     );
     assert.equal(out.Attributes?.VisibilityTimeout, '30', 'the refused value was not applied');
@@ -300,7 +264,7 @@ describe('JSON protocol: queues', () => {
   test('Given an unknown attribute name, When SetQueueAttributes, Then InvalidAttributeName (400)', async () => {
     const url = await createQueue('sdk-badattrname');
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SetQueueAttributesCommand({
           QueueUrl: url,
           Attributes: { NoSuchAttribute: '1' } as Record<string, string>,
@@ -312,20 +276,20 @@ describe('JSON protocol: queues', () => {
 
   test('Given a queue, When TagQueue and UntagQueue, Then ListQueueTags follows', async () => {
     const url = await createQueue('sdk-tags');
-    await client.send(new TagQueueCommand({ QueueUrl: url, Tags: { a: '1', b: '2', c: '3' } }));
-    assert.deepEqual((await client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags, {
+    await sqs.client.send(new TagQueueCommand({ QueueUrl: url, Tags: { a: '1', b: '2', c: '3' } }));
+    assert.deepEqual((await sqs.client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags, {
       a: '1',
       b: '2',
       c: '3',
     });
-    await client.send(new TagQueueCommand({ QueueUrl: url, Tags: { a: 'one' } }));
-    await client.send(new UntagQueueCommand({ QueueUrl: url, TagKeys: ['b'] }));
-    assert.deepEqual((await client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags, {
+    await sqs.client.send(new TagQueueCommand({ QueueUrl: url, Tags: { a: 'one' } }));
+    await sqs.client.send(new UntagQueueCommand({ QueueUrl: url, TagKeys: ['b'] }));
+    assert.deepEqual((await sqs.client.send(new ListQueueTagsCommand({ QueueUrl: url }))).Tags, {
       a: 'one',
       c: '3',
     });
-    await client.send(new UntagQueueCommand({ QueueUrl: url, TagKeys: ['a', 'c'] }));
-    const none = await client.send(new ListQueueTagsCommand({ QueueUrl: url }));
+    await sqs.client.send(new UntagQueueCommand({ QueueUrl: url, TagKeys: ['a', 'c'] }));
+    const none = await sqs.client.send(new ListQueueTagsCommand({ QueueUrl: url }));
     assert.deepEqual(none.Tags ?? {}, {});
   });
 });
@@ -343,7 +307,7 @@ describe('JSON protocol: messages', () => {
   test('Given String, Number, Binary and custom attributes and AWSTraceHeader, When SendMessage, Then every MD5 is the documented one and ReceiveMessage returns them all', async () => {
     const url = await createQueue('sdk-attrs');
     const body = 'body with ünïcödé and \u{1F600} and <xml/> & stuff';
-    const sent = await client.send(
+    const sent = await sqs.client.send(
       new SendMessageCommand({
         QueueUrl: url,
         MessageBody: body,
@@ -359,7 +323,7 @@ describe('JSON protocol: messages', () => {
       md5OfAttributes({ AWSTraceHeader: { DataType: 'String', StringValue: TRACE_HEADER } }),
     );
 
-    const got = await client.send(
+    const got = await sqs.client.send(
       new ReceiveMessageCommand({
         QueueUrl: url,
         MessageAttributeNames: ['All'],
@@ -402,10 +366,10 @@ describe('JSON protocol: messages', () => {
       'a.two': { DataType: 'Number', StringValue: '2' },
       'b.one': { DataType: 'String', StringValue: '3' },
     };
-    await client.send(
+    await sqs.client.send(
       new SendMessageCommand({ QueueUrl: url, MessageBody: 'prefixed', MessageAttributes: all }),
     );
-    const got = await client.send(
+    const got = await sqs.client.send(
       new ReceiveMessageCommand({ QueueUrl: url, MessageAttributeNames: ['a.*'] }),
     );
     const m = got.Messages?.[0];
@@ -419,10 +383,10 @@ describe('JSON protocol: messages', () => {
 
   test('Given a message with attributes, When ReceiveMessage names none, Then no attributes and no system attributes come back', async () => {
     const url = await createQueue('sdk-noattrs');
-    await client.send(
+    await sqs.client.send(
       new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageAttributes: attributes }),
     );
-    const got = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    const got = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     const m = got.Messages?.[0];
     assert.equal(m?.Body, 'x');
     assert.deepEqual(Object.keys(m?.MessageAttributes ?? {}), []);
@@ -432,28 +396,28 @@ describe('JSON protocol: messages', () => {
   test('Given a body of exactly 1 MiB, When SendMessage, Then it is accepted and received whole', async () => {
     const url = await createQueue('sdk-1mib');
     const body = 'm'.repeat(MIB);
-    const sent = await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
+    const sent = await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: body }));
     assert.equal(sent.MD5OfMessageBody, md5Hex(body));
-    const got = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    const got = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     assert.equal(got.Messages?.[0]?.Body?.length, MIB);
   });
 
   test('Given a body over 1 MiB, When SendMessage, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue('sdk-toolong');
     await expectSdkError(
-      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(MIB + 1) })),
+      sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(MIB + 1) })),
       {
         name: 'InvalidParameterValue',
         code: 'InvalidParameterValue',
         status: 400,
       },
     );
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 0, delayed: 0 });
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 0, delayed: 0 });
   });
 
   test('Given 3 entries, When SendMessageBatch, Then all are Successful with the right MD5s', async () => {
     const url = await createQueue('sdk-batch');
-    const out = await client.send(
+    const out = await sqs.client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -475,12 +439,12 @@ describe('JSON protocol: messages', () => {
       byId.get('b')?.MD5OfMessageAttributes,
       md5OfAttributes({ k: { DataType: 'String', StringValue: 'v' } }),
     );
-    assert.equal((await counts(url)).visible, 3);
+    assert.equal((await sqs.counts(url)).visible, 3);
   });
 
   test('Given a batch with one entry out of range, When SendMessageBatch, Then that entry is in Failed and the others are sent', async () => {
     const url = await createQueue('sdk-batch-mixed');
-    const out = await client.send(
+    const out = await sqs.client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -496,13 +460,13 @@ describe('JSON protocol: messages', () => {
     assert.equal(out.Failed?.[0]?.Id, 'bad');
     assert.equal(out.Failed?.[0]?.SenderFault, true);
     assert.equal(out.Failed?.[0]?.Code, 'InvalidParameterValue');
-    assert.equal((await counts(url)).visible, 2);
+    assert.equal((await sqs.counts(url)).visible, 2);
   });
 
   test('Given 11 entries, When SendMessageBatch, Then TooManyEntriesInBatchRequest (400)', async () => {
     const url = await createQueue('sdk-batch-11');
     const Entries = Array.from({ length: 11 }, (_, i) => ({ Id: `e${i}`, MessageBody: `m${i}` }));
-    await expectSdkError(client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries })), {
+    await expectSdkError(sqs.client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries })), {
       name: 'TooManyEntriesInBatchRequest',
       code: 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest',
       status: 400,
@@ -512,7 +476,7 @@ describe('JSON protocol: messages', () => {
   test('Given two entries with one Id, When SendMessageBatch, Then BatchEntryIdsNotDistinct (400)', async () => {
     const url = await createQueue('sdk-batch-dup');
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SendMessageBatchCommand({
           QueueUrl: url,
           Entries: [
@@ -527,14 +491,14 @@ describe('JSON protocol: messages', () => {
         status: 400,
       },
     );
-    assert.equal((await counts(url)).visible, 0);
+    assert.equal((await sqs.counts(url)).visible, 0);
   });
 
   test('Given entries adding up to more than 1 MiB, When SendMessageBatch, Then BatchRequestTooLong (400) and nothing is sent', async () => {
     const url = await createQueue('sdk-batch-long');
     const half = 'h'.repeat(600 * 1024);
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SendMessageBatchCommand({
           QueueUrl: url,
           Entries: [
@@ -545,12 +509,12 @@ describe('JSON protocol: messages', () => {
       ),
       { name: 'BatchRequestTooLong', code: 'AWS.SimpleQueueService.BatchRequestTooLong', status: 400 },
     );
-    assert.equal((await counts(url)).visible, 0);
+    assert.equal((await sqs.counts(url)).visible, 0);
   });
 
   test('Given no entries, When SendMessageBatch, Then EmptyBatchRequest (400)', async () => {
     const url = await createQueue('sdk-batch-empty');
-    await expectSdkError(client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [] })), {
+    await expectSdkError(sqs.client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries: [] })), {
       name: 'EmptyBatchRequest',
       code: 'AWS.SimpleQueueService.EmptyBatchRequest',
       status: 400,
@@ -560,13 +524,15 @@ describe('JSON protocol: messages', () => {
   test('Given 5 messages, When ReceiveMessage with MaxNumberOfMessages 3, Then at most 3 come back, and all 5 over several receives', async () => {
     const url = await createQueue('sdk-max');
     for (let i = 0; i < 5; i++)
-      await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: `m${i}` }));
-    const first = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 3 }));
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: `m${i}` }));
+    const first = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 3 }));
     const n = first.Messages?.length ?? 0;
     assert.ok(n >= 1 && n <= 3, `got ${n}`);
     const bodies = new Set((first.Messages ?? []).map((m) => m.Body));
     for (let i = 0; i < 10 && bodies.size < 5; i++) {
-      const more = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
+      const more = await sqs.client.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
+      );
       for (const m of more.Messages ?? []) {
         assert.ok(!bodies.has(m.Body), `in-flight message ${m.Body} received twice`);
         bodies.add(m.Body);
@@ -577,17 +543,19 @@ describe('JSON protocol: messages', () => {
 
   test('Given a message received with VisibilityTimeout 600, When received again, Then it is hidden; after ChangeMessageVisibility 0 it is back', async () => {
     const url = await createQueue('sdk-vis');
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'hide me' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'hide me' }));
     const handle = await receiveHandle(url, 600);
-    const hidden = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    const hidden = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     assert.deepEqual(hidden.Messages ?? [], []);
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 1, delayed: 0 });
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 1, delayed: 0 });
 
-    await client.send(
+    await sqs.client.send(
       new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: handle, VisibilityTimeout: 0 }),
     );
     // AttributeNames: the older, deprecated name of MessageSystemAttributeNames.
-    const again = await client.send(new ReceiveMessageCommand({ QueueUrl: url, AttributeNames: ['All'] }));
+    const again = await sqs.client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, AttributeNames: ['All'] }),
+    );
     assert.equal(again.Messages?.[0]?.Body, 'hide me');
     assert.equal(again.Messages?.[0]?.Attributes?.ApproximateReceiveCount, '2');
     assert.notEqual(again.Messages?.[0]?.ReceiptHandle, handle, 'a new receipt handle on every receive');
@@ -595,18 +563,18 @@ describe('JSON protocol: messages', () => {
 
   test('Given an expired handle, an older handle and a deleted message, When ChangeMessageVisibility, Then the first two act on the message and the last is InvalidParameterValue in AWS words (issue 21)', async () => {
     const url = await createQueue('sdk-vis-handles');
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'm' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'm' }));
     // VisibilityTimeout 0: this handle's timeout has passed at once.
     const old = await receiveHandle(url, 0);
     await setVisibility(url, old, 600);
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 1, delayed: 0 });
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 1, delayed: 0 });
     await setVisibility(url, old, 0);
     const current = await receiveHandle(url, 600);
     // The older handle still moves the message received since.
     await setVisibility(url, old, 0);
-    assert.deepEqual(await counts(url), { visible: 1, notVisible: 0, delayed: 0 });
-    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: current }));
-    const err = await client
+    assert.deepEqual(await sqs.counts(url), { visible: 1, notVisible: 0, delayed: 0 });
+    await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: current }));
+    const err = await sqs.client
       .send(
         new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: current, VisibilityTimeout: 5 }),
       )
@@ -623,17 +591,17 @@ describe('JSON protocol: messages', () => {
 
   test('Given two in-flight messages, When ChangeMessageVisibilityBatch to 0 with one bad handle, Then two succeed, one fails, and both are receivable', async () => {
     const url = await createQueue('sdk-visbatch');
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'v1' }));
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'v2' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'v1' }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'v2' }));
     const handles: string[] = [];
     for (let i = 0; i < 5 && handles.length < 2; i++) {
-      const got = await client.send(
+      const got = await sqs.client.send(
         new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 600 }),
       );
       for (const m of got.Messages ?? []) handles.push(m.ReceiptHandle ?? '');
     }
     assert.equal(handles.length, 2);
-    const out = await client.send(
+    const out = await sqs.client.send(
       new ChangeMessageVisibilityBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -648,24 +616,24 @@ describe('JSON protocol: messages', () => {
     assert.equal(out.Failed?.[0]?.Id, 'bogus');
     assert.equal(out.Failed?.[0]?.Code, 'ReceiptHandleIsInvalid');
     assert.equal(out.Failed?.[0]?.SenderFault, true);
-    assert.deepEqual(await counts(url), { visible: 2, notVisible: 0, delayed: 0 });
+    assert.deepEqual(await sqs.counts(url), { visible: 2, notVisible: 0, delayed: 0 });
   });
 
   test('Given a received message, When DeleteMessage, Then it is gone', async () => {
     const url = await createQueue('sdk-delete');
-    await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'bye' }));
-    const got = await client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0 }));
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'bye' }));
+    const got = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 0 }));
     const handle = got.Messages?.[0]?.ReceiptHandle;
     assert.ok(handle);
-    await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: handle }));
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 0, delayed: 0 });
-    const none = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+    await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: handle }));
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 0, delayed: 0 });
+    const none = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     assert.deepEqual(none.Messages ?? [], []);
   });
 
   test('Given two received messages, When DeleteMessageBatch with one bad handle, Then two are deleted and one is Failed', async () => {
     const url = await createQueue('sdk-delbatch');
-    await client.send(
+    await sqs.client.send(
       new SendMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -676,10 +644,12 @@ describe('JSON protocol: messages', () => {
     );
     const handles: string[] = [];
     for (let i = 0; i < 5 && handles.length < 2; i++) {
-      const got = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }));
+      const got = await sqs.client.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10 }),
+      );
       for (const m of got.Messages ?? []) handles.push(m.ReceiptHandle ?? '');
     }
-    const out = await client.send(
+    const out = await sqs.client.send(
       new DeleteMessageBatchCommand({
         QueueUrl: url,
         Entries: [
@@ -692,22 +662,25 @@ describe('JSON protocol: messages', () => {
     assert.deepEqual((out.Successful ?? []).map((e) => e.Id).sort(), ['x', 'y']);
     assert.equal(out.Failed?.[0]?.Id, 'z');
     assert.equal(out.Failed?.[0]?.Code, 'ReceiptHandleIsInvalid');
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 0, delayed: 0 });
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 0, delayed: 0 });
   });
 
   test('Given a malformed receipt handle, When DeleteMessage, Then ReceiptHandleIsInvalid (404)', async () => {
     const url = await createQueue('sdk-badhandle');
-    await expectSdkError(client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: 'garbage' })), {
-      name: 'ReceiptHandleIsInvalid',
-      code: 'ReceiptHandleIsInvalid',
-      status: 404,
-    });
+    await expectSdkError(
+      sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: 'garbage' })),
+      {
+        name: 'ReceiptHandleIsInvalid',
+        code: 'ReceiptHandleIsInvalid',
+        status: 404,
+      },
+    );
   });
 
   test('Given a malformed receipt handle, When ChangeMessageVisibility, Then ReceiptHandleIsInvalid (404)', async () => {
     const url = await createQueue('sdk-badhandle-vis');
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: 'garbage', VisibilityTimeout: 5 }),
       ),
       { name: 'ReceiptHandleIsInvalid', code: 'ReceiptHandleIsInvalid', status: 404 },
@@ -716,7 +689,7 @@ describe('JSON protocol: messages', () => {
 
   test('Given an empty queue, When ReceiveMessage with WaitTimeSeconds 1, Then 200 with no messages', async () => {
     const url = await createQueue('sdk-empty-poll');
-    const out = await client.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 1 }));
+    const out = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 1 }));
     assert.equal(out.$metadata.httpStatusCode, 200);
     assert.deepEqual(out.Messages ?? [], []);
   });
@@ -726,9 +699,9 @@ describe('JSON protocol: messages', () => {
     { timeout: 20_000 },
     async () => {
       const url = await createQueue('sdk-longpoll');
-      const poll = client.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 10 }));
-      await waitForLongPollWaiters(server, 1);
-      await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'wake up' }));
+      const poll = sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 10 }));
+      await waitForLongPollWaiters(sqs.server, 1);
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'wake up' }));
       const out = await poll;
       assert.equal(out.Messages?.length, 1);
       assert.equal(out.Messages?.[0]?.Body, 'wake up');
@@ -738,13 +711,13 @@ describe('JSON protocol: messages', () => {
   test('Given messages, When PurgeQueue, Then the queue is empty; a second purge within 60 s is PurgeQueueInProgress (403)', async () => {
     const url = await createQueue('sdk-purge');
     for (let i = 0; i < 3; i++)
-      await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: `p${i}` }));
-    await client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 600 }));
-    await client.send(new PurgeQueueCommand({ QueueUrl: url }));
-    assert.deepEqual(await counts(url), { visible: 0, notVisible: 0, delayed: 0 });
-    const none = await client.send(new ReceiveMessageCommand({ QueueUrl: url }));
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: `p${i}` }));
+    await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, VisibilityTimeout: 600 }));
+    await sqs.client.send(new PurgeQueueCommand({ QueueUrl: url }));
+    assert.deepEqual(await sqs.counts(url), { visible: 0, notVisible: 0, delayed: 0 });
+    const none = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url }));
     assert.deepEqual(none.Messages ?? [], []);
-    await expectSdkError(client.send(new PurgeQueueCommand({ QueueUrl: url })), {
+    await expectSdkError(sqs.client.send(new PurgeQueueCommand({ QueueUrl: url })), {
       name: 'PurgeQueueInProgress',
       code: 'AWS.SimpleQueueService.PurgeQueueInProgress',
       status: 403,
@@ -753,9 +726,9 @@ describe('JSON protocol: messages', () => {
 
   test('Given no such queue, When SendMessage, Then QueueDoesNotExist (400)', async () => {
     await expectSdkError(
-      client.send(
+      sqs.client.send(
         new SendMessageCommand({
-          QueueUrl: `${server.url}/000000000000/${uniqueName('sdk-gone')}`,
+          QueueUrl: `${sqs.server.url}/000000000000/${uniqueName('sdk-gone')}`,
           MessageBody: 'x',
         }),
       ),
@@ -768,15 +741,15 @@ void describe('regions with auth off (issue 21 item 19)', () => {
   void test('Given a client configured for ap-southeast-2 and one for the default region, when both create queue "twin", then two queues with two URLs, each used from its own region', async () => {
     const ap = new SQSClient({
       region: 'ap-southeast-2',
-      endpoint: server.url,
+      endpoint: sqs.server.url,
       credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
       maxAttempts: 1,
     });
     const name = uniqueName('twin');
     const apUrl = (await ap.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl ?? '';
-    const usUrl = (await client.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl ?? '';
-    assert.equal(apUrl, `${server.url}/ap-southeast-2/000000000000/${name}`);
-    assert.equal(usUrl, `${server.url}/000000000000/${name}`);
+    const usUrl = (await sqs.client.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl ?? '';
+    assert.equal(apUrl, `${sqs.server.url}/ap-southeast-2/000000000000/${name}`);
+    assert.equal(usUrl, `${sqs.server.url}/000000000000/${name}`);
     await ap.send(new SendMessageCommand({ QueueUrl: apUrl, MessageBody: 'in ap' }));
     const got = await ap.send(new ReceiveMessageCommand({ QueueUrl: apUrl }));
     assert.equal(got.Messages?.[0]?.Body, 'in ap');
@@ -784,8 +757,8 @@ void describe('regions with auth off (issue 21 item 19)', () => {
       new GetQueueAttributesCommand({ QueueUrl: apUrl, AttributeNames: ['QueueArn'] }),
     );
     assert.equal(arn.Attributes?.QueueArn, `arn:aws:sqs:ap-southeast-2:000000000000:${name}`);
-    assert.equal((await client.send(new ReceiveMessageCommand({ QueueUrl: usUrl }))).Messages, undefined);
-    await expectSdkError(client.send(new SendMessageCommand({ QueueUrl: apUrl, MessageBody: 'x' })), {
+    assert.equal((await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: usUrl }))).Messages, undefined);
+    await expectSdkError(sqs.client.send(new SendMessageCommand({ QueueUrl: apUrl, MessageBody: 'x' })), {
       name: 'QueueDoesNotExist',
       code: 'AWS.SimpleQueueService.NonExistentQueue',
       status: 400,

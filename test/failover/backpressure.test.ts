@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { testsRequiring } from '../support/requires.js';
 import { uniqueName } from '../support/server.js';
-import { createQueue, loadClient, startCluster } from './harness.js';
+import { createQueue, loadClient, clusterFor } from './harness.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 
@@ -44,9 +44,7 @@ test(
   'FAULTS 17: Given leader election behind nginx and a 32 MiB budget, When a producer floods three times the budget with no consumer, Then the leader refuses with RequestThrottled and keeps serving receives, no instance dies, lost = 0, and sends resume after draining',
   { timeout: 300_000 },
   async (t) => {
-    const c = await startCluster({ extraArgs: ['--max-memory', `${BUDGET_MIB}mb`] });
-    t.after(() => c.stop());
-    const leader = await c.leader();
+    const { c, leader } = await clusterFor(t, { extraArgs: ['--max-memory', `${BUDGET_MIB}mb`] });
     const queueUrl = await createQueue(c.nginx.url, uniqueName('flood'));
     // One attempt: every refusal is seen and counted here, not retried away.
     const sqs = loadClient(c.nginx.url, 1);

@@ -11,7 +11,7 @@ import { fillQueueAt, type FillOptions } from '../support/fill.js';
 import { startRedis, uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { uniqueName } from '../support/server.js';
-import { createQueue, loadClient, startCluster, until, type Cluster } from './harness.js';
+import { createQueue, loadClient, startCluster, until, type Cluster, clusterFor } from './harness.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 
@@ -59,10 +59,7 @@ test(
   'FAULTS 18: Given the leader near a 64 MiB budget of 1 MiB messages, When it is killed -9, Then the follower loads them all and serves within ttl + interval + load time',
   { timeout: 180_000 },
   async (t) => {
-    const c = await startCluster({ extraArgs: ['--max-memory', '64mb'] });
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t, { extraArgs: ['--max-memory', '64mb'] });
     const queueUrl = await createQueue(c.nginx.url, uniqueName('big'));
     const sqs = loadClient(c.nginx.url, 1);
     t.after(() => sqs.destroy());

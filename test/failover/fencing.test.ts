@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { uniqueName } from '../support/server.js';
 import { queryPost } from '../support/wire.js';
-import { createQueue, pause, startCluster, until, type Instance } from './harness.js';
-import { summary, Workload } from './workload.js';
+import { createQueue, pause, until, type Instance, clusterFor } from './harness.js';
+import { summary, Workload, loadOn } from './workload.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
@@ -92,10 +92,7 @@ test(
   'FAULTS 3: Given a leader under load, When it is stopped (SIGSTOP) past the TTL and continued, Then the follower leads, the old leader writes nothing to Redis after losing the lock, answers no request 200 and reports /ready 503',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const queueUrl = await createQueue(c.nginx.url, uniqueName('sigstop'));
     const w = new Workload(c.nginx.url, queueUrl, 'r3', { cli: false });
     t.after(() => w.close());
@@ -152,9 +149,7 @@ test(
   { timeout: 60_000 },
   async (t) => {
     // A long interval, so the test's write reaches the script before a renewal notices.
-    const c = await startCluster({ timing: { ttlMs: 20_000, intervalMs: 5000 } });
-    t.after(() => c.stop());
-    const leader = await c.leader();
+    const { c, leader } = await clusterFor(t, { timing: { ttlMs: 20_000, intervalMs: 5000 } });
     const queueUrl = await createQueue(leader.url, uniqueName('fenced'));
     const oldToken = await tokenOf(leader);
     const mon = await monitor(c.redis.port);
@@ -199,15 +194,9 @@ test(
   { timeout: 90_000 },
   async (t) => {
     // ttl 6 s, interval 1 s: renew deadline 5 s; the pause is 2 s (plus at most 1 s since the last renewal).
-    const c = await startCluster({ timing: { ttlMs: 6000, intervalMs: 1000 } });
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t, { timing: { ttlMs: 6000, intervalMs: 1000 } });
     const before = await leader.leader();
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('shortstop'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r4', { cli: false });
-    t.after(() => w.close());
-    w.start();
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('shortstop'), 'r4', { cli: false });
     await w.acks(50);
 
     leader.signal('SIGSTOP');

@@ -506,3 +506,14 @@ export function loadClient(url: string, maxAttempts = 6): SQSClient {
     maxAttempts,
   });
 }
+
+/** A cluster for one test, stopped after it, once it has a leader; and the other instance. */
+export async function clusterFor(
+  t: { after(fn: () => Promise<void>): void },
+  opts: Parameters<typeof startCluster>[0] = {},
+): Promise<{ c: Cluster; leader: Instance; follower: Instance }> {
+  const c = await startCluster(opts);
+  t.after(() => c.stop());
+  const leader = await c.leader();
+  return { c, leader, follower: c.other(leader) };
+}

@@ -7,8 +7,8 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/clien
 import { keysUnder } from '../support/redis.js';
 import { uniqueName } from '../support/server.js';
 import { jsonPost, queryPost } from '../support/wire.js';
-import { createQueue, loadClient, pause, startCluster, until } from './harness.js';
-import { summary, Workload } from './workload.js';
+import { createQueue, loadClient, pause, startCluster, until, clusterFor } from './harness.js';
+import { summary, loadOn } from './workload.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
@@ -50,10 +50,7 @@ test(
   async (t) => {
     const c = await startCluster();
     t.after(() => c.stop());
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('redis9'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r9', { cli: false });
-    t.after(() => w.close());
-    w.start();
+    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('redis9'), 'r9', { cli: false });
     await w.acks(50);
 
     await c.redis.kill9();
@@ -93,10 +90,10 @@ test(
       await c.stop();
     });
     const leader = await c.leader();
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('redis10'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r10', { cli: false, probe: false });
-    t.after(() => w.close());
-    w.start();
+    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('redis10'), 'r10', {
+      cli: false,
+      probe: false,
+    });
     await w.acks(50);
     const rssBefore = leader.rss();
 
@@ -213,15 +210,13 @@ test(
   'FAULTS 12: Given a leader under load, When the follower is restarted 50 times, Then the leader is never disturbed: same term, always ready, lost = 0',
   { timeout: 300_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const before = await leader.leader();
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('restart12'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r12', { cli: false, probe: false, sendEveryMs: 50 });
-    t.after(() => w.close());
-    w.start();
+    const { queueUrl, w } = await loadOn(t, c.nginx.url, uniqueName('restart12'), 'r12', {
+      cli: false,
+      probe: false,
+      sendEveryMs: 50,
+    });
     let notReady = 0;
     let watching = true;
     const watcher = (async () => {

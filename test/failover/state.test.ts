@@ -17,7 +17,7 @@ import {
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
 import { uniqueName } from '../support/server.js';
-import { createQueue, loadClient, pause, startCluster, until, type Instance } from './harness.js';
+import { createQueue, loadClient, pause, startCluster, until, type Instance, clusterFor } from './harness.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
@@ -71,10 +71,7 @@ test(
   'FAULTS 6: Given queues, attributes, tags, purges and deletes, When the leader is killed (SIGKILL), Then the new leader has the same queues, attributes and tags',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const sqs = loadClient(c.nginx.url);
     t.after(() => sqs.destroy());
     const q1 = await createQueue(c.nginx.url, uniqueName('s6a'), {
@@ -113,10 +110,7 @@ test(
   'FAULTS 7: Given messages received with a visibility timeout, When the leader is killed (SIGKILL), Then the new leader keeps them hidden until their deadline and the old receipt handle still deletes',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const sqs = loadClient(c.nginx.url);
     t.after(() => sqs.destroy());
     const q = await createQueue(c.nginx.url, uniqueName('s7'));
@@ -169,9 +163,7 @@ test(
   'FAULTS 8: Given a FIFO queue, When the leader is killed and a send is repeated with the same deduplication id, Then it is delivered once and group order is kept',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
+    const { c, leader } = await clusterFor(t);
     const follower: Instance = c.other(leader);
     const sqs = loadClient(c.nginx.url);
     t.after(() => sqs.destroy());

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { uniqueName } from '../support/server.js';
-import { createQueue, startCluster, until, watchReleases } from './harness.js';
-import { summary, Workload, type Report } from './workload.js';
+import { until, watchReleases, clusterFor } from './harness.js';
+import { summary, Workload, type Report, loadOn } from './workload.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server', 'aws');
@@ -38,14 +38,8 @@ test(
   'FAULTS 1: Given a steady load through nginx, When the leader is killed (SIGKILL), Then lost = unexpected = resurrected = 0 and sends succeed again within ttl + interval + load time',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('kill9'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r1');
-    t.after(() => w.close());
-    w.start();
+    const { c, leader, follower } = await clusterFor(t);
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('kill9'), 'r1');
     await w.acks(100);
 
     await leader.kill9();
@@ -73,16 +67,10 @@ test(
   'FAULTS 2: Given a steady load through nginx, When the leader gets SIGTERM, Then it drains, releases, exits 0, the follower serves within 1 s of the release, and lost = 0',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const releases = await watchReleases(c.redis, c.prefix);
     t.after(() => releases.close());
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('sigterm'));
-    const w = new Workload(c.nginx.url, queueUrl, 'r2');
-    t.after(() => w.close());
-    w.start();
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('sigterm'), 'r2');
     await w.acks(100);
 
     const status = await leader.terminate();
@@ -113,17 +101,11 @@ test(
   'Step down: Given a steady load through nginx, When the leader is asked to step down, Then the follower serves within 1 s of the release, the old leader stays a follower, and lost = 0',
   { timeout: 90_000 },
   async (t) => {
-    const c = await startCluster();
-    t.after(() => c.stop());
-    const leader = await c.leader();
-    const follower = c.other(leader);
+    const { c, leader, follower } = await clusterFor(t);
     const before = await leader.leader();
     const releases = await watchReleases(c.redis, c.prefix);
     t.after(() => releases.close());
-    const queueUrl = await createQueue(c.nginx.url, uniqueName('stepdown'));
-    const w = new Workload(c.nginx.url, queueUrl, 'sd');
-    t.after(() => w.close());
-    w.start();
+    const { w } = await loadOn(t, c.nginx.url, uniqueName('stepdown'), 'sd');
     await w.acks(100);
 
     const res = await leader.stepDown();

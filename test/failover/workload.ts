@@ -25,7 +25,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { awsToolEnv, DEBIAN_AWS } from '../support/server.js';
 import { queryPost } from '../support/wire.js';
-import { loadClient, pause } from './harness.js';
+import { createQueue, loadClient, pause } from './harness.js';
 
 export interface Report {
   readonly attempted: number;
@@ -328,4 +328,19 @@ export function summary(r: Report): string {
     `lost ${r.lost.length}, unexpected ${r.unexpected.length}, duplicated ${r.duplicated}, ` +
     `recovered ${r.recovered}, resurrected ${r.resurrected.length}, send errors ${JSON.stringify(r.sendErrors)}`
   );
+}
+
+/** A new queue under a running Workload through `url`, closed after the test. */
+export async function loadOn(
+  t: { after(fn: () => void): void },
+  url: string,
+  queueName: string,
+  tag: string,
+  opts: ConstructorParameters<typeof Workload>[3] = {},
+): Promise<{ queueUrl: string; w: Workload }> {
+  const queueUrl = await createQueue(url, queueName);
+  const w = new Workload(url, queueUrl, tag, opts);
+  t.after(() => w.close());
+  w.start();
+  return { queueUrl, w };
 }

@@ -7,34 +7,21 @@ import { once } from 'node:events';
 import { Elector } from '../../src/ha/elector.js';
 import { lockKeys, ReleaseListener, RedisLock } from '../../src/ha/lock.js';
 import { keysFor } from '../../src/persistence/keys.js';
-import { connectRedis, createRedis } from '../../src/persistence/redis.js';
+import { createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { QueueStore } from '../../src/core/store.js';
 import { ManualClock } from '../../src/core/clock.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
-let redis: TestRedis;
-const clients: Redis[] = [];
+const redis = sharedRedis({ before, after }, { aof: false });
 
-before(async () => {
-  redis = await startRedis({ aof: false });
-});
-
-after(async () => {
-  for (const c of clients) c.disconnect();
-  await redis.stop();
-});
-
-async function client(): Promise<Redis> {
-  const c = await connectRedis({ url: redis.url });
-  clients.push(c);
-  return c;
-}
+const client = (): Promise<Redis> => redis.connect();
 
 async function newLock(): Promise<RedisLock> {
   return new RedisLock(await client(), lockKeys(keysFor(uniquePrefix())));
@@ -44,7 +31,7 @@ test('Given a free lock, When acquired, Then the token is <epoch>:<id>, the TTL 
   const lock = await newLock();
   const res = await lock.acquire('host-1', 5000);
   assert.deepEqual(res, { acquired: true, token: '1:host-1', epoch: 1 });
-  const pttl = await redis.client.pttl(lock.keys.lock);
+  const pttl = await redis.server.client.pttl(lock.keys.lock);
   assert.ok(pttl > 4000 && pttl <= 5000, `pttl ${pttl}`);
   const info = await lock.info();
   assert.equal(info.holder, '1:host-1');
@@ -61,7 +48,7 @@ test('Given a held lock, When another instance tries, Then it is refused, told t
   const res = await lock.acquire('b', 5000);
   assert.equal(res.acquired, false);
   assert.equal(!res.acquired && res.holder, '1:a');
-  assert.equal(await redis.client.get(lock.keys.epoch), '1');
+  assert.equal(await redis.server.client.get(lock.keys.epoch), '1');
 });
 
 test('Given a lock that was released, When taken again, Then the epoch (and so the token) is new', async () => {
@@ -75,18 +62,18 @@ test('Given a lock that was released, When taken again, Then the epoch (and so t
 test('Given a lock held by another token, When renewed or released with ours, Then nothing changes', async () => {
   const lock = await newLock();
   await lock.acquire('a', 5000);
-  await redis.client.pexpire(lock.keys.lock, 3000);
+  await redis.server.client.pexpire(lock.keys.lock, 3000);
   assert.equal(await lock.renew('9:b', 60_000), false);
   assert.equal(await lock.release('9:b'), false);
-  assert.equal(await redis.client.get(lock.keys.lock), '1:a');
-  assert.ok((await redis.client.pttl(lock.keys.lock)) <= 3000, 'the TTL was not extended');
+  assert.equal(await redis.server.client.get(lock.keys.lock), '1:a');
+  assert.ok((await redis.server.client.pttl(lock.keys.lock)) <= 3000, 'the TTL was not extended');
 });
 
 test('Given our lock, When renewed, Then its TTL is extended and `renewed` moves', async () => {
   const lock = await newLock();
   await lock.acquire('a', 2000);
   assert.equal(await lock.renew('1:a', 60_000), true);
-  assert.ok((await redis.client.pttl(lock.keys.lock)) > 50_000);
+  assert.ok((await redis.server.client.pttl(lock.keys.lock)) > 50_000);
   assert.ok((await lock.info()).renewed !== undefined);
 });
 
@@ -104,7 +91,7 @@ test('Given a follower subscribed to the release channel, When the leader releas
   await once(sub, 'ready');
   // Subscribed once the server counts us on the channel.
   for (let i = 0; i < 100; i++) {
-    const [, n] = (await redis.client.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
+    const [, n] = (await redis.server.client.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
     if (n > 0) break;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -136,7 +123,7 @@ test('Given a writer holding an old token, When another term holds the lock, The
   store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
   await assert.rejects(writer.commit(), FencedError);
   assert.ok(failures[0] instanceof FencedError);
-  assert.equal(await redis.client.exists(keys.queues), 0, 'nothing was written');
+  assert.equal(await redis.server.client.exists(keys.queues), 0, 'nothing was written');
 });
 
 test('Given an elector on the real lock, When started, Then it leads; When stopped, Then the lock is gone', async () => {
@@ -154,7 +141,7 @@ test('Given an elector on the real lock, When started, Then it leads; When stopp
   elector.start();
   await leading;
   assert.equal(elector.leading, true);
-  assert.equal(await redis.client.get(lock.keys.lock), '1:it-1');
+  assert.equal(await redis.server.client.get(lock.keys.lock), '1:it-1');
   await elector.stop();
-  assert.equal(await redis.client.get(lock.keys.lock), null);
+  assert.equal(await redis.server.client.get(lock.keys.lock), null);
 });

@@ -11,12 +11,11 @@ import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
-import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
-import type { Redis } from 'ioredis';
+import { keysUnder, uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -24,18 +23,7 @@ const { after, before, test } = testsRequiring('redis-server');
 const ACCOUNT = '000000000000';
 const S = 1000;
 
-let redis: TestRedis;
-let c: Redis;
-
-before(async () => {
-  redis = await startRedis({ aof: true });
-  c = await connectRedis({ url: redis.url });
-});
-
-after(async () => {
-  c.disconnect();
-  await redis.stop();
-});
+const redis = sharedRedis({ before, after }, { aof: true });
 
 interface Opened {
   readonly store: QueueStore;
@@ -44,9 +32,9 @@ interface Opened {
 
 async function open(keys: Keys, clock: ManualClock): Promise<Opened> {
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store);
+  await loadStore(redis.client, keys, store);
   const writer = new Writer({
-    redis: c,
+    redis: redis.client,
     keys,
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
   });
@@ -101,7 +89,7 @@ void test('Given deduplication records past their 5 minutes, when reloaded and t
   const q = create(a.store, 'q.fifo');
   q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
   await a.writer.commit();
-  assert.equal(await c.hlen(keys.dedup(q.uid)), 1);
+  assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 1);
 
   clock.advance(5 * 60 * S);
   const b = await open(keys, clock);
@@ -109,7 +97,7 @@ void test('Given deduplication records past their 5 minutes, when reloaded and t
   back.tick(clock.now());
   assert.deepEqual([...back.dedupRecords()], []);
   await b.writer.commit();
-  assert.equal(await c.hlen(keys.dedup(q.uid)), 0);
+  assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 0);
 });
 
 void test('Given a locked FIFO group and SequenceNumbers, when reloaded, then the group is still locked, the order kept, and new numbers are higher', async () => {
@@ -218,6 +206,6 @@ void test('Given a FIFO queue with records, when it is deleted, then none of its
   await a.writer.commit();
   a.store.delete(q);
   await a.writer.commit();
-  const left = (await keysUnder(c, prefix)).filter((k) => k.includes(q.uid));
+  const left = (await keysUnder(redis.client, prefix)).filter((k) => k.includes(q.uid));
   assert.deepEqual(left, []);
 });

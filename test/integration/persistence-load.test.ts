@@ -12,25 +12,15 @@ import { keysFor } from '../../src/persistence/keys.js';
 import { LoadProgress, loadStore, StoreTooBigError } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { fillQueue } from '../support/fill.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import type { Redis } from 'ioredis';
+import { sharedRedis } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
 const MiB = 2 ** 20;
-let redis: TestRedis;
-let client: Redis;
-
-before(async () => {
-  redis = await startRedis({ aof: false });
-  client = await connectRedis({ url: redis.url });
-});
-
-after(async () => {
-  client.disconnect();
-  await redis.stop();
-});
+const redis = sharedRedis({ before, after }, { aof: false });
 
 /** Records each HSCAN's COUNT and the bytes of records its reply held. */
 function spyHscan(c: Redis): { count: number; bytes: number }[] {
@@ -49,7 +39,7 @@ function spyHscan(c: Redis): { count: number; bytes: number }[] {
 
 test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command timeout, then every reply stays near the chunk size from the first request on', async () => {
   const prefix = uniquePrefix();
-  const ids = await fillQueue(client, { prefix, messages: 40, bodySize: MiB, inflight: 3 });
+  const ids = await fillQueue(redis.client, { prefix, messages: 40, bodySize: MiB, inflight: 3 });
   const reader = await connectRedis({ url: redis.url, commandTimeoutMs: 1000 });
   try {
     const calls = spyHscan(reader);
@@ -74,11 +64,11 @@ test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command time
 
 test('Given Redis holds more 1 MiB messages than the budget, when loading, then it is refused before a message is read, naming both sizes', async () => {
   const prefix = uniquePrefix();
-  await fillQueue(client, { prefix, messages: 24, bodySize: MiB });
-  const calls = spyHscan(client);
+  await fillQueue(redis.client, { prefix, messages: 24, bodySize: MiB });
+  const calls = spyHscan(redis.client);
   const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory: 16 * MiB });
   const progress = new LoadProgress();
-  await assert.rejects(loadStore(client, keysFor(prefix), store, { progress }), (e: unknown) => {
+  await assert.rejects(loadStore(redis.client, keysFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
     assert.match(e.message, /24 messages in 1 queues \(24\.\d MiB of records\)/);
     assert.match(e.message, /memory budget \(--max-memory\) of 16\.0 MiB/);
@@ -92,11 +82,11 @@ test('Given small messages that pass the up-front estimate but not the budget, w
   const prefix = uniquePrefix();
   // Each counts MESSAGE_OVERHEAD + 272 B against the budget; the up-front bound takes off the
   // record's header and counts about MESSAGE_OVERHEAD: a budget between the two.
-  await fillQueue(client, { prefix, messages: 20_000, bodySize: 256 });
+  await fillQueue(redis.client, { prefix, messages: 20_000, bodySize: 256 });
   const maxMemory = 20_000 * (MESSAGE_OVERHEAD + 136);
   const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory });
   const progress = new LoadProgress();
-  await assert.rejects(loadStore(client, keysFor(prefix), store, { progress }), (e: unknown) => {
+  await assert.rejects(loadStore(redis.client, keysFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
     assert.match(e.message, /loading passed [\d.]+ MiB after \d+ of 20000 messages/);
     return true;
@@ -106,11 +96,14 @@ test('Given small messages that pass the up-front estimate but not the budget, w
 
 test('Given no budget, when Redis holds more than the heap can, then it is refused naming the heap limit', async () => {
   const prefix = uniquePrefix();
-  await fillQueue(client, { prefix, messages: 8, bodySize: MiB });
+  await fillQueue(redis.client, { prefix, messages: 8, bodySize: MiB });
   const store = new QueueStore(new ManualClock(Date.now()));
-  await assert.rejects(loadStore(client, keysFor(prefix), store, { heapLimit: 8 * MiB }), (e: unknown) => {
-    assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, /80 % of the V8 heap limit of 8\.0 MiB/);
-    return true;
-  });
+  await assert.rejects(
+    loadStore(redis.client, keysFor(prefix), store, { heapLimit: 8 * MiB }),
+    (e: unknown) => {
+      assert.ok(e instanceof StoreTooBigError);
+      assert.match(e.message, /80 % of the V8 heap limit of 8\.0 MiB/);
+      return true;
+    },
+  );
 });

@@ -45,14 +45,14 @@ import { QueueStore, type StoreOptions } from '../../src/core/store.js';
 import { TenantError } from '../../src/core/tenants.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
-import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { keysUnder, uniquePrefix } from '../support/redis.js';
 import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
 import { Rng } from '../support/rng.js';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -827,22 +827,11 @@ class Run {
 
 // ---- the tests --------------------------------------------------------------------------------
 
-let redis: TestRedis;
-let client: Redis;
-
-before(async () => {
-  redis = await startRedis({ aof: false });
-  client = await connectRedis({ url: redis.url });
-});
-
-after(async () => {
-  client.disconnect();
-  await redis.stop();
-});
+const redis = sharedRedis({ before, after }, { aof: false });
 
 for (const seed of SEEDS) {
   test(`Given seed ${seed} and ${OPS} random operations, when the store is loaded from Redis at checkpoints, then it equals the live store and behaves the same`, async (t) => {
-    const run = new Run(seed, client);
+    const run = new Run(seed, redis.client);
     try {
       await run.run(OPS);
     } catch (e) {
@@ -907,12 +896,12 @@ async function fresh(): Promise<{
   const keys = keysFor(uniquePrefix());
   const clock = new ManualClock();
   const store = new QueueStore(clock, STORE_OPTIONS);
-  await loadStore(client, keys, store);
-  const writer = new Writer({ redis: client, keys, unavailable });
+  await loadStore(redis.client, keys, store);
+  const writer = new Writer({ redis: redis.client, keys, unavailable });
   writer.attach(store);
   const reload = async (): Promise<QueueStore> => {
     const s = new QueueStore(new ManualClock(clock.now()), STORE_OPTIONS);
-    await loadStore(client, keys, s);
+    await loadStore(redis.client, keys, s);
     return s;
   };
   return { store, clock, writer, reload };

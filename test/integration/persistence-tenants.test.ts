@@ -8,31 +8,19 @@ import { QueueStore } from '../../src/core/store.js';
 import type { Tenant } from '../../src/core/tenants.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
-import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
-import type { Redis } from 'ioredis';
+import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
-let redis: TestRedis;
-let c: Redis;
-
-before(async () => {
-  redis = await startRedis({ aof: false });
-  c = await connectRedis({ url: redis.url });
-});
-
-after(async () => {
-  c.disconnect();
-  await redis.stop();
-});
+const redis = sharedRedis({ before, after }, { aof: false });
 
 async function open(keys: Keys): Promise<{ store: QueueStore; writer: Writer }> {
   const store = new QueueStore(new ManualClock(1_000), { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store);
-  const writer = new Writer({ redis: c, keys, unavailable: (e) => e });
+  await loadStore(redis.client, keys, store);
+  const writer = new Writer({ redis: redis.client, keys, unavailable: (e) => e });
   writer.attach(store);
   return { store, writer };
 }
@@ -84,5 +72,5 @@ test('Given a tenant created and deleted in one tick, when loaded, then nothing 
   const t = first.store.tenants.create('brief', '444444444444', [key('AKIAX1')], 1_000);
   first.store.tenants.delete(t);
   await first.writer.commit();
-  assert.equal(await c.hlen(keys.tenants), 0);
+  assert.equal(await redis.client.hlen(keys.tenants), 0);
 });

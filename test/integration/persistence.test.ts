@@ -15,10 +15,11 @@ import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { keysUnder, startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { keysUnder, startRedis, uniquePrefix } from '../support/redis.js';
 import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -27,23 +28,9 @@ const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
 const S = 1000;
 
-let redis: TestRedis;
-const clients: Redis[] = [];
+const redis = sharedRedis({ before, after }, { aof: true });
 
-before(async () => {
-  redis = await startRedis({ aof: true });
-});
-
-after(async () => {
-  for (const c of clients) c.disconnect();
-  await redis.stop();
-});
-
-async function client(): Promise<Redis> {
-  const c = await connectRedis({ url: redis.url });
-  clients.push(c);
-  return c;
-}
+const client = (): Promise<Redis> => redis.connect();
 
 const unavailable = (cause: Error): Error =>
   new SqsError('ServiceUnavailable', `The change could not be stored: ${cause.message}`);
@@ -243,13 +230,13 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
   const senders = Array.from({ length: 8 }, async () => {
     while (writer.failed === undefined) {
       await send();
-      if (acked.length >= 300 && redis.alive()) await redis.kill9();
+      if (acked.length >= 300 && redis.server.alive()) await redis.server.kill9();
     }
   });
   await Promise.all(senders);
   assert.ok(acked.length >= 300 && failed.length > 0);
 
-  await redis.restart();
+  await redis.server.restart();
   const c2 = await client();
   const restored = await reload(c2, keys, clock);
   const ids = new Set([...restored.require(ACCOUNT, 'aof').allMessages()].map((m) => m.id));

@@ -11,28 +11,18 @@ import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { loadStore } from '../../src/persistence/loader.js';
-import { connectRedis } from '../../src/persistence/redis.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
+import { sharedRedis } from '../support/sqs.js';
 import { sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
-let redis: TestRedis;
-const clients: Redis[] = [];
-
-before(async () => {
-  redis = await startRedis({ aof: true });
-});
-
-after(async () => {
-  for (const c of clients) c.disconnect();
-  await redis.stop();
-});
+const redis = sharedRedis({ before, after }, { aof: true });
 
 const unavailable = (cause: Error): Error =>
   new SqsError('ServiceUnavailable', `The change could not be stored: ${cause.message}`);
@@ -99,8 +89,7 @@ interface Opened {
  * With a token, the lock holds what it returns now.
  */
 async function open(token?: () => string): Promise<Opened> {
-  const c = await connectRedis({ url: redis.url, commandTimeoutMs: 10_000 });
-  clients.push(c);
+  const c = await redis.connect({ commandTimeoutMs: 10_000 });
   const t = tap(c);
   const keys = keysFor(uniquePrefix());
   if (token !== undefined) await c.set(keys.lock, token());
@@ -136,11 +125,11 @@ async function until(what: string, done: () => boolean): Promise<void> {
 
 /** Holds every client's write commands (and what each sends after one) until unpaused. */
 async function pauseWrites(): Promise<void> {
-  await redis.client.call('CLIENT', 'PAUSE', '10000', 'WRITE');
+  await redis.server.client.call('CLIENT', 'PAUSE', '10000', 'WRITE');
 }
 
 async function unpause(): Promise<void> {
-  await redis.client.call('CLIENT', 'UNPAUSE');
+  await redis.server.client.call('CLIENT', 'UNPAUSE');
 }
 
 /** How each promise settled, in the order they did. */
@@ -171,7 +160,7 @@ test('Given Redis holds the calls, when six ticks each send a message, then four
     assert.equal(o.t.maxPending, 4);
     assert.equal(commits[4], commits[5], 'ticks 5 and 6 share the batch waiting for a slot');
     // Read on another connection: on the writer's it would wait behind the held calls.
-    assert.equal(await redis.client.hlen(o.keys.messages(o.q.uid)), 0, 'nothing applied while paused');
+    assert.equal(await redis.server.client.hlen(o.keys.messages(o.q.uid)), 0, 'nothing applied while paused');
   } finally {
     await unpause();
   }
@@ -182,8 +171,7 @@ test('Given Redis holds the calls, when six ticks each send a message, then four
 });
 
 test('Given a new writer, when its first call is unanswered, then the next batch waits for it (it may load the script)', async () => {
-  const c = await connectRedis({ url: redis.url, commandTimeoutMs: 10_000 });
-  clients.push(c);
+  const c = await redis.connect({ commandTimeoutMs: 10_000 });
   const t = tap(c);
   const keys = keysFor(uniquePrefix());
   const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import { TenantError } from '../../src/core/tenants.js';
+import { awsCli } from './server.js';
 
 /** What @aws-sdk/client-sqs surfaces for a service error (JSON protocol, query-compatible). */
 export interface SdkErrorExpectation {
@@ -28,4 +31,52 @@ export async function expectSdkError(call: Promise<unknown>, want: SdkErrorExpec
   assert.equal(e.name, want.name, `error name (${seen})`);
   assert.equal(e.Code, want.code, `error Code from x-amzn-query-error (${seen})`);
   assert.equal(e.$metadata?.httpStatusCode, want.status, `HTTP status (${seen})`);
+}
+
+/**
+ * `fn` must throw the core's (or the tenant registry's) error with `code`. `detail` is a RegExp the
+ * message must match, or a string naming the case in the failure.
+ */
+export function throwsCode(
+  fn: () => unknown,
+  code: CoreErrorCode | TenantError['code'],
+  detail?: RegExp | string,
+): void {
+  const context = typeof detail === 'string' ? detail : undefined;
+  assert.throws(
+    fn,
+    (e: unknown) => {
+      assert.ok(
+        e instanceof CoreError || e instanceof TenantError,
+        `${context ?? ''} expected a CoreError, got ${String(e)}`,
+      );
+      assert.equal(e.code, code, context);
+      if (detail instanceof RegExp) assert.match(e.message, detail);
+      return true;
+    },
+    context,
+  );
+}
+
+/**
+ * The aws-cli call must fail with `code` (and `message`, when given), and the server must have
+ * answered `status` (read from `--debug`).
+ */
+export async function expectCliError(
+  serverUrl: string,
+  args: string[],
+  code: string,
+  status: number,
+  message?: string,
+): Promise<void> {
+  const res = await awsCli(serverUrl, args, { debug: true });
+  assert.notEqual(res.code, 0, `aws sqs ${args[0]} should fail`);
+  assert.equal(res.errorCode, code, `error code printed by the CLI (stderr tail: ${res.stderr.slice(-600)})`);
+  assert.equal(res.status, status, 'HTTP status');
+  if (message !== undefined) {
+    const printed = /An error occurred \([^)]+\) when calling the \w+ operation(?: \([^)]*\))?: (.*)$/m.exec(
+      res.stderr,
+    )?.[1];
+    assert.equal(printed, message, 'message printed by the CLI');
+  }
 }

@@ -1,9 +1,11 @@
 /**
  * What the seeded model-based tests share (core-model, core-fifo-model, longpoll-model): the
- * coverage of the rules they exercised, and the core's outcome of an operation as a value.
+ * coverage of the rules they exercised, the core's outcome of an operation as a value, and the
+ * driver: seeds, the step loop with its replay trace, and the steps standard and FIFO queues share.
  */
 import assert from 'node:assert/strict';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import { pickHandle, randomVisibilitySeconds, type Rng } from './rng.js';
 
 /** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
 export class Coverage {
@@ -61,4 +63,190 @@ export function describeHandle<M extends HandledMessage>(
   model.tick(now);
   const i = m.handles.indexOf(handle) + 1;
   return `${m.id} handle ${i}/${m.handles.length} (${m.gone ?? model.state(m, now)})`;
+}
+
+// ---- the driver ---------------------------------------------------------------------------------
+
+/**
+ * The seeds a model test runs and how many steps each: `count` seeds from `base`, or the one
+ * `${env}_SEED` names (a replay), for `${env}_STEPS` steps or `steps`. `replaying` tells the
+ * coverage test to stand down (one seed does not reach every rule).
+ */
+export function modelRuns(
+  env: string,
+  o: { base: number; count: number; steps: number },
+): { seeds: number[]; steps: number; replaying: boolean } {
+  const seed = process.env[`${env}_SEED`];
+  return {
+    seeds: seed === undefined ? Array.from({ length: o.count }, (_, i) => o.base + i * 7919) : [Number(seed)],
+    steps: Number(process.env[`${env}_STEPS`] ?? o.steps),
+    replaying: seed !== undefined,
+  };
+}
+
+/** One step of a run: `where` names it in a failure; `note` says what it did, for the trace. */
+export interface Step {
+  readonly n: number;
+  readonly now: number;
+  readonly where: string;
+  note(desc: string): void;
+}
+
+/**
+ * Runs `steps` operations drawn from `ops`: `act` does one on the core and the model and compares
+ * their outcomes; `check` compares their states after it. A failure says how to replay the seed,
+ * and the last 15 steps.
+ */
+export function runSteps<Op extends string>(o: {
+  readonly env: string;
+  readonly seed: number;
+  readonly steps: number;
+  readonly rng: Rng;
+  readonly clock: { now(): number };
+  readonly ops: ReadonlyArray<readonly [Op, number]>;
+  /** The run's set-up, first line of the trace. */
+  readonly header: string;
+  act(op: Op, s: Step): void;
+  check(s: Step, last: boolean): void;
+}): void {
+  const trace = [o.header];
+  let n = 0;
+  try {
+    for (n = 1; n <= o.steps; n++) {
+      const op = o.rng.weighted(o.ops);
+      let desc: string = op;
+      const s: Step = {
+        n,
+        now: o.clock.now(),
+        get where() {
+          return `seed ${o.seed} step ${this.n} (${desc})`;
+        },
+        note: (d) => {
+          desc = d;
+        },
+      };
+      o.act(op, s);
+      trace.push(`${n}: ${desc}`);
+      o.check(s, n === o.steps);
+    }
+  } catch (e) {
+    if (e instanceof Error) {
+      e.message += `\n  replay: ${o.env}_SEED=${o.seed} ${o.env}_STEPS=${n}\n  last steps:\n    ${trace.slice(-15).join('\n    ')}`;
+    }
+    throw e;
+  }
+}
+
+/** What the handle steps need of a model: its messages, and the outcome the rules give. */
+interface HandleModel<M extends HandledMessage> {
+  readonly messages: readonly M[];
+  tick(now: number): void;
+  state(m: M, now: number): string;
+  delete(handle: string, now: number): Outcome;
+  changeVisibility(handle: string, timeoutMs: number, now: number): Outcome;
+  purge(now: number): Outcome;
+}
+
+interface HandleQueue {
+  deleteMessage(handle: string, now: number): unknown;
+  changeVisibility(handle: string, timeoutMs: number, now: number): unknown;
+  purge(now: number): unknown;
+}
+
+/** How often a step picks an older handle, one the queue never gave, or the 12 h limit. */
+export interface HandleOdds {
+  readonly older: number;
+  readonly bogus: number;
+  readonly atLimit?: number;
+}
+
+const S = 1000;
+/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
+const MAX_VISIBILITY_MS = 12 * 60 * 60 * S;
+
+function sameOutcome(s: Step, desc: string, expected: Outcome, act: () => unknown): void {
+  const actual = coreOutcome(() => void act());
+  s.note(`${desc} -> ${show(expected)}`);
+  assert.deepEqual(actual, expected, `${s.where}: outcome`);
+}
+
+function pickDescribed<M extends HandledMessage>(
+  s: Step,
+  rng: Rng,
+  model: HandleModel<M>,
+  foreign: string,
+  odds: HandleOdds,
+): { handle: string; who: string } {
+  const handle = pickHandle(rng, model.messages, foreign, odds.older, odds.bogus);
+  return { handle, who: describeHandle(model, handle, foreign, s.now) };
+}
+
+/** DeleteMessage with a random handle: the core's outcome must be the model's. */
+export function deleteStep<M extends HandledMessage>(
+  s: Step,
+  rng: Rng,
+  model: HandleModel<M>,
+  q: HandleQueue,
+  foreign: string,
+  odds: HandleOdds,
+): void {
+  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
+  const expected = model.delete(handle, s.now);
+  sameOutcome(s, `delete ${who}`, expected, () => q.deleteMessage(handle, s.now));
+}
+
+/** ChangeMessageVisibility with a random handle, sometimes right at the 12 h limit or past it. */
+export function visibilityStep<M extends HandledMessage & { readonly lastReceiveAt: number }>(
+  s: Step,
+  rng: Rng,
+  model: HandleModel<M>,
+  q: HandleQueue,
+  foreign: string,
+  odds: HandleOdds,
+): void {
+  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
+  const target = model.messages.find((m) => m.handles.includes(handle));
+  let seconds = randomVisibilitySeconds(rng);
+  if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(odds.atLimit ?? 0)) {
+    const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - s.now) / S);
+    seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
+  }
+  const expected = model.changeVisibility(handle, seconds * S, s.now);
+  sameOutcome(s, `visibility ${who} ${seconds}s`, expected, () =>
+    q.changeVisibility(handle, seconds * S, s.now),
+  );
+}
+
+export function purgeStep<M extends HandledMessage>(s: Step, model: HandleModel<M>, q: HandleQueue): void {
+  sameOutcome(s, 'purge', model.purge(s.now), () => q.purge(s.now));
+}
+
+/**
+ * How far to move the clock: often to a moment something changes (one of `deadlines`, by kind), or
+ * 1 ms either side of it, where off-by-ones hide; else a random span. `hit` names where it went.
+ */
+export function randomAdvance(
+  rng: Rng,
+  now: number,
+  deadlines: ReadonlyMap<string, readonly number[]>,
+  o: { deadlineWeight: number; maxMinutes: number },
+): { ms: number; hit?: { kind: string; side: string } } {
+  const how = rng.weighted([
+    ['deadline', o.deadlineWeight],
+    ['ms', 2],
+    ['seconds', 4],
+    ['minutes', 2],
+    ['hours', 1],
+  ]);
+  if (how === 'deadline' && deadlines.size > 0) {
+    const kind =
+      deadlines.size === 1 ? ([...deadlines.keys()][0] as string) : rng.pick([...deadlines.keys()]);
+    const off = rng.int(-1, 1);
+    const ms = Math.max(0, rng.pick(deadlines.get(kind) ?? []) - now + off);
+    return { ms, hit: { kind, side: off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms' } };
+  }
+  if (how === 'ms') return { ms: rng.int(0, 999) };
+  const [unit, max] =
+    how === 'minutes' ? [60 * S, o.maxMinutes] : how === 'hours' ? [60 * 60 * S, 12] : [S, 120];
+  return { ms: rng.int(1, max) * unit + rng.int(0, 999) };
 }

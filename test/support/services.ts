@@ -1,4 +1,5 @@
-import { systemClock, type Clock } from '../../src/core/clock.js';
+import { ManualClock, systemClock, type Clock } from '../../src/core/clock.js';
+import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { servicesFor, type SqsServices } from '../../src/sqs/service.js';
 
@@ -8,4 +9,24 @@ export function memoryServices(
   clock: Clock = systemClock,
 ): SqsServices {
   return servicesFor(new QueueStore(clock, options), clock);
+}
+
+export interface ManualStore {
+  readonly store: QueueStore;
+  readonly clock: ManualClock;
+  /** Creates a queue of account 000000000000 in us-east-1; a `.fifo` name makes it FIFO. */
+  readonly create: (name: string, attrs?: Record<string, string>) => Queue;
+}
+
+/** An empty in-memory store on a ManualClock, for the core's own tests. */
+export function manualStore(): ManualStore {
+  const clock = new ManualClock();
+  const store = new QueueStore(clock);
+  const create = (name: string, attrs: Record<string, string> = {}): Queue =>
+    store.create(
+      { accountId: '000000000000', region: 'us-east-1', name },
+      name.endsWith('.fifo') ? { FifoQueue: 'true', ...attrs } : attrs,
+      {},
+    ).queue;
+  return { store, clock, create };
 }

@@ -1,22 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defaultAttributes, resolveAttributes, validateAttributes } from '../../src/core/attributes.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import { throwsCode } from '../support/assertions.js';
 
 const standard = { fifo: false, creating: true };
 const fifo = { fifo: true, creating: true };
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, context: string): void {
-  assert.throws(
-    fn,
-    (e: unknown) => {
-      assert.ok(e instanceof CoreError, `${context}: expected a CoreError, got ${String(e)}`);
-      assert.equal(e.code, code, context);
-      return true;
-    },
-    context,
-  );
-}
 
 const ranges: ReadonlyArray<readonly [name: string, min: number, max: number]> = [
   ['DelaySeconds', 0, 900],

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+
 import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
-import { QueueStore } from '../../src/core/store.js';
+
+import { throwsCode } from '../support/assertions.js';
+import { manualStore } from '../support/services.js';
 import { sendOne } from '../support/queue.js';
 
 /**
@@ -21,33 +22,10 @@ function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
   return { id: `m-${nextId}`, body, md5OfBody: `md5-${body}`, senderId: 'AIDAEXAMPLE', ...extra };
 }
 
-function setup(): {
-  store: QueueStore;
-  clock: ManualClock;
-  create: (name: string, attrs?: Record<string, string>) => Queue;
-} {
-  const clock = new ManualClock();
-  const store = new QueueStore(clock);
-  const create = (name: string, attrs: Record<string, string> = {}): Queue =>
-    store.create(
-      { accountId: ACCOUNT, region: 'us-east-1', name },
-      name.endsWith('.fifo') ? { FifoQueue: 'true', ...attrs } : attrs,
-      {},
-    ).queue;
-  return { store, clock, create };
-}
+const setup = manualStore;
 
 function redrive(dlq: Queue, maxReceiveCount: number | string): string {
   return JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount });
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (message !== undefined) assert.match(e.message, message);
-    return true;
-  });
 }
 
 // ---- the move -------------------------------------------------------------------------------

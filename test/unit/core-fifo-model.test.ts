@@ -62,14 +62,19 @@ import type { CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
 import type { Queue, QueueCounts, SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
 import {
-  pickHandle,
-  randomDelaySeconds,
-  randomRetentionSeconds,
-  randomVisibilitySeconds,
-  Rng,
-} from '../support/rng.js';
-import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../support/model.js';
+  Coverage,
+  coreOutcome,
+  deleteStep,
+  modelRuns,
+  OK,
+  type Outcome,
+  purgeStep,
+  randomAdvance,
+  runSteps,
+  visibilityStep,
+} from '../support/model.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -86,14 +91,13 @@ const ATTEMPT_WINDOW_MS = 5 * MIN;
 const DLQ_RETENTION_MS = 345_600 * S;
 const ACCOUNT = '000000000000';
 
-const SEED_COUNT = 50;
-const STEPS = Number(process.env.FIFO_MODEL_STEPS ?? 400);
+const {
+  seeds: SEEDS,
+  steps: STEPS,
+  replaying,
+} = modelRuns('FIFO_MODEL', { base: 0xf1f0, count: 50, steps: 400 });
 /** Every so many steps (and at the end), every live message is compared, not only the counts. */
 const FULL_COMPARE_EVERY = 10;
-const SEEDS =
-  process.env.FIFO_MODEL_SEED === undefined
-    ? Array.from({ length: SEED_COUNT }, (_, i) => 0xf1f0 + i * 7919)
-    : [Number(process.env.FIFO_MODEL_SEED)];
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -811,23 +815,19 @@ function run(seed: number, steps: number): void {
   assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
   const foreign = other.receiptHandle(otherMessage);
 
-  const trace: string[] = [
-    `queue groups=${groups.length} DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention} ContentBasedDeduplication=${contentBased} DeduplicationScope=${scope} maxReceiveCount=${maxReceiveCount ?? '-'}`,
-  ];
   let sent = 0;
   let lastSequence = 0n;
   let lastDlqSequence = 0n;
-  let step = 0;
-  try {
-    for (step = 1; step <= steps; step++) {
-      const op = rng.weighted(OPS);
-      const now = clock.now();
-      let desc: string = op;
-      let where = `seed ${seed} step ${step} (${desc})`;
-      const note = (d: string): void => {
-        desc = d;
-        where = `seed ${seed} step ${step} (${d})`;
-      };
+  runSteps({
+    env: 'FIFO_MODEL',
+    seed,
+    steps,
+    rng,
+    clock,
+    ops: OPS,
+    header: `queue groups=${groups.length} DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention} ContentBasedDeduplication=${contentBased} DeduplicationScope=${scope} maxReceiveCount=${maxReceiveCount ?? '-'}`,
+    act: (op, s) => {
+      const { now } = s;
       switch (op) {
         case 'send': {
           const n = rng.chance(0.7) ? 1 : rng.int(2, 5);
@@ -861,40 +861,40 @@ function run(seed: number, steps: number): void {
             });
             if ('error' in plan) {
               parts.push(`${part} -> ${plan.error}`);
-              note(`send ${parts.join(' ')}`);
-              assert.deepEqual(actual, { error: plan.error }, `${where}: outcome of ${id}`);
+              s.note(`send ${parts.join(' ')}`);
+              assert.deepEqual(actual, { error: plan.error }, `${s.where}: outcome of ${id}`);
               continue;
             }
-            assert.deepEqual(actual, OK, `${where}: outcome of ${id}`);
+            assert.deepEqual(actual, OK, `${s.where}: outcome of ${id}`);
             const r = result as SendResult;
             if ('duplicateOf' in plan) {
               parts.push(`${part} -> duplicate of ${plan.duplicateOf.messageId}`);
-              note(`send ${parts.join(' ')}`);
+              s.note(`send ${parts.join(' ')}`);
               assert.ok(
                 r.message === undefined,
-                `${where}: ${id} stored, but it duplicates ${plan.duplicateOf.messageId}`,
+                `${s.where}: ${id} stored, but it duplicates ${plan.duplicateOf.messageId}`,
               );
               assert.equal(
                 r.messageId,
                 plan.duplicateOf.messageId,
-                `${where}: MessageId of the duplicate ${id}`,
+                `${s.where}: MessageId of the duplicate ${id}`,
               );
               assert.equal(
                 r.sequenceNumber,
                 plan.duplicateOf.sequenceNumber,
-                `${where}: SequenceNumber of the duplicate ${id}`,
+                `${s.where}: SequenceNumber of the duplicate ${id}`,
               );
               continue;
             }
             parts.push(part);
-            note(`send ${parts.join(' ')}`);
-            assert.ok(r.message !== undefined, `${where}: ${id} not stored (answered as ${r.messageId})`);
-            assert.equal(r.messageId, id, `${where}: MessageId of ${id}`);
+            s.note(`send ${parts.join(' ')}`);
+            assert.ok(r.message !== undefined, `${s.where}: ${id} not stored (answered as ${r.messageId})`);
+            assert.equal(r.messageId, id, `${s.where}: MessageId of ${id}`);
             const seq = r.sequenceNumber ?? '';
-            assert.match(seq, /^\d{20}$/, `${where}: SequenceNumber of ${id}`);
+            assert.match(seq, /^\d{20}$/, `${s.where}: SequenceNumber of ${id}`);
             assert.ok(
               BigInt(seq) > lastSequence,
-              `${where}: SequenceNumber ${seq} of ${id} not above ${lastSequence}`,
+              `${s.where}: SequenceNumber ${seq} of ${id} not above ${lastSequence}`,
             );
             lastSequence = BigInt(seq);
             model.stored(id, body, group as string, plan.dedupId, explicit === undefined, seq, now);
@@ -932,14 +932,14 @@ function run(seed: number, steps: number): void {
           const got = q.receive(max, vtMs, now, attemptId);
           const ids = got.map((m) => m.id);
           const expectedIds = plan.replay?.entries.map((e) => e.id) ?? plan.deliver.map((m) => m.id);
-          note(
+          s.note(
             `receive max=${max} vt=${vtSeconds ?? 'default'}${attemptId === undefined ? '' : ` ${attemptId}`} -> [${ids.join(' ')}]` +
               `${plan.replay === null ? '' : ' (replay)'}${plan.deadLettered.length > 0 ? ` dead-lettered [${plan.deadLettered.map((m) => m.id).join(' ')}]` : ''}`,
           );
-          assert.equal(new Set(ids).size, ids.length, `${where}: a message returned twice`);
+          assert.equal(new Set(ids).size, ids.length, `${s.where}: a message returned twice`);
           if (plan.replay === null) {
             const inDlq = new Set([...dlq.allMessages()].map((m) => m.id));
-            checkFifoRules(before, got, inDlq, max, where);
+            checkFifoRules(before, got, inDlq, max, s.where);
             const lockedWaiting = [...before.values()].filter(
               (v) => v.locked && v.live.some((x) => x.state === 'visible'),
             );
@@ -960,19 +960,19 @@ function run(seed: number, steps: number): void {
             assert.equal(
               got.length,
               plan.deliver.length,
-              `${where}: ${got.length} messages, the model expects ${plan.deliver.length} (${eligible} eligible, ${plan.deadLettered.length} dead-lettered)`,
+              `${s.where}: ${got.length} messages, the model expects ${plan.deliver.length} (${eligible} eligible, ${plan.deadLettered.length} dead-lettered)`,
             );
           }
           assert.deepEqual(
             ids,
             expectedIds,
-            `${where}: messages (the model expects [${expectedIds.join(' ')}])`,
+            `${s.where}: messages (the model expects [${expectedIds.join(' ')}])`,
           );
           if (plan.replay !== null) {
             assert.deepEqual(
               got.map((m) => q.receiptHandle(m)),
               plan.replay.entries.map((e) => e.handle),
-              `${where}: a retried attempt's receipt handles`,
+              `${s.where}: a retried attempt's receipt handles`,
             );
           } else {
             // Read the handles now: a later receive gives the message a new one.
@@ -984,77 +984,36 @@ function run(seed: number, steps: number): void {
           }
           for (const m of got) {
             const expected = model.find(m.id);
-            assert.equal(m.body, expected.body, `${where}: body of ${m.id}`);
-            assert.equal(m.groupId, expected.group, `${where}: MessageGroupId of ${m.id}`);
-            assert.equal(m.deduplicationId, expected.dedupId, `${where}: MessageDeduplicationId of ${m.id}`);
-            assert.equal(m.sequenceNumber, expected.sequenceNumber, `${where}: SequenceNumber of ${m.id}`);
-            assert.equal(m.receiveCount, expected.receiveCount, `${where}: receiveCount of ${m.id}`);
-            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${where}: firstReceiveAt of ${m.id}`);
+            assert.equal(m.body, expected.body, `${s.where}: body of ${m.id}`);
+            assert.equal(m.groupId, expected.group, `${s.where}: MessageGroupId of ${m.id}`);
+            assert.equal(
+              m.deduplicationId,
+              expected.dedupId,
+              `${s.where}: MessageDeduplicationId of ${m.id}`,
+            );
+            assert.equal(m.sequenceNumber, expected.sequenceNumber, `${s.where}: SequenceNumber of ${m.id}`);
+            assert.equal(m.receiveCount, expected.receiveCount, `${s.where}: receiveCount of ${m.id}`);
+            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${s.where}: firstReceiveAt of ${m.id}`);
           }
           break;
         }
-        case 'delete': {
-          const handle = pickHandle(rng, model.messages, foreign, 0.3, 0.06);
-          const who = describeHandle(model, handle, foreign, now);
-          const expected = model.delete(handle, now);
-          const actual = coreOutcome(() => q.deleteMessage(handle, now));
-          note(`delete ${who} -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'delete':
+          deleteStep(s, rng, model, q, foreign, { older: 0.3, bogus: 0.06 });
           break;
-        }
-        case 'visibility': {
-          const handle = pickHandle(rng, model.messages, foreign, 0.2, 0.06);
-          const target = model.messages.find((m) => m.handles.includes(handle));
-          let seconds = randomVisibilitySeconds(rng);
-          if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(0.25)) {
-            // Right at the 12 h limit, or just past it.
-            const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - now) / S);
-            seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
-          }
-          const who = describeHandle(model, handle, foreign, now);
-          const expected = model.changeVisibility(handle, seconds * S, now);
-          const actual = coreOutcome(() => q.changeVisibility(handle, seconds * S, now));
-          note(`visibility ${who} ${seconds}s -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'visibility':
+          visibilityStep(s, rng, model, q, foreign, { older: 0.2, bogus: 0.06, atLimit: 0.25 });
           break;
-        }
-        case 'purge': {
-          const expected = model.purge(now);
-          const actual = coreOutcome(() => q.purge(now));
-          note(`purge -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'purge':
+          purgeStep(s, model, q);
           break;
-        }
         case 'advance': {
-          let ms: number;
-          const how = rng.weighted([
-            ['deadline', 6],
-            ['ms', 2],
-            ['seconds', 4],
-            ['minutes', 2],
-            ['hours', 1],
-          ]);
-          const deadlines = model.deadlines(now);
-          let what = '';
-          if (how === 'deadline' && deadlines.size > 0) {
-            // To a moment something changes, or 1 ms either side of it: where off-by-ones hide.
-            const kind = rng.pick([...deadlines.keys()]);
-            const off = rng.int(-1, 1);
-            ms = Math.max(0, rng.pick(deadlines.get(kind) ?? []) - now + off);
-            const side = off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms';
-            coverage.hit(`advance: to a ${kind} end ${side}`);
-            what = ` (${kind} end ${side})`;
-          } else if (how === 'ms') {
-            ms = rng.int(0, 999);
-          } else if (how === 'minutes') {
-            ms = rng.int(1, 10) * MIN + rng.int(0, 999);
-          } else if (how === 'hours') {
-            ms = rng.int(1, 12) * H + rng.int(0, 999);
-          } else {
-            ms = rng.int(1, 120) * S + rng.int(0, 999);
-          }
+          const { ms, hit } = randomAdvance(rng, now, model.deadlines(now), {
+            deadlineWeight: 6,
+            maxMinutes: 10,
+          });
+          if (hit !== undefined) coverage.hit(`advance: to a ${hit.kind} end ${hit.side}`);
           clock.advance(ms);
-          note(`advance ${ms} ms${what}`);
+          s.note(`advance ${ms} ms${hit === undefined ? '' : ` (${hit.kind} end ${hit.side})`}`);
           break;
         }
         case 'attributes': {
@@ -1089,34 +1048,34 @@ function run(seed: number, steps: number): void {
               break;
           }
           store.setAttributes(q, { [name]: value });
-          note(`set ${name}=${value}`);
+          s.note(`set ${name}=${value}`);
           break;
         }
       }
-      trace.push(`${step}: ${desc}`);
-
+    },
+    check: (s, last) => {
       const at = clock.now();
-      assert.deepEqual(q.counts(at), model.counts(at), `${where}: counts (visible, inflight, delayed)`);
+      assert.deepEqual(q.counts(at), model.counts(at), `${s.where}: counts (visible, inflight, delayed)`);
       const deadLetters = model.liveDeadLetters(at);
       assert.deepEqual(
         dlq.counts(at),
         { visible: deadLetters.length, inflight: 0, delayed: 0 },
-        `${where}: dead-letter queue counts`,
+        `${s.where}: dead-letter queue counts`,
       );
-      if (step % FULL_COMPARE_EVERY === 0 || step === steps) {
+      if (s.n % FULL_COMPARE_EVERY === 0 || last) {
         const expected = model.snapshot(at);
-        assert.deepEqual(coreSnapshot(q, at), expected, `${where}: live messages`);
-        assert.equal(q.size, expected.length, `${where}: size`);
-        assert.equal(q.groupCount, new Set(expected.map((m) => m.group)).size, `${where}: groups`);
+        assert.deepEqual(coreSnapshot(q, at), expected, `${s.where}: live messages`);
+        assert.equal(q.size, expected.length, `${s.where}: size`);
+        assert.equal(q.groupCount, new Set(expected.map((m) => m.group)).size, `${s.where}: groups`);
         assert.equal(
           [...q.dedupRecords()].length,
           model.liveDedupRecords(at),
-          `${where}: deduplication records`,
+          `${s.where}: deduplication records`,
         );
         assert.equal(
           [...q.attemptRecords()].length,
           model.liveAttemptRecords(at),
-          `${where}: attempt records`,
+          `${s.where}: attempt records`,
         );
         const inDlq = [...dlq.allMessages()];
         assert.deepEqual(
@@ -1140,28 +1099,23 @@ function run(seed: number, steps: number): void {
             source: q.arn,
             state: 'visible',
           })),
-          `${where}: dead-letter queue messages`,
+          `${s.where}: dead-letter queue messages`,
         );
         for (const m of inDlq) {
           const seq = m.sequenceNumber ?? '';
-          assert.match(seq, /^\d{20}$/, `${where}: SequenceNumber of ${m.id} in the dead-letter queue`);
+          assert.match(seq, /^\d{20}$/, `${s.where}: SequenceNumber of ${m.id} in the dead-letter queue`);
           if (BigInt(seq) > lastDlqSequence) lastDlqSequence = BigInt(seq);
         }
         for (let i = 1; i < inDlq.length; i++) {
           assert.ok(
             BigInt(inDlq[i]?.sequenceNumber ?? '') > BigInt(inDlq[i - 1]?.sequenceNumber ?? ''),
-            `${where}: dead-letter queue SequenceNumbers out of order at ${inDlq[i]?.id}`,
+            `${s.where}: dead-letter queue SequenceNumbers out of order at ${inDlq[i]?.id}`,
           );
         }
       }
-    }
-    if (lastDlqSequence > 0n) coverage.hit('dead-letter queue: SequenceNumbers checked');
-  } catch (e) {
-    if (e instanceof Error) {
-      e.message += `\n  replay: FIFO_MODEL_SEED=${seed} FIFO_MODEL_STEPS=${step}\n  last steps:\n    ${trace.slice(-15).join('\n    ')}`;
-    }
-    throw e;
-  }
+    },
+  });
+  if (lastDlqSequence > 0n) coverage.hit('dead-letter queue: SequenceNumbers checked');
 }
 
 for (const seed of SEEDS) {
@@ -1246,7 +1200,7 @@ const EXPECTED_RULES = [
   ),
 ];
 
-if (process.env.FIFO_MODEL_SEED === undefined && STEPS >= 400) {
+if (!replaying && STEPS >= 400) {
   void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
     coverage.assertAllHit(EXPECTED_RULES);
   });

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { ChangeEvent } from '../../src/core/events.js';
 import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/limits.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { throwsCode } from '../support/assertions.js';
 
 /**
  * FIFO queues in the core: deduplication, groups and their locks, ordering, sequence numbers and
@@ -47,14 +47,6 @@ function fifo(attributes: Record<string, string> = {}): { q: Queue; clock: Manua
 
 function bodies(messages: Message[]): string[] {
   return messages.map((m) => m.body);
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    return true;
-  });
 }
 
 // ---- what a send needs ----------------------------------------------------------------------

@@ -29,14 +29,18 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { MessageState } from '../../src/core/message.js';
 import type { Queue, QueueCounts } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
 import {
-  pickHandle,
-  randomDelaySeconds,
-  randomRetentionSeconds,
-  randomVisibilitySeconds,
-  Rng,
-} from '../support/rng.js';
-import { Coverage, coreOutcome, describeHandle, OK, type Outcome, show } from '../support/model.js';
+  Coverage,
+  deleteStep,
+  modelRuns,
+  OK,
+  type Outcome,
+  purgeStep,
+  randomAdvance,
+  runSteps,
+  visibilityStep,
+} from '../support/model.js';
 import { sendOne } from '../support/queue.js';
 
 const S = 1000;
@@ -48,14 +52,9 @@ const MAX_VISIBILITY_MS = 12 * H;
 const PURGE_INTERVAL_MS = 60 * S;
 const ACCOUNT = '000000000000';
 
-const SEED_COUNT = 50;
-const STEPS = Number(process.env.MODEL_STEPS ?? 400);
+const { seeds: SEEDS, steps: STEPS, replaying } = modelRuns('MODEL', { base: 0x5eed, count: 50, steps: 400 });
 /** Every so many steps (and at the end), every live message is compared, not only the counts. */
 const FULL_COMPARE_EVERY = 10;
-const SEEDS =
-  process.env.MODEL_SEED === undefined
-    ? Array.from({ length: SEED_COUNT }, (_, i) => 0x5eed + i * 7919)
-    : [Number(process.env.MODEL_SEED)];
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -344,21 +343,17 @@ function run(seed: number, steps: number): void {
   assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
   const foreign = other.receiptHandle(otherMessage);
 
-  const trace: string[] = [
-    `queue DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention}`,
-  ];
   let sent = 0;
-  let step = 0;
-  try {
-    for (step = 1; step <= steps; step++) {
-      const op = rng.weighted(OPS);
-      const now = clock.now();
-      let desc: string = op;
-      let where = `seed ${seed} step ${step} (${desc})`;
-      const note = (d: string): void => {
-        desc = d;
-        where = `seed ${seed} step ${step} (${d})`;
-      };
+  runSteps({
+    env: 'MODEL',
+    seed,
+    steps,
+    rng,
+    clock,
+    ops: OPS,
+    header: `queue DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention}`,
+    act: (op, s) => {
+      const { now } = s;
       switch (op) {
         case 'send': {
           const n = rng.chance(0.7) ? 1 : rng.int(2, 6);
@@ -368,7 +363,7 @@ function run(seed: number, steps: number): void {
             const delaySeconds = rng.chance(0.5) ? undefined : randomDelaySeconds(rng);
             const body = `body-${seed}-${sent}-${rng.int(0, 1e6)}`;
             const msg = sendOne(q, { id, body, md5OfBody: 'md5', senderId: ACCOUNT, delaySeconds }, now);
-            assert.equal(msg.id, id, where);
+            assert.equal(msg.id, id, s.where);
             model.send(id, body, delaySeconds, now);
             const d = delaySeconds ?? model.delayMs / S;
             coverage.hit(
@@ -376,7 +371,7 @@ function run(seed: number, steps: number): void {
             );
             ids.push(`${id}${delaySeconds === undefined ? '' : `+${delaySeconds}s`}`);
           }
-          note(`send ${ids.join(' ')}`);
+          s.note(`send ${ids.join(' ')}`);
           break;
         }
         case 'receive': {
@@ -389,17 +384,17 @@ function run(seed: number, steps: number): void {
           else if (model.live().length > 0) coverage.hit('receive: none visible, some delayed or in flight');
           const got = q.receive(max, vtMs, now);
           const ids = got.map((m) => m.id);
-          note(`receive max=${max} vt=${vtSeconds ?? 'default'} -> [${ids.join(' ')}]`);
+          s.note(`receive max=${max} vt=${vtSeconds ?? 'default'} -> [${ids.join(' ')}]`);
           assert.equal(
             got.length,
             Math.min(max, receivable.size),
-            `${where}: ${got.length} messages, of ${receivable.size} visible`,
+            `${s.where}: ${got.length} messages, of ${receivable.size} visible`,
           );
-          assert.equal(new Set(ids).size, ids.length, `${where}: a message returned twice`);
+          assert.equal(new Set(ids).size, ids.length, `${s.where}: a message returned twice`);
           for (const id of ids) {
             assert.ok(
               receivable.has(id),
-              `${where}: ${id} returned but the model has it ${
+              `${s.where}: ${id} returned but the model has it ${
                 model.messages.some((m) => m.id === id)
                   ? (model.find(id).gone ?? model.state(model.find(id), now))
                   : 'unknown'
@@ -414,72 +409,35 @@ function run(seed: number, steps: number): void {
           );
           for (const m of got) {
             const expected = model.find(m.id);
-            assert.equal(m.body, expected.body, `${where}: body of ${m.id}`);
-            assert.equal(m.receiveCount, expected.receiveCount, `${where}: receiveCount of ${m.id}`);
-            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${where}: firstReceiveAt of ${m.id}`);
+            assert.equal(m.body, expected.body, `${s.where}: body of ${m.id}`);
+            assert.equal(m.receiveCount, expected.receiveCount, `${s.where}: receiveCount of ${m.id}`);
+            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${s.where}: firstReceiveAt of ${m.id}`);
           }
           break;
         }
-        case 'delete': {
-          const handle = pickHandle(rng, model.messages, foreign, 0.35, 0.08);
-          const who = describeHandle(model, handle, foreign, now);
-          const expected = model.delete(handle, now);
-          const actual = coreOutcome(() => q.deleteMessage(handle, now));
-          note(`delete ${who} -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'delete':
+          deleteStep(s, rng, model, q, foreign, { older: 0.35, bogus: 0.08 });
           break;
-        }
-        case 'visibility': {
-          const handle = pickHandle(rng, model.messages, foreign, 0.2, 0.08);
-          const target = model.messages.find((m) => m.handles.includes(handle));
-          let seconds = randomVisibilitySeconds(rng);
-          if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(0.3)) {
-            // Right at the 12 h limit, or just past it.
-            const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - now) / S);
-            seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
-          }
-          const who = describeHandle(model, handle, foreign, now);
-          const expected = model.changeVisibility(handle, seconds * S, now);
-          const actual = coreOutcome(() => q.changeVisibility(handle, seconds * S, now));
-          note(`visibility ${who} ${seconds}s -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'visibility':
+          visibilityStep(s, rng, model, q, foreign, { older: 0.2, bogus: 0.08, atLimit: 0.3 });
           break;
-        }
-        case 'purge': {
-          const expected = model.purge(now);
-          const actual = coreOutcome(() => q.purge(now));
-          note(`purge -> ${show(expected)}`);
-          assert.deepEqual(actual, expected, `${where}: outcome`);
+        case 'purge':
+          purgeStep(s, model, q);
           break;
-        }
         case 'advance': {
-          let ms: number;
-          const how = rng.weighted([
-            ['deadline', 5],
-            ['ms', 2],
-            ['seconds', 4],
-            ['minutes', 2],
-            ['hours', 1],
-          ]);
           const deadlines = model.deadlines(now);
-          if (how === 'deadline' && deadlines.length > 0) {
-            // To a moment something changes, or 1 ms either side of it: where off-by-ones hide.
-            const off = rng.int(-1, 1);
-            ms = Math.max(0, rng.pick(deadlines) - now + off);
-            coverage.hit(
-              `advance: to a deadline ${off === 0 ? 'exactly' : off < 0 ? 'minus 1 ms' : 'plus 1 ms'}`,
-            );
-          } else if (how === 'ms') {
-            ms = rng.int(0, 999);
-          } else if (how === 'minutes') {
-            ms = rng.int(1, 60) * MIN + rng.int(0, 999);
-          } else if (how === 'hours') {
-            ms = rng.int(1, 12) * H + rng.int(0, 999);
-          } else {
-            ms = rng.int(1, 120) * S + rng.int(0, 999);
-          }
+          const { ms, hit } = randomAdvance(
+            rng,
+            now,
+            new Map(deadlines.length > 0 ? [['deadline', deadlines]] : []),
+            {
+              deadlineWeight: 5,
+              maxMinutes: 60,
+            },
+          );
+          if (hit !== undefined) coverage.hit(`advance: to a deadline ${hit.side}`);
           clock.advance(ms);
-          note(`advance ${ms} ms`);
+          s.note(`advance ${ms} ms`);
           break;
         }
         case 'attributes': {
@@ -494,26 +452,21 @@ function run(seed: number, steps: number): void {
           if (name === 'DelaySeconds') model.delayMs = value * S;
           else if (name === 'VisibilityTimeout') model.visibilityMs = value * S;
           else model.retentionMs = value * S;
-          note(`set ${name}=${value}`);
+          s.note(`set ${name}=${value}`);
           break;
         }
       }
-      trace.push(`${step}: ${desc}`);
-
+    },
+    check: (s, last) => {
       const at = clock.now();
-      assert.deepEqual(q.counts(at), model.counts(at), `${where}: counts (visible, inflight, delayed)`);
-      if (step % FULL_COMPARE_EVERY === 0 || step === steps) {
+      assert.deepEqual(q.counts(at), model.counts(at), `${s.where}: counts (visible, inflight, delayed)`);
+      if (s.n % FULL_COMPARE_EVERY === 0 || last) {
         const expected = model.snapshot(at);
-        assert.deepEqual(coreSnapshot(q, at), expected, `${where}: live messages`);
-        assert.equal(q.size, expected.length, `${where}: size`);
+        assert.deepEqual(coreSnapshot(q, at), expected, `${s.where}: live messages`);
+        assert.equal(q.size, expected.length, `${s.where}: size`);
       }
-    }
-  } catch (e) {
-    if (e instanceof Error) {
-      e.message += `\n  replay: MODEL_SEED=${seed} MODEL_STEPS=${step}\n  last steps:\n    ${trace.slice(-15).join('\n    ')}`;
-    }
-    throw e;
-  }
+    },
+  });
 }
 
 for (const seed of SEEDS) {
@@ -563,7 +516,7 @@ const EXPECTED_RULES = [
   'advance: to a deadline plus 1 ms',
 ];
 
-if (process.env.MODEL_SEED === undefined && STEPS >= 400) {
+if (!replaying && STEPS >= 400) {
   void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
     coverage.assertAllHit(EXPECTED_RULES);
   });

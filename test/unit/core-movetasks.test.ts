@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, mock, test } from 'node:test';
-import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+
 import type { NewMessage } from '../../src/core/message.js';
 import { MOVE_TASK_HISTORY } from '../../src/core/limits.js';
 import { encodeTaskHandle } from '../../src/core/movetasks.js';
 import type { Queue } from '../../src/core/queue.js';
-import { QueueStore } from '../../src/core/store.js';
+
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import { throwsCode } from '../support/assertions.js';
+import { manualStore, type ManualStore } from '../support/services.js';
 import { sendOne } from '../support/queue.js';
 
 /**
@@ -25,26 +26,10 @@ function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
   return { id: `m-${nextId}`, body, md5OfBody: 'md5', senderId: 'AIDAEXAMPLE', ...extra };
 }
 
-interface World {
-  store: QueueStore;
-  clock: ManualClock;
-  create: (name: string, attrs?: Record<string, string>) => Queue;
-}
-
-function world(): World {
-  const clock = new ManualClock();
-  const store = new QueueStore(clock);
-  const create = (name: string, attrs: Record<string, string> = {}): Queue =>
-    store.create(
-      { accountId: ACCOUNT, region: 'us-east-1', name },
-      name.endsWith('.fifo') ? { FifoQueue: 'true', ...attrs } : attrs,
-      {},
-    ).queue;
-  return { store, clock, create };
-}
+const world = manualStore;
 
 /** A DLQ holding `n` messages each moved there from `src` (maxReceiveCount 1). */
-function deadLetters(w: World, src: Queue, n: number, prefix = 'm'): void {
+function deadLetters(w: ManualStore, src: Queue, n: number, prefix = 'm'): void {
   for (let i = 0; i < n; i++) {
     const fifo = src.fifo ? { groupId: 'g', deduplicationId: `${prefix}${i}` } : {};
     sendOne(src, msg(`${prefix}${i}`, fifo), w.clock.now());
@@ -53,7 +38,7 @@ function deadLetters(w: World, src: Queue, n: number, prefix = 'm'): void {
   src.receive(10, 0, w.clock.now());
 }
 
-function setupDlq(w: World, n: number): { dlq: Queue; src: Queue } {
+function setupDlq(w: ManualStore, n: number): { dlq: Queue; src: Queue } {
   const dlq = w.create('dlq');
   const src = w.create('src', {
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
@@ -61,15 +46,6 @@ function setupDlq(w: World, n: number): { dlq: Queue; src: Queue } {
   deadLetters(w, src, n);
   assert.equal(dlq.size, n, 'the DLQ is filled');
   return { dlq, src };
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, message?: RegExp): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    if (message !== undefined) assert.match(e.message, message);
-    return true;
-  });
 }
 
 // ---- starting -------------------------------------------------------------------------------
@@ -266,7 +242,7 @@ void test('Given more finished tasks than a source keeps, when listed, then the 
 
 afterEach(() => mock.timers.reset());
 
-async function advance(w: World, ms: number): Promise<void> {
+async function advance(w: ManualStore, ms: number): Promise<void> {
   for (let left = ms; left > 0; left -= 10) {
     w.clock.advance(Math.min(10, left));
     mock.timers.tick(Math.min(10, left));

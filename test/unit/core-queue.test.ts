@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
+import { CoreError } from '../../src/core/errors.js';
 import type { ChangeEvent, CoreListener } from '../../src/core/events.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import { Queue } from '../../src/core/queue.js';
+import { throwsCode } from '../support/assertions.js';
 import { sendOne } from '../support/queue.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -50,14 +51,6 @@ function newQueue(attributes: Record<string, string> = {}, listener: CoreListene
 function only(messages: Message[]): Message {
   assert.equal(messages.length, 1, `expected one message, got ${messages.length}`);
   return messages[0] as Message;
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code);
-    return true;
-  });
 }
 
 // ---- send and receive -------------------------------------------------------------------

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { ChangeEvent } from '../../src/core/events.js';
 import type { Message } from '../../src/core/message.js';
 import type { QueueIdentity } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { throwsCode } from '../support/assertions.js';
 import { sendOne } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
@@ -19,14 +19,6 @@ function id(name: string, accountId = ACCOUNT): QueueIdentity {
 function setup(deletedRecentlyMs = 60_000): { store: QueueStore; clock: ManualClock } {
   const clock = new ManualClock();
   return { store: new QueueStore(clock, { deletedRecentlyMs }), clock };
-}
-
-function throwsCode(fn: () => unknown, code: CoreErrorCode, context?: string): void {
-  assert.throws(fn, (e: unknown) => {
-    assert.ok(e instanceof CoreError, `expected a CoreError, got ${String(e)}`);
-    assert.equal(e.code, code, context);
-    return true;
-  });
 }
 
 // ---- create -------------------------------------------------------------------------------

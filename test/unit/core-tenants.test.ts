@@ -1,18 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ChangeEvent } from '../../src/core/events.js';
-import { Tenant, TenantError, Tenants } from '../../src/core/tenants.js';
+import { Tenant, Tenants } from '../../src/core/tenants.js';
 import { deserializeTenant, serializeTenant } from '../../src/persistence/codec.js';
+import { throwsCode } from '../support/assertions.js';
 
 const key = (id: string, secret = 's') => ({ accessKeyId: id, secretAccessKey: secret, createdAt: 5 });
 
 function tenants(): { t: Tenants; events: ChangeEvent[] } {
   const events: ChangeEvent[] = [];
   return { t: new Tenants((e) => events.push(e)), events };
-}
-
-function throwsCode(fn: () => unknown, code: TenantError['code']): void {
-  assert.throws(fn, (e: unknown) => e instanceof TenantError && e.code === code);
 }
 
 test('Given a new tenant, when created, then it is found by name, account and key, and a tenant-put is emitted', () => {
