@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { systemClock } from './core/clock.js';
+import { PURGE_COOLDOWN_MS } from './core/queue.js';
 import { QueueStore } from './core/store.js';
 import { getHeapStatistics } from 'node:v8';
 import { formatBytes, loadConfigOrExit, type Config } from './config.js';
@@ -40,6 +41,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   const newStore = (): QueueStore => {
     const store: QueueStore = new QueueStore(clock, {
       deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
+      purgeCooldownMs: config.purgeCooldown ? PURGE_COOLDOWN_MS : 0,
       maxMemory: config.maxMemory,
       onRefused: (accountId, scope) => {
         metrics.observeRefusedSend(tenantLabel(store, accountId), scope);
@@ -232,6 +234,12 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
         ? 'shared-sqs listening as a follower: serving once it holds the leader lock'
         : 'shared-sqs listening: serving once the state is loaded from Redis (every change is written to Redis before it is acknowledged)',
   );
+  if (config.dev) {
+    logger.warn(
+      { queueDeletedRecently: config.queueDeletedRecently, purgeCooldown: config.purgeCooldown },
+      '--dev: a test-environment preset, not for production (AWS refuses a second purge or a deleted name for 60 s)',
+    );
+  }
 
   // A follower warms its code while it waits to lead, so that a takeover does not hand the full
   // load to a cold process; a serving instance does not, as its own traffic does it and the

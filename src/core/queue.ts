@@ -26,7 +26,8 @@ import { ownString } from './strings.js';
 export const MAX_INFLIGHT = 120_000;
 /** A message's visibility can be extended to at most 12 hours after it was received. */
 const MAX_VISIBILITY_MS = 43_200_000;
-const PURGE_INTERVAL_MS = 60_000;
+/** AWS allows one PurgeQueue per queue every 60 s. */
+export const PURGE_COOLDOWN_MS = 60_000;
 
 export interface QueueCounts {
   readonly visible: number;
@@ -591,8 +592,9 @@ export class Queue {
     }
   }
 
-  purge(now: number): void {
-    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
+  /** `cooldownMs`: the store's (StoreOptions.purgeCooldownMs); 0 lets purges follow each other. */
+  purge(now: number, cooldownMs = PURGE_COOLDOWN_MS): void {
+    if (now - this.lastPurgeAt < cooldownMs) {
       throw new CoreError(
         'PurgeQueueInProgress',
         `Only one PurgeQueue operation on ${this.name} is allowed every 60 seconds.`,

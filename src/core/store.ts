@@ -4,7 +4,7 @@ import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
 import { decodeTaskHandle, MAX_MOVE_RATE, MoveTasks, type MoveTask } from './movetasks.js';
-import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
+import { DEFAULT_REGION, PURGE_COOLDOWN_MS, Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 import { Tenants } from './tenants.js';
@@ -12,6 +12,8 @@ import { Tenants } from './tenants.js';
 export interface StoreOptions {
   /** How long a deleted queue's name stays taken; AWS: 60 s. 0 turns the rule off. */
   readonly deletedRecentlyMs: number;
+  /** How long after a PurgeQueue the queue refuses another; AWS: 60 s (the default). 0 turns it off. */
+  readonly purgeCooldownMs?: number;
   /** The memory budget's limit in bytes (budget.ts); unlimited when not given. */
   readonly maxMemory?: number;
   /** Told of every send the budget refuses, with the account and the limit it hit. */
@@ -42,6 +44,11 @@ export class QueueStore {
    * goes (sends, moves, restores from storage, deletes, retention, purges, queue deletes) counts.
    */
   readonly budget: Budget;
+
+  /** Passed to {@link Queue.purge} by every caller, so the API and the admin purge alike. */
+  get purgeCooldownMs(): number {
+    return this.options.purgeCooldownMs ?? PURGE_COOLDOWN_MS;
+  }
 
   constructor(
     readonly clock: Clock,
