@@ -13,7 +13,7 @@ import {
   tenantLabel,
   timedCommit,
 } from './http/tenancy.js';
-import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
+import { applyStartupConfig, StartupConfigError, type StartupConfig } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
 import type { WarmUp } from './http/warmup.js';
 import type { ActivePassive } from './ha/active.js';
@@ -50,13 +50,13 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
     return store;
   };
   // --config: what it names is created in every store this process serves (created or loaded).
-  const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
+  const startup = await readConfigFile(config);
   let firstStore = true;
   let current = serving(newStore());
   function serving(store: QueueStore): SqsServices {
     if (startup !== undefined) {
       try {
-        applyStartupConfig(store, startup, config, logger.child({ component: 'config' }));
+        applyStartupConfig(store, startup, logger.child({ component: 'config' }));
       } catch (e) {
         // At start (an empty store) a bad file stops the process; later it conflicts with state.
         if (firstStore || !(e instanceof StartupConfigError)) throw e;
@@ -296,6 +296,13 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   return { stop };
 }
 
+/** The --config file, read and checked (src/config-file.ts, loaded only when a file is given). */
+async function readConfigFile(config: Config): Promise<StartupConfig | undefined> {
+  if (config.configFile === undefined) return undefined;
+  const { loadConfigFile } = await import('./config-file.js');
+  return loadConfigFile(config.configFile, config);
+}
+
 /** Where Redis is, from the flags; undefined: memory only. */
 function redisTarget(config: Config): RedisTarget | undefined {
   const { redisAddr, redisUrl, redisSentinels, redisPassword } = config;
@@ -314,6 +321,13 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfigOrExit(process.argv.slice(2), process.env);
+  if (config.checkConfig) {
+    const file = await readConfigFile(config);
+    process.stdout.write(
+      `${config.configFile}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
+    );
+    return;
+  }
   const server = await start(config);
   const onSignal = (signal: NodeJS.Signals): void => {
     server.stop().then(
@@ -330,7 +344,15 @@ async function main(): Promise<void> {
 
 main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
-    console.error(`shared-sqs: ${e.message}`);
+    // Every problem of the file on a line of its own, so that one pass fixes them all.
+    console.error(
+      e.problems.length === 0
+        ? `shared-sqs: ${e.message}`
+        : [
+            `shared-sqs: ${e.where}: ${e.problems.length} problem(s)`,
+            ...e.problems.map((p) => `  ${p}`),
+          ].join('\n'),
+    );
     process.exit(2);
   }
   const code = (e as { code?: string }).code;
