@@ -300,7 +300,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
 async function readConfigFile(config: Config): Promise<StartupConfig | undefined> {
   if (config.configFile === undefined) return undefined;
   const { loadConfigFile } = await import('./config-file.js');
-  return loadConfigFile(config.configFile, config);
+  return await loadConfigFile(config.configFile, config);
 }
 
 /** Where Redis is, from the flags; undefined: memory only. */

@@ -34,11 +34,11 @@ function problemsOf(raw: unknown): readonly string[] {
   assert.fail('expected a StartupConfigError');
 }
 
-function withFile(name: string, text: string, fn: (path: string) => void): void {
+async function withFile(name: string, text: string, fn: (path: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ssq-config-'));
   try {
     writeFileSync(join(dir, name), text);
-    fn(join(dir, name));
+    await fn(join(dir, name));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -190,7 +190,7 @@ test('Given a RedrivePolicy cycle or a target the file lacks, when parsed, then 
   );
 });
 
-test('Given a YAML file, when loaded, then it reads as the same JSON would', () => {
+test('Given a YAML file, when loaded, then it reads as the same JSON would', async () => {
   const yaml = `
 tenants:
   - name: team-a
@@ -205,27 +205,29 @@ queues:
     region: eu-west-1
     tags: { env: dev }
 `;
-  withFile('c.yaml', yaml, (path) => {
-    assert.deepEqual(loadConfigFile(path, DEFAULTS), parseConfigFile(CONFIG, DEFAULTS));
+  await withFile('c.yaml', yaml, async (path) => {
+    assert.deepEqual(await loadConfigFile(path, DEFAULTS), parseConfigFile(CONFIG, DEFAULTS));
   });
 });
 
-test('Given a file that is not JSON, not YAML or missing, when loaded, then a StartupConfigError with the path', () => {
-  withFile('c.json', 'tenants: []', (path) =>
-    assert.throws(() => loadConfigFile(path, DEFAULTS), /not JSON/),
+test('Given a file that is not JSON, not YAML or missing, when loaded, then a StartupConfigError with the path', async () => {
+  await withFile('c.json', 'tenants: []', (path) =>
+    assert.rejects(loadConfigFile(path, DEFAULTS), /not JSON/),
   );
-  withFile('c.yaml', 'tenants: [\n', (path) =>
-    assert.throws(() => loadConfigFile(path, DEFAULTS), /c\.yaml: not YAML at line/),
+  await withFile('c.yaml', 'tenants: [\n', (path) =>
+    assert.rejects(loadConfigFile(path, DEFAULTS), /c\.yaml: not YAML at line/),
   );
-  assert.throws(() => loadConfigFile('/nonexistent/missing.json', DEFAULTS), /missing\.json/);
+  await assert.rejects(loadConfigFile('/nonexistent/missing.json', DEFAULTS), /missing\.json/);
 });
 
-test('Given the examples of docs/admin.md, when loaded, then they are valid', () => {
+test('Given the examples of docs/admin.md, when loaded, then they are valid', async () => {
   const doc = readFileSync(new URL('../../docs/admin.md', import.meta.url), 'utf8');
   const blocks = [...doc.matchAll(/<!-- a --config example[^>]*-->\n\n```(yaml|json)\n([^]*?)```/g)];
   assert.ok(blocks.length >= 3, 'docs/admin.md has config examples');
   for (const [, kind = '', text = ''] of blocks) {
-    withFile(`example.${kind}`, text, (path) => assert.ok(loadConfigFile(path, DEFAULTS).queues.length > 0));
+    await withFile(`example.${kind}`, text, async (path) =>
+      assert.ok((await loadConfigFile(path, DEFAULTS)).queues.length > 0),
+    );
   }
 });
 
