@@ -1,23 +1,24 @@
 /**
  * Command-line flags and environment variables, parsed once at start into a plain {@link Config}.
  *
+ * One table, {@link FLAGS}, declares every flag: its environment variable, type, help, group and
+ * the parser that turns the text into the config's value. yargs reads the command line and writes
+ * --help from it (src/flags.ts); the parsers here validate.
+ *
  * Sources, strongest first: the command line, then `SHARED_SQS_<FLAG_IN_UPPER_SNAKE>`, then the
- * Go predecessor's plain names (`REDIS_ADDR`, `REDIS_PASSWORD`), then the default. An empty
- * environment variable counts as unset; an empty value for an optional flag (`--redis-addr=`) unsets
- * it, overriding the environment. Go-style single-dash long flags (`-port=4100`) are accepted, since
- * units written for the predecessor use them. Environment variables with the prefix that match no flag
- * are ignored.
+ * Go predecessor's plain names (`REDIS_ADDR`, `REDIS_PASSWORD`), then the default (which `--dev`
+ * changes for the test-environment switches). An empty environment variable counts as unset; an
+ * empty value for an optional flag (`--redis-addr=`) unsets it, overriding the environment.
+ * Go-style single-dash long flags (`-port=4100`) are accepted, since units written for the
+ * predecessor use them. Environment variables with the prefix that match no flag are ignored.
  *
  * The environment is read from the `env` argument only, so tests can pass their own.
- *
- * The command line is read by yargs-parser, the parser inside yargs, with the options yargs gave it;
- * yargs' own checks and --help layout are done here. Loading yargs took about 150 ms of a 0.8 s
- * start (`shared-sqs admin` still uses it).
  */
 import { readFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
-import yargsParser from 'yargs-parser';
+import yargs from 'yargs';
 import { AUTH_MODES, type AuthMode } from './auth/authenticate.js';
+import { fromEnv, HELP_WIDTH, PARSER_CONFIGURATION, yargsOptions, type FlagSpec } from './flags.js';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from './log.js';
 import { checkPrefix } from './persistence/keys.js';
 
@@ -60,10 +61,16 @@ export interface Config {
   readonly adminToken: string | undefined;
   /** Refuse to recreate a queue of the same name for 60 s after DeleteQueue, as AWS does. */
   readonly queueDeletedRecently: boolean;
+  /** Refuse a second PurgeQueue of a queue within 60 s, as AWS does. */
+  readonly purgeCooldown: boolean;
+  /** The test-environment preset: the two rules above off unless set, warnings only in the log. */
+  readonly dev: boolean;
   /** off: requests act in the default account (or their 12-digit key's); on: SigV4 with a tenant's key. */
   readonly auth: AuthMode;
-  /** A JSON file of tenants and queues to create at start (src/startup-config.ts); undefined: none. */
+  /** A JSON or YAML file of tenants and queues to create at start (src/startup-config.ts); undefined: none. */
   readonly configFile: string | undefined;
+  /** Validate {@link configFile} and exit instead of starting. */
+  readonly checkConfig: boolean;
   /** Requests the process sends itself after start so its hot code is compiled (src/http/warmup.ts); 0: none. */
   readonly warmupRequests: number;
   /**
@@ -94,8 +101,6 @@ export class HelpRequested extends Error {
   }
 }
 
-export const ENV_PREFIX = 'SHARED_SQS';
-
 export const DEFAULTS = {
   port: 4100,
   controlPort: 4101,
@@ -107,6 +112,7 @@ export const DEFAULTS = {
   leaderTtlMs: 10_000,
   leaderIntervalMs: 3_000,
   queueDeletedRecently: true,
+  purgeCooldown: true,
   redisPrefix: '{ssq}:',
   redisWaitReplicas: 0,
   redisWaitTimeoutMs: 250,
@@ -162,7 +168,7 @@ export function formatBytes(bytes: number): string {
   return `${bytes} B`;
 }
 
-function parseMaxMemory(raw: Raw<string> | undefined, heapLimit: number): number {
+function parseMaxMemory(raw: Raw | undefined, heapLimit: number): number {
   if (raw === undefined) return defaultMaxMemory(heapLimit);
   const bytes = parseSize(raw.value);
   if (bytes === undefined) fail(raw, 'must be a size like 512mb or 4gb');
@@ -181,48 +187,6 @@ function parseMaxMemory(raw: Raw<string> | undefined, heapLimit: number): number
 /** Longest timer Node can set (setTimeout clamps anything above to 1 ms). */
 const MAX_DURATION_MS = 2 ** 31 - 1;
 
-const STRING_FLAGS = [
-  'port',
-  'control-port',
-  'host',
-  'region',
-  'account-id',
-  'base-url',
-  'log-level',
-  'redis-addr',
-  'redis-url',
-  'redis-password',
-  'redis-sentinels',
-  'redis-master-name',
-  'redis-prefix',
-  'redis-wait-replicas',
-  'redis-wait-timeout',
-  'leader-ttl',
-  'leader-interval',
-  'admin-token',
-  'auth',
-  'config',
-  'warmup-requests',
-  'max-memory',
-] as const;
-const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently', 'redis-wait-aof'] as const;
-type StringFlag = (typeof STRING_FLAGS)[number];
-type BooleanFlag = (typeof BOOLEAN_FLAGS)[number];
-type Flag = StringFlag | BooleanFlag;
-
-export function envName(flag: Flag): string {
-  return `${ENV_PREFIX}_${flag.toUpperCase().replace(/-/g, '_')}`;
-}
-
-const EXTRA_ENV: Partial<Record<Flag, readonly string[]>> = {
-  'redis-addr': ['REDIS_ADDR'],
-  'redis-password': ['REDIS_PASSWORD'],
-};
-
-function envNames(flag: Flag): readonly string[] {
-  return [envName(flag), ...(EXTRA_ENV[flag] ?? [])];
-}
-
 const VERSION = readVersion();
 
 function readVersion(): string {
@@ -239,57 +203,150 @@ function readVersion(): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The command line and --help
+// The table
 // ---------------------------------------------------------------------------------------------
 
-interface FlagHelp {
-  readonly group: string;
-  readonly describe: string;
-  /** Shown as [default: ...]; omitted for flags without a default. */
-  readonly shownDefault?: string;
+/** A raw value and where it came from (`--port` or `SHARED_SQS_PORT`), for error messages. */
+interface Raw {
+  readonly value: string;
+  readonly from: string;
+}
+
+/** What a flag's parser may depend on besides its own value. */
+interface Context {
+  readonly heapLimit: number;
+  /** --dev, parsed first: it moves the defaults of the test-environment switches. */
+  readonly dev: boolean;
+}
+
+interface Flag<T> extends FlagSpec {
+  readonly parse: (raw: Raw | undefined, context: Context) => T;
 }
 
 const GROUP_SERVER = 'Server:';
+const GROUP_TESTS = 'Test environments:';
 const GROUP_REDIS = 'Redis and high availability:';
 const GROUP_OTHER = 'Other:';
 
-const FLAG_HELP: Record<Flag, FlagHelp> = {
+/** A switch: `--x`, `--no-x`, `--x=false`, or its variable set to true/false (also 1/0, yes/no, on/off). */
+function switchFlag(
+  flag: string,
+  group: string,
+  describe: string,
+  fallback: (context: Context) => boolean,
+  shownDefault: string,
+): Flag<boolean> {
+  return {
+    flag,
+    type: 'boolean',
+    group,
+    describe,
+    shownDefault,
+    parse: (raw, context) => (raw === undefined ? fallback(context) : booleanOf(raw)),
+  };
+}
+
+/**
+ * Every flag, keyed by the {@link Config} field it sets, in the order of --help. `dev` is parsed
+ * before the others, since it changes defaults.
+ */
+const FLAGS: { readonly [K in keyof Config]: Flag<Config[K]> } = {
   port: {
+    flag: 'port',
+    type: 'string',
     group: GROUP_SERVER,
     describe: 'Data plane (SQS API) port; 0 picks a free port',
-    shownDefault: '4100',
+    shownDefault: String(DEFAULTS.port),
+    parse: (raw) => parsePort(raw, DEFAULTS.port),
   },
-  'control-port': {
+  controlPort: {
+    flag: 'control-port',
+    type: 'string',
     group: GROUP_SERVER,
     describe: 'Control plane port (/health, /ready, /metrics, admin); 0 picks a free port',
-    shownDefault: '4101',
+    shownDefault: String(DEFAULTS.controlPort),
+    parse: (raw) => parsePort(raw, DEFAULTS.controlPort),
   },
   host: {
+    flag: 'host',
+    type: 'string',
     group: GROUP_SERVER,
     describe: 'Address both planes listen on: 0.0.0.0 is every interface; 127.0.0.1 keeps them local',
-    shownDefault: '0.0.0.0',
+    shownDefault: DEFAULTS.host,
+    parse: parseHost,
   },
-  region: { group: GROUP_SERVER, describe: 'Region in queue ARNs and URLs', shownDefault: 'us-east-1' },
-  'account-id': {
+  region: {
+    flag: 'region',
+    type: 'string',
+    group: GROUP_SERVER,
+    describe: 'Region in queue ARNs and URLs',
+    shownDefault: DEFAULTS.region,
+    parse: parseRegion,
+  },
+  accountId: {
+    flag: 'account-id',
+    type: 'string',
     group: GROUP_SERVER,
     describe: 'Account id (12 digits) in queue ARNs and URLs when auth is off',
-    shownDefault: '000000000000',
+    shownDefault: DEFAULTS.accountId,
+    parse: parseAccountId,
   },
-  'base-url': {
+  baseUrl: {
+    flag: 'base-url',
+    type: 'string',
     group: GROUP_SERVER,
     describe:
       'Public scheme://host[:port] of the data plane, used in queue URLs; unset: taken from each ' +
       "request's Host, X-Forwarded-Proto and X-Forwarded-Host",
+    parse: parseBaseUrl,
   },
-  'log-level': { group: GROUP_SERVER, describe: `One of ${LOG_LEVELS.join(', ')}`, shownDefault: 'info' },
-  'warmup-requests': {
+  logLevel: {
+    flag: 'log-level',
+    type: 'string',
+    group: GROUP_SERVER,
+    describe: `One of ${LOG_LEVELS.join(', ')}`,
+    shownDefault: `${DEFAULTS.logLevel} (warn with --dev)`,
+    parse: (raw, { dev }) => parseLogLevel(raw, dev ? 'warn' : DEFAULTS.logLevel),
+  },
+  auth: {
+    flag: 'auth',
+    type: 'string',
+    group: GROUP_SERVER,
+    describe:
+      'off: no signature checked, requests act in --account-id (or in the account their 12-digit access ' +
+      "key id names); on: every request needs a valid SigV4 signature made with a tenant's key",
+    shownDefault: DEFAULTS.auth,
+    parse: parseAuth,
+  },
+  configFile: {
+    flag: 'config',
+    type: 'string',
+    group: GROUP_SERVER,
+    describe:
+      'JSON or YAML file of tenants (with keys) and queues to create at start if missing; its schema ' +
+      'is docs/config.schema.json (docs/admin.md)',
+    parse: (raw) => (raw === undefined || raw.value.trim() === '' ? undefined : raw.value.trim()),
+  },
+  checkConfig: switchFlag(
+    'check-config',
+    GROUP_SERVER,
+    'Validate the --config file, print every problem and exit (0: valid, 2: not) without starting',
+    () => false,
+    'false',
+  ),
+  warmupRequests: {
+    flag: 'warmup-requests',
+    type: 'string',
     group: GROUP_SERVER,
     describe:
       'Requests the process sends to a private copy of its data plane after start, so that a failover ' +
       'or a restart under load does not meet cold code; 0 turns the warm-up off',
     shownDefault: String(DEFAULTS.warmupRequests),
+    parse: parseWarmupRequests,
   },
-  'max-memory': {
+  maxMemory: {
+    flag: 'max-memory',
+    type: 'string',
     group: GROUP_SERVER,
     describe:
       'Memory budget of the stored messages, e.g. 512mb or 4gb (k/m/g are powers of 1024); sends over it ' +
@@ -298,90 +355,148 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
     shownDefault: `${Math.round(DEFAULT_MEMORY_FRACTION * 100)} % of the V8 heap limit, here ${formatBytes(
       defaultMaxMemory(getHeapStatistics().heap_size_limit),
     )}`,
+    parse: (raw, { heapLimit }) => parseMaxMemory(raw, heapLimit),
   },
-  'queue-deleted-recently': {
-    group: GROUP_SERVER,
-    describe:
-      'Refuse to recreate a queue for 60 s after DeleteQueue, as AWS does; ' +
+  dev: switchFlag(
+    'dev',
+    GROUP_TESTS,
+    'Preset for test suites and development: --no-queue-deleted-recently, --no-purge-cooldown and ' +
+      '--log-level warn, unless given otherwise',
+    () => false,
+    'false',
+  ),
+  queueDeletedRecently: switchFlag(
+    'queue-deleted-recently',
+    GROUP_TESTS,
+    'Refuse to recreate a queue for 60 s after DeleteQueue, as AWS does; ' +
       '--no-queue-deleted-recently for test environments',
-    shownDefault: 'true',
-  },
-  'redis-addr': {
+    ({ dev }) => !dev && DEFAULTS.queueDeletedRecently,
+    'true (false with --dev)',
+  ),
+  purgeCooldown: switchFlag(
+    'purge-cooldown',
+    GROUP_TESTS,
+    'Refuse a second PurgeQueue of a queue within 60 s (PurgeQueueInProgress), as AWS does; ' +
+      '--no-purge-cooldown for test environments',
+    ({ dev }) => !dev && DEFAULTS.purgeCooldown,
+    'true (false with --dev)',
+  ),
+  redisAddr: {
+    flag: 'redis-addr',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'Redis as host:port or redis[s]://[user:password@]host:port; unset: state lives in memory only',
+    env: ['SHARED_SQS_REDIS_ADDR', 'REDIS_ADDR'],
+    parse: parseRedisAddr,
   },
-  'redis-url': {
+  redisUrl: {
+    flag: 'redis-url',
+    type: 'string',
     group: GROUP_REDIS,
     describe:
       'Redis as a redis:// or rediss:// (TLS) URL with optional user, password and db; instead of --redis-addr',
+    parse: parseRedisUrl,
   },
-  'redis-password': {
+  redisPassword: {
+    flag: 'redis-password',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'Redis password (prefer the environment: flags show in ps)',
+    env: ['SHARED_SQS_REDIS_PASSWORD', 'REDIS_PASSWORD'],
+    parse: parseSecret,
   },
-  'redis-sentinels': {
+  redisSentinels: {
+    flag: 'redis-sentinels',
+    type: 'string',
     group: GROUP_REDIS,
     describe:
       'Redis Sentinel addresses, host:port,host:port...; instead of --redis-addr (needs --redis-master-name)',
+    parse: parseRedisSentinels,
   },
-  'redis-master-name': {
+  redisMasterName: {
+    flag: 'redis-master-name',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'The master name the Sentinels know (with --redis-sentinels)',
+    parse: (raw) => (raw === undefined || raw.value.trim() === '' ? undefined : raw.value.trim()),
   },
-  'redis-prefix': {
+  redisPrefix: {
+    flag: 'redis-prefix',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'Prefix of every Redis key; must hold a hash tag such as {ssq}',
-    shownDefault: '{ssq}:',
+    shownDefault: DEFAULTS.redisPrefix,
+    parse: parseRedisPrefix,
   },
-  'redis-wait-replicas': {
+  redisWaitReplicas: {
+    flag: 'redis-wait-replicas',
+    type: 'string',
     group: GROUP_REDIS,
     describe:
       'Replicas that must acknowledge each write (Redis WAIT) before it is answered 200, so that a ' +
       'Sentinel failover loses nothing acknowledged; fewer within --redis-wait-timeout: 503',
-    shownDefault: '0',
+    shownDefault: String(DEFAULTS.redisWaitReplicas),
+    parse: parseWaitReplicas,
   },
-  'redis-wait-timeout': {
+  redisWaitTimeoutMs: {
+    flag: 'redis-wait-timeout',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'How long a write waits for --redis-wait-replicas, 1ms to 500ms',
-    shownDefault: '250ms',
+    shownDefault: formatDuration(DEFAULTS.redisWaitTimeoutMs),
+    // A wait holds up the calls pipelined behind it, and each has the 1 s command timeout.
+    parse: (raw) => parseDuration(raw, DEFAULTS.redisWaitTimeoutMs, MAX_WAIT_TIMEOUT_MS),
   },
-  'redis-wait-aof': {
-    group: GROUP_REDIS,
-    describe: 'Wait until the replicas fsynced each write to their AOF (WAITAOF, Redis 7.2 or newer)',
-    shownDefault: 'false',
-  },
-  'leader-election': {
-    group: GROUP_REDIS,
-    describe: 'Active/passive: serve only while holding the Redis lock (needs Redis)',
-    shownDefault: 'false',
-  },
-  'leader-ttl': {
+  redisWaitAof: switchFlag(
+    'redis-wait-aof',
+    GROUP_REDIS,
+    'Wait until the replicas fsynced each write to their AOF (WAITAOF, Redis 7.2 or newer)',
+    () => DEFAULTS.redisWaitAof,
+    'false',
+  ),
+  leaderElection: switchFlag(
+    'leader-election',
+    GROUP_REDIS,
+    'Active/passive: serve only while holding the Redis lock (needs Redis)',
+    () => DEFAULTS.leaderElection,
+    'false',
+  ),
+  leaderTtlMs: {
+    flag: 'leader-ttl',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'Leader lock lifetime, e.g. 10s or 1500ms; must exceed 3 x --leader-interval',
-    shownDefault: '10s',
+    shownDefault: formatDuration(DEFAULTS.leaderTtlMs),
+    parse: (raw) => parseDuration(raw, DEFAULTS.leaderTtlMs, MAX_DURATION_MS),
   },
-  'leader-interval': {
+  leaderIntervalMs: {
+    flag: 'leader-interval',
+    type: 'string',
     group: GROUP_REDIS,
     describe: 'How often the lock is renewed or tried',
-    shownDefault: '3s',
+    shownDefault: formatDuration(DEFAULTS.leaderIntervalMs),
+    parse: (raw) => parseDuration(raw, DEFAULTS.leaderIntervalMs, MAX_DURATION_MS),
   },
-  auth: {
-    group: GROUP_SERVER,
-    describe:
-      'off: no signature checked, requests act in --account-id (or in the account their 12-digit access ' +
-      "key id names); on: every request needs a valid SigV4 signature made with a tenant's key",
-    shownDefault: 'off',
-  },
-  config: {
-    group: GROUP_SERVER,
-    describe: 'JSON file of tenants (with keys) and queues to create at start if missing (docs/admin.md)',
-  },
-  'admin-token': {
+  adminToken: {
+    flag: 'admin-token',
+    type: 'string',
     group: GROUP_OTHER,
     describe:
       'Bearer token of the admin API; unset: admin API closed (prefer the environment: flags show in ps)',
+    parse: parseSecret,
   },
 };
+
+const SPECS: readonly Flag<unknown>[] = Object.values(FLAGS);
+const BOOLEAN_FLAGS: ReadonlySet<string> = new Set(
+  SPECS.filter((s) => s.type === 'boolean').map((s) => s.flag),
+);
+const LONG_FLAGS: ReadonlySet<string> = new Set([
+  ...SPECS.map((s) => s.flag),
+  ...[...BOOLEAN_FLAGS].map((flag) => `no-${flag}`),
+  'help',
+  'version',
+]);
 
 const USAGE =
   'Usage: shared-sqs [options]\n\n' +
@@ -392,73 +507,15 @@ const EPILOG =
   'Every flag can also be set with its environment variable; the command line wins. ' +
   'Durations take the units ms, s, m, h (Go syntax: 1m30s). Empty environment variables are ignored.';
 
-const HELP_WIDTH = 100;
-
-/** Splits `text` into lines of at most `width` characters at spaces (each paragraph on its own). */
-function wrap(text: string, width: number): string[] {
-  const lines: string[] = [];
-  for (const paragraph of text.split('\n')) {
-    let line = '';
-    for (const word of paragraph.split(' ')) {
-      if (line !== '' && line.length + 1 + word.length > width) {
-        lines.push(line);
-        line = word;
-      } else {
-        line = line === '' ? word : `${line} ${word}`;
-      }
-    }
-    lines.push(line);
-  }
-  return lines;
-}
-
-/** The --help text, laid out as yargs laid it out (groups, aligned columns, 100 wide). */
-function helpText(): string {
-  const groups = new Map<string, [label: string, text: string][]>();
-  const row = (group: string, label: string, text: string): void => {
-    const rows = groups.get(group) ?? [];
-    rows.push([label, text]);
-    groups.set(group, rows);
-  };
-  for (const flag of Object.keys(FLAG_HELP) as Flag[]) {
-    const help = FLAG_HELP[flag];
-    const notes = [
-      help.shownDefault === undefined ? '' : `[default: ${help.shownDefault}]`,
-      `[env: ${envNames(flag).join(', ')}]`,
-    ]
-      .filter(Boolean)
-      .join(' ');
-    // Long flags are indented past the `-h, ` of --help.
-    row(help.group, `    --${flag}`, `${help.describe} ${notes}`);
-  }
-  row(GROUP_OTHER, '-h, --help', 'Show help');
-  row(GROUP_OTHER, '    --version', 'Show version number');
-  const out = [...wrap(USAGE, HELP_WIDTH), ''];
-  for (const [group, rows] of groups) {
-    out.push(group);
-    const width = Math.max(...rows.map(([label]) => label.length)) + 4;
-    for (const [label, text] of rows) {
-      wrap(text, HELP_WIDTH - width).forEach((line, i) => {
-        out.push((i === 0 ? `  ${label}` : '').padEnd(width) + line);
-      });
-    }
-    out.push('');
-  }
-  out.push(...wrap(EPILOG, HELP_WIDTH));
-  return out.join('\n');
-}
-
-const KNOWN_LONG_FLAGS: ReadonlySet<string> = new Set<string>([
-  ...STRING_FLAGS,
-  ...BOOLEAN_FLAGS,
-  ...BOOLEAN_FLAGS.map((flag) => `no-${flag}`),
-  'help',
-  'version',
-]);
+// ---------------------------------------------------------------------------------------------
+// The command line
+// ---------------------------------------------------------------------------------------------
 
 /**
- * Before the parser: `-port=1` (Go's flag package) becomes `--port=1`, and `--leader-election=<v>`
- * is checked here, because the parser silently reads anything but "true" (even "1") as false.
+ * What yargs' parser does not do as this server always did: `-port=1` (Go's flag package) becomes
+ * `--port=1`; `--leader-election=<v>` takes the values the environment takes (the parser reads
+ * anything but "true", even "1", as false); `--no-port` is unknown (the parser would set the
+ * string flag to false, and the default would quietly stand).
  */
 function normalizeArgs(argv: readonly string[]): string[] {
   const out: string[] = [];
@@ -472,22 +529,16 @@ function normalizeArgs(argv: readonly string[]): string[] {
       continue;
     }
     const [, dashes = '', name = '', assigned] = match;
-    if (dashes === '-' && (name.length === 1 || !KNOWN_LONG_FLAGS.has(name))) {
-      out.push(arg); // a short flag like -h, or something the parser reports as unknown
+    if (dashes === '-' && (name.length === 1 || !LONG_FLAGS.has(name))) {
+      out.push(arg); // a short flag like -h, or something yargs reports as unknown
       continue;
     }
-    if (name.startsWith('no-') && !(BOOLEAN_FLAGS as readonly string[]).includes(name.slice(3))) {
-      // the parser would set a string flag to false and we would quietly use the default
-      throw new ConfigError(`unknown argument: ${dashes}${name}`);
+    if (name.startsWith('no-') && !BOOLEAN_FLAGS.has(name.slice(3))) {
+      throw new ConfigError(`Unknown argument: ${dashes}${name}`);
     }
-    const negated = name.startsWith('no-');
-    const booleanFlag = negated ? name.slice(3) : name;
-    if (assigned !== undefined && (BOOLEAN_FLAGS as readonly string[]).includes(booleanFlag)) {
-      if (negated) throw new ConfigError(`--${name} takes no value`);
-      const value = parseBoolean(assigned.slice(1));
-      if (value === undefined) {
-        throw new ConfigError(`--${name} must be true or false (got ${quote(assigned.slice(1))})`);
-      }
+    if (assigned !== undefined && BOOLEAN_FLAGS.has(name.replace(/^no-/, ''))) {
+      if (name.startsWith('no-')) throw new ConfigError(`--${name} takes no value`);
+      const value = booleanOf({ value: assigned.slice(1), from: `--${name}` });
       out.push(value ? `--${name}` : `--no-${name}`);
       continue;
     }
@@ -496,126 +547,116 @@ function normalizeArgs(argv: readonly string[]): string[] {
   return out.concat(argv.slice(i));
 }
 
-type ParsedArgs = Partial<Record<StringFlag, string>> & Partial<Record<BooleanFlag, boolean>>;
+/** The flags given on the command line, by flag name; throws for --help, --version and bad usage. */
+function parseArgs(args: readonly string[]): Map<string, string> {
+  let parsed: Record<string, unknown> = {};
+  let output = '';
+  // Synchronous: no command or middleware is async, so the callback has run when parse returns.
+  void yargs()
+    .scriptName('shared-sqs')
+    .usage(USAGE)
+    .epilog(EPILOG)
+    .locale('en')
+    .wrap(HELP_WIDTH)
+    .strict()
+    .exitProcess(false)
+    .parserConfiguration(PARSER_CONFIGURATION)
+    .options(yargsOptions(SPECS))
+    .alias('h', 'help')
+    .group(['help', 'version'], GROUP_OTHER)
+    .version(VERSION)
+    .fail((message: string | null, err: Error | undefined) => {
+      throw new ConfigError(oneLine(message ?? err?.message ?? 'bad command line'));
+    })
+    .parse([...args], {}, (_err, argv, text) => {
+      parsed = argv;
+      output = text;
+    });
+  if (parsed['help'] === true) throw new HelpRequested('help', output);
+  if (parsed['version'] === true) throw new HelpRequested('version', output);
+  const rest = parsed['_'];
+  // yargs reports positional arguments, but not those after `--`.
+  if (Array.isArray(rest) && rest.length > 0) {
+    throw new ConfigError(`unexpected argument ${quote(String(rest[0]))}: shared-sqs takes only options`);
+  }
+  const given = new Map<string, string>();
+  for (const spec of SPECS) {
+    const value = parsed[spec.flag];
+    if (typeof value === 'string' || typeof value === 'boolean') given.set(spec.flag, String(value));
+  }
+  return given;
+}
 
-const KNOWN_KEYS: ReadonlySet<string> = new Set<string>([
-  ...STRING_FLAGS,
-  ...BOOLEAN_FLAGS,
-  'help',
-  'h',
-  'version',
-]);
+// ---------------------------------------------------------------------------------------------
+// Parsing and the checks across flags
+// ---------------------------------------------------------------------------------------------
 
 /**
- * Reads the command line as yargs (strict, `--help`, `--version`) did, in its order: help, then
- * version, then the parser's own error (a flag without its value), then unknown flags and
- * positional arguments; arguments after `--` are refused last.
+ * Parses flags (`argv` without node and the script, i.e. `process.argv.slice(2)`) and environment.
+ * Throws {@link ConfigError} for anything invalid and {@link HelpRequested} for --help / --version.
  */
-function parseArgs(args: readonly string[]): ParsedArgs {
-  const { argv, error } = yargsParser.detailed([...args], {
-    string: [...STRING_FLAGS],
-    boolean: [...BOOLEAN_FLAGS, 'help', 'version'],
-    alias: { help: ['h'] },
-    narg: Object.fromEntries(STRING_FLAGS.map((flag) => [flag, 1])),
-    configuration: {
-      'camel-case-expansion': false,
-      'dot-notation': false,
-      'duplicate-arguments-array': false,
-      'parse-numbers': false,
-      'parse-positional-numbers': false,
-      'populate--': true,
-    },
-  });
-  const positional = argv._.map(String);
-  if (argv['help'] === true) throw new HelpRequested('help', helpText());
-  if (argv['version'] === true) throw new HelpRequested('version', VERSION);
-  // yargs dropped a trailing `help` word and skipped its checks, without showing help: kept so.
-  const checked = positional.at(-1) !== 'help';
-  if (!checked) positional.pop();
-  if (checked && error) {
-    const missing = /^Not enough arguments following: (.*)$/.exec(error.message);
+export function parseConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  heapLimit: number = getHeapStatistics().heap_size_limit,
+): Config {
+  const args = parseArgs(normalizeArgs(argv));
+  const rawOf = (spec: FlagSpec): Raw | undefined => {
+    const fromArgs = args.get(spec.flag);
+    return fromArgs === undefined ? fromEnv(spec, env) : { value: fromArgs, from: `--${spec.flag}` };
+  };
+  const dev = FLAGS.dev.parse(rawOf(FLAGS.dev), { heapLimit, dev: false });
+  const context: Context = { heapLimit, dev };
+  const from = (key: keyof Config): string => rawOf(FLAGS[key])?.from ?? `--${FLAGS[key].flag}`;
+  const values: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(FLAGS) as [keyof Config, Flag<unknown>][]) {
+    values[key] = spec.parse(rawOf(spec), context);
+  }
+  const config = values as unknown as Config;
+  checkTogether(config, from);
+  return config;
+}
+
+/** The rules that join flags; `from` names the flag or variable a value came from. */
+function checkTogether(config: Config, from: (key: keyof Config) => string): void {
+  if (config.port !== 0 && config.port === config.controlPort) {
+    throw new ConfigError(`${from('port')} and ${from('controlPort')} must differ (both ${config.port})`);
+  }
+  const redis = (['redisAddr', 'redisUrl', 'redisSentinels'] as const)
+    .filter((key) => config[key] !== undefined)
+    .map(from);
+  if (redis.length > 1) throw new ConfigError(`${redis.join(' and ')} both name Redis: give one of them`);
+  if (config.redisSentinels !== undefined && config.redisMasterName === undefined) {
+    throw new ConfigError(`${from('redisSentinels')} needs --redis-master-name`);
+  }
+  if (config.redisWaitAof && config.redisWaitReplicas === 0) {
+    throw new ConfigError(`${from('redisWaitAof')} needs --redis-wait-replicas of 1 or more`);
+  }
+  if (config.redisWaitReplicas > 0 && redis.length === 0) {
+    throw new ConfigError(`${from('redisWaitReplicas')} needs Redis: set --redis-addr`);
+  }
+  if (config.leaderElection && redis.length === 0) {
+    throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
+  }
+  if (!(config.leaderTtlMs > 3 * config.leaderIntervalMs)) {
     throw new ConfigError(
-      oneLine(missing?.[1] === undefined ? error.message : `--${missing[1]} needs a value`),
+      `${from('leaderTtlMs')} (${formatDuration(config.leaderTtlMs)}) must be more than 3 x ` +
+        `${from('leaderIntervalMs')} (${formatDuration(config.leaderIntervalMs)}), ` +
+        'so that one slow renewal does not cost the lock',
     );
   }
-  const unknown = checked
-    ? Object.keys(argv).filter((key) => key !== '_' && key !== '--' && !KNOWN_KEYS.has(key))
-    : [];
-  if (checked) for (const arg of positional) if (!unknown.includes(arg)) unknown.push(arg);
-  if (unknown.length > 0) {
-    // The parser names flags without their dashes: give them back as they were typed.
-    const names = unknown.map((name) => {
-      for (const dashes of ['--', '-']) {
-        const typed = `${dashes}${name}`;
-        if (args.some((arg) => arg === typed || arg.startsWith(`${typed}=`))) return typed;
-      }
-      return quote(name);
-    });
-    throw new ConfigError(
-      oneLine(`unknown ${names.length === 1 ? 'argument' : 'arguments'}: ${names.join(', ')}`),
-    );
+  if (config.checkConfig && config.configFile === undefined) {
+    throw new ConfigError(`${from('checkConfig')} needs --config FILE`);
   }
-  const afterDashes: unknown = argv['--'];
-  const rest = Array.isArray(afterDashes) ? [...positional, ...afterDashes.map(String)] : positional;
-  if (rest[0] !== undefined) {
-    throw new ConfigError(`unexpected argument ${quote(rest[0])}: shared-sqs takes only options`);
-  }
-  const result: ParsedArgs = {};
-  for (const flag of STRING_FLAGS) {
-    const value: unknown = argv[flag];
-    if (typeof value === 'string') result[flag] = value;
-  }
-  for (const flag of BOOLEAN_FLAGS) {
-    const value: unknown = argv[flag];
-    if (typeof value === 'boolean') result[flag] = value;
-  }
-  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sources and validation
+// The parsers of single values
 // ---------------------------------------------------------------------------------------------
 
-/** A raw value and where it came from (`--port` or `SHARED_SQS_PORT`), for error messages. */
-interface Raw<T> {
-  readonly value: T;
-  readonly from: string;
-}
-
-class Sources {
-  constructor(
-    private readonly args: ParsedArgs,
-    private readonly env: NodeJS.ProcessEnv,
-  ) {}
-
-  string(flag: StringFlag): Raw<string> | undefined {
-    const fromArgs = this.args[flag];
-    if (fromArgs !== undefined) return { value: fromArgs, from: `--${flag}` };
-    return this.fromEnv(flag);
-  }
-
-  boolean(flag: BooleanFlag): Raw<boolean> | undefined {
-    const fromArgs = this.args[flag];
-    if (fromArgs !== undefined) return { value: fromArgs, from: `--${flag}` };
-    const raw = this.fromEnv(flag);
-    if (raw === undefined) return undefined;
-    const value = parseBoolean(raw.value);
-    if (value === undefined)
-      throw new ConfigError(`${raw.from} must be true or false (got ${quote(raw.value)})`);
-    return { value, from: raw.from };
-  }
-
-  private fromEnv(flag: Flag): Raw<string> | undefined {
-    for (const name of envNames(flag)) {
-      const value = this.env[name];
-      if (value !== undefined && value !== '') return { value, from: name };
-    }
-    return undefined;
-  }
-}
-
-function parseBoolean(text: string): boolean | undefined {
-  switch (text.trim().toLowerCase()) {
+/** true/false, 1/0, yes/no, on/off, as a variable or `--switch=<value>` gives it. */
+function booleanOf(raw: Raw): boolean {
+  switch (raw.value.trim().toLowerCase()) {
     case 'true':
     case '1':
     case 'yes':
@@ -627,7 +668,7 @@ function parseBoolean(text: string): boolean | undefined {
     case 'off':
       return false;
     default:
-      return undefined;
+      return fail(raw, 'must be true or false');
   }
 }
 
@@ -641,11 +682,11 @@ function oneLine(text: string): string {
 }
 
 /** Never for secrets: it echoes the value. */
-function fail(raw: Raw<string>, problem: string): never {
+function fail(raw: Raw, problem: string): never {
   throw new ConfigError(`${raw.from} ${problem} (got ${quote(raw.value)})`);
 }
 
-function parsePort(raw: Raw<string> | undefined, fallback: number): number {
+function parsePort(raw: Raw | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
   const text = raw.value.trim();
   const port = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
@@ -653,7 +694,7 @@ function parsePort(raw: Raw<string> | undefined, fallback: number): number {
   return port;
 }
 
-function parseWarmupRequests(raw: Raw<string> | undefined): number {
+function parseWarmupRequests(raw: Raw | undefined): number {
   if (raw === undefined) return DEFAULTS.warmupRequests;
   const text = raw.value.trim();
   const n = /^\d{1,7}$/.test(text) ? Number(text) : NaN;
@@ -663,7 +704,7 @@ function parseWarmupRequests(raw: Raw<string> | undefined): number {
 
 const MAX_WAIT_TIMEOUT_MS = 500;
 
-function parseWaitReplicas(raw: Raw<string> | undefined): number {
+function parseWaitReplicas(raw: Raw | undefined): number {
   if (raw === undefined) return DEFAULTS.redisWaitReplicas;
   const text = raw.value.trim();
   const n = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
@@ -671,7 +712,7 @@ function parseWaitReplicas(raw: Raw<string> | undefined): number {
   return n;
 }
 
-function parseHost(raw: Raw<string> | undefined): string {
+function parseHost(raw: Raw | undefined): string {
   if (raw === undefined) return DEFAULTS.host;
   let host = raw.value.trim();
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
@@ -679,7 +720,7 @@ function parseHost(raw: Raw<string> | undefined): string {
   return host;
 }
 
-function parseRegion(raw: Raw<string> | undefined): string {
+function parseRegion(raw: Raw | undefined): string {
   if (raw === undefined) return DEFAULTS.region;
   const region = raw.value.trim();
   if (!/^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(region) || region.length > 64) {
@@ -688,14 +729,14 @@ function parseRegion(raw: Raw<string> | undefined): string {
   return region;
 }
 
-function parseAccountId(raw: Raw<string> | undefined): string {
+function parseAccountId(raw: Raw | undefined): string {
   if (raw === undefined) return DEFAULTS.accountId;
   const id = raw.value.trim();
   if (!/^\d{12}$/.test(id)) fail(raw, 'must be exactly 12 digits');
   return id;
 }
 
-function parseBaseUrl(raw: Raw<string> | undefined): string | undefined {
+function parseBaseUrl(raw: Raw | undefined): string | undefined {
   if (raw === undefined || raw.value === '') return undefined;
   let url: URL;
   try {
@@ -715,14 +756,14 @@ function parseBaseUrl(raw: Raw<string> | undefined): string | undefined {
   return url.origin;
 }
 
-function parseLogLevel(raw: Raw<string> | undefined): LogLevel {
-  if (raw === undefined) return DEFAULTS.logLevel;
+function parseLogLevel(raw: Raw | undefined, fallback: LogLevel): LogLevel {
+  if (raw === undefined) return fallback;
   const level = raw.value.trim().toLowerCase();
   if (!isLogLevel(level)) fail(raw, `must be one of ${LOG_LEVELS.join(', ')}`);
   return level;
 }
 
-function parseRedisAddr(raw: Raw<string> | undefined): string | undefined {
+function parseRedisAddr(raw: Raw | undefined): string | undefined {
   if (raw === undefined || raw.value.trim() === '') return undefined;
   const addr = raw.value.trim();
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) {
@@ -751,7 +792,7 @@ function parseRedisAddr(raw: Raw<string> | undefined): string | undefined {
 }
 
 /** --redis-url: a redis:// or rediss:// URL; a URL may hold a password, so it is never echoed. */
-function parseRedisUrl(raw: Raw<string> | undefined): string | undefined {
+function parseRedisUrl(raw: Raw | undefined): string | undefined {
   if (raw === undefined || raw.value.trim() === '') return undefined;
   const text = raw.value.trim();
   let url: URL | undefined;
@@ -769,7 +810,7 @@ function parseRedisUrl(raw: Raw<string> | undefined): string | undefined {
   return text;
 }
 
-function parseRedisSentinels(raw: Raw<string> | undefined): RedisHostPort[] | undefined {
+function parseRedisSentinels(raw: Raw | undefined): RedisHostPort[] | undefined {
   if (raw === undefined || raw.value.trim() === '') return undefined;
   const out: RedisHostPort[] = [];
   for (const part of raw.value.split(',')) {
@@ -786,7 +827,7 @@ function parseRedisSentinels(raw: Raw<string> | undefined): RedisHostPort[] | un
   return out;
 }
 
-function parseRedisPrefix(raw: Raw<string> | undefined): string {
+function parseRedisPrefix(raw: Raw | undefined): string {
   if (raw === undefined) return DEFAULTS.redisPrefix;
   const problem = checkPrefix(raw.value);
   if (problem !== undefined || /[\s\p{Cc}]/u.test(raw.value)) {
@@ -795,7 +836,7 @@ function parseRedisPrefix(raw: Raw<string> | undefined): string {
   return raw.value;
 }
 
-function parseAuth(raw: Raw<string> | undefined): AuthMode {
+function parseAuth(raw: Raw | undefined): AuthMode {
   if (raw === undefined) return DEFAULTS.auth;
   const mode = raw.value.trim().toLowerCase();
   const found = AUTH_MODES.find((m) => m === mode);
@@ -803,12 +844,7 @@ function parseAuth(raw: Raw<string> | undefined): AuthMode {
   return found;
 }
 
-function parseConfigFile(raw: Raw<string> | undefined): string | undefined {
-  if (raw === undefined || raw.value.trim() === '') return undefined;
-  return raw.value.trim();
-}
-
-function parseSecret(raw: Raw<string> | undefined): string | undefined {
+function parseSecret(raw: Raw | undefined): string | undefined {
   if (raw === undefined || raw.value === '') return undefined;
   // Such a value could never match an HTTP header (or is a stray newline from a file).
   if (/[\s\p{Cc}]/u.test(raw.value)) {
@@ -847,119 +883,12 @@ export function formatDuration(ms: number): string {
   return ms >= 1000 && ms % 100 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
-function parseDuration(raw: Raw<string> | undefined, fallback: number): number {
+function parseDuration(raw: Raw | undefined, fallback: number, most: number): number {
   if (raw === undefined) return fallback;
   const ms = parseDurationMs(raw.value);
   if (ms === undefined) fail(raw, 'must be a duration like 10s, 500ms or 1m30s');
-  if (ms < 1 || ms > MAX_DURATION_MS) fail(raw, `must be between 1ms and ${formatDuration(MAX_DURATION_MS)}`);
+  if (ms < 1 || ms > most) fail(raw, `must be between 1ms and ${formatDuration(most)}`);
   return ms;
-}
-
-/**
- * Parses flags (`argv` without node and the script, i.e. `process.argv.slice(2)`) and environment.
- * Throws {@link ConfigError} for anything invalid and {@link HelpRequested} for --help / --version.
- */
-export function parseConfig(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  heapLimit: number = getHeapStatistics().heap_size_limit,
-): Config {
-  const src = new Sources(parseArgs(normalizeArgs(argv)), env);
-
-  const portRaw = src.string('port');
-  const controlPortRaw = src.string('control-port');
-  const port = parsePort(portRaw, DEFAULTS.port);
-  const controlPort = parsePort(controlPortRaw, DEFAULTS.controlPort);
-  if (port !== 0 && port === controlPort) {
-    throw new ConfigError(
-      `${portRaw?.from ?? '--port'} and ${controlPortRaw?.from ?? '--control-port'} must differ (both ${port})`,
-    );
-  }
-
-  const redisAddrRaw = src.string('redis-addr');
-  const redisUrlRaw = src.string('redis-url');
-  const sentinelsRaw = src.string('redis-sentinels');
-  const redisAddr = parseRedisAddr(redisAddrRaw);
-  const redisUrl = parseRedisUrl(redisUrlRaw);
-  const redisSentinels = parseRedisSentinels(sentinelsRaw);
-  const given = [
-    redisAddr === undefined ? undefined : (redisAddrRaw?.from ?? '--redis-addr'),
-    redisUrl === undefined ? undefined : (redisUrlRaw?.from ?? '--redis-url'),
-    redisSentinels === undefined ? undefined : (sentinelsRaw?.from ?? '--redis-sentinels'),
-  ].filter((from) => from !== undefined);
-  if (given.length > 1) {
-    throw new ConfigError(`${given.join(' and ')} both name Redis: give one of them`);
-  }
-  const masterRaw = src.string('redis-master-name');
-  const redisMasterName =
-    masterRaw === undefined || masterRaw.value.trim() === '' ? undefined : masterRaw.value.trim();
-  if (redisSentinels !== undefined && redisMasterName === undefined) {
-    throw new ConfigError(`${sentinelsRaw?.from ?? '--redis-sentinels'} needs --redis-master-name`);
-  }
-  const waitReplicasRaw = src.string('redis-wait-replicas');
-  const redisWaitReplicas = parseWaitReplicas(waitReplicasRaw);
-  const waitTimeoutRaw = src.string('redis-wait-timeout');
-  const redisWaitTimeoutMs = parseDuration(waitTimeoutRaw, DEFAULTS.redisWaitTimeoutMs);
-  if (waitTimeoutRaw !== undefined && redisWaitTimeoutMs > MAX_WAIT_TIMEOUT_MS) {
-    // A wait holds up the calls pipelined behind it, and each has the 1 s command timeout.
-    fail(waitTimeoutRaw, `must be between 1ms and ${MAX_WAIT_TIMEOUT_MS}ms`);
-  }
-  const waitAofRaw = src.boolean('redis-wait-aof');
-  const redisWaitAof = waitAofRaw?.value ?? DEFAULTS.redisWaitAof;
-  if (redisWaitAof && redisWaitReplicas === 0) {
-    throw new ConfigError(
-      `${waitAofRaw?.from ?? '--redis-wait-aof'} needs --redis-wait-replicas of 1 or more`,
-    );
-  }
-  if (redisWaitReplicas > 0 && given.length === 0) {
-    throw new ConfigError(
-      `${waitReplicasRaw?.from ?? '--redis-wait-replicas'} needs Redis: set --redis-addr`,
-    );
-  }
-  const leaderElection = src.boolean('leader-election')?.value ?? DEFAULTS.leaderElection;
-  if (leaderElection && given.length === 0) {
-    throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
-  }
-
-  const ttlRaw = src.string('leader-ttl');
-  const intervalRaw = src.string('leader-interval');
-  const leaderTtlMs = parseDuration(ttlRaw, DEFAULTS.leaderTtlMs);
-  const leaderIntervalMs = parseDuration(intervalRaw, DEFAULTS.leaderIntervalMs);
-  if (!(leaderTtlMs > 3 * leaderIntervalMs)) {
-    throw new ConfigError(
-      `${ttlRaw?.from ?? '--leader-ttl'} (${formatDuration(leaderTtlMs)}) must be more than 3 x ` +
-        `${intervalRaw?.from ?? '--leader-interval'} (${formatDuration(leaderIntervalMs)}), ` +
-        'so that one slow renewal does not cost the lock',
-    );
-  }
-
-  return {
-    port,
-    controlPort,
-    host: parseHost(src.string('host')),
-    region: parseRegion(src.string('region')),
-    accountId: parseAccountId(src.string('account-id')),
-    baseUrl: parseBaseUrl(src.string('base-url')),
-    logLevel: parseLogLevel(src.string('log-level')),
-    redisAddr,
-    redisUrl,
-    redisPassword: parseSecret(src.string('redis-password')),
-    redisSentinels,
-    redisMasterName,
-    redisPrefix: parseRedisPrefix(src.string('redis-prefix')),
-    redisWaitReplicas,
-    redisWaitTimeoutMs,
-    redisWaitAof,
-    leaderElection,
-    leaderTtlMs,
-    leaderIntervalMs,
-    adminToken: parseSecret(src.string('admin-token')),
-    queueDeletedRecently: src.boolean('queue-deleted-recently')?.value ?? DEFAULTS.queueDeletedRecently,
-    auth: parseAuth(src.string('auth')),
-    configFile: parseConfigFile(src.string('config')),
-    warmupRequests: parseWarmupRequests(src.string('warmup-requests')),
-    maxMemory: parseMaxMemory(src.string('max-memory'), heapLimit),
-  };
 }
 
 /** The config as it may be logged: secrets (and a password inside a Redis URL) replaced. */

@@ -52,6 +52,10 @@ export interface ServerOptions {
   readonly adminToken?: string;
   /** False: a deleted queue's name can be used again at once (AWS waits 60 s). */
   readonly queueDeletedRecently?: boolean;
+  /** False: PurgeQueue may follow PurgeQueue at once (AWS allows one a minute). */
+  readonly purgeCooldown?: boolean;
+  /** The test-environment preset: both 60 s rules off, logs at warn. */
+  readonly dev?: boolean;
   /** Default: 'off'. */
   readonly auth?: AuthMode;
   /** A file of tenants and queues to create at start (`--config`). */

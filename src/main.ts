@@ -3,7 +3,7 @@
  * (src/server.ts) until SIGTERM or SIGINT; `shared-sqs admin ...` is the admin API's client.
  */
 import { loadConfigOrExit } from './config.js';
-import { start } from './server.js';
+import { readConfigFile, start } from './server.js';
 import { StartupConfigError } from './startup-config.js';
 
 async function main(): Promise<void> {
@@ -14,6 +14,13 @@ async function main(): Promise<void> {
     return;
   }
   const config = loadConfigOrExit(process.argv.slice(2), process.env);
+  if (config.checkConfig) {
+    const file = await readConfigFile(config);
+    process.stdout.write(
+      `${config.configFile}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
+    );
+    return;
+  }
   const server = await start(config);
   const onSignal = (signal: NodeJS.Signals): void => {
     server.stop().then(
@@ -30,7 +37,15 @@ async function main(): Promise<void> {
 
 main().catch((e: unknown) => {
   if (e instanceof StartupConfigError) {
-    console.error(`shared-sqs: ${e.message}`);
+    // Every problem of the file on a line of its own, so that one pass fixes them all.
+    console.error(
+      e.problems.length === 0
+        ? `shared-sqs: ${e.message}`
+        : [
+            `shared-sqs: ${e.where}: ${e.problems.length} problem(s)`,
+            ...e.problems.map((p) => `  ${p}`),
+          ].join('\n'),
+    );
     process.exit(2);
   }
   const code = (e as { code?: string }).code;

@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
 import { systemClock } from './core/clock.js';
 import { memoryOnly, type Durability } from './core/durability.js';
+import { PURGE_INTERVAL_MS } from './core/limits.js';
 import { QueueStore } from './core/store.js';
 import { formatBytes, type Config } from './config.js';
 import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, memoryStats, queueStats, tenantLabel } from './http/tenancy.js';
-import { applyStartupConfig, loadStartupConfig, StartupConfigError } from './startup-config.js';
+import { applyStartupConfig, StartupConfigError, type StartupConfig } from './startup-config.js';
 import { buildDataPlane } from './http/data.js';
 import type { WarmUp } from './ha/warmup.js';
 import type { ActivePassive } from './ha/active.js';
@@ -53,6 +54,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
   const newStore = (): QueueStore => {
     const store: QueueStore = new QueueStore(clock, {
       deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
+      purgeCooldownMs: config.purgeCooldown ? PURGE_INTERVAL_MS : 0,
       maxMemory: config.maxMemory,
       onRefused: (accountId, scope) => {
         metrics.observeRefusedSend(tenantLabel(store, accountId), scope);
@@ -61,13 +63,13 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     return store;
   };
   // --config: what it names is created in every store this process serves (created or loaded).
-  const startup = config.configFile === undefined ? undefined : loadStartupConfig(config.configFile);
+  const startup = await readConfigFile(config);
   let firstStore = true;
   let current = serving(newStore());
   function serving(store: QueueStore): SqsServices {
     if (startup !== undefined) {
       try {
-        applyStartupConfig(store, startup, config, logger.child({ component: 'config' }));
+        applyStartupConfig(store, startup, logger.child({ component: 'config' }));
       } catch (e) {
         // At start (an empty store) a bad file stops the process; later it conflicts with state.
         if (firstStore || !(e instanceof StartupConfigError)) throw e;
@@ -243,6 +245,13 @@ export async function start(config: Config, options: StartOptions = {}): Promise
         : 'shared-sqs listening: serving once the state is loaded from Redis (every change is written to Redis before it is acknowledged)',
   );
 
+  if (config.dev) {
+    logger.warn(
+      { queueDeletedRecently: config.queueDeletedRecently, purgeCooldown: config.purgeCooldown },
+      '--dev: a test-environment preset, not for production (AWS refuses a second purge or a deleted name for 60 s)',
+    );
+  }
+
   // A follower warms its code while it waits to lead, so that a takeover does not hand the full
   // load to a cold process; a serving instance does not, as its own traffic does it and the
   // warm-up would compete with it (src/ha/warmup.ts).
@@ -310,6 +319,13 @@ function urlOf(address: AddressInfo | string | null): string {
           ? `[${address.address}]`
           : address.address;
   return `http://${host}:${address.port}`;
+}
+
+/** The --config file, read and checked (src/config-file.ts, loaded only when a file is given). */
+export async function readConfigFile(config: Config): Promise<StartupConfig | undefined> {
+  if (config.configFile === undefined) return undefined;
+  const { loadConfigFile } = await import('./config-file.js');
+  return await loadConfigFile(config.configFile, config);
 }
 
 /** Where Redis is, from the flags; undefined: memory only. */

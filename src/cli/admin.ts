@@ -10,6 +10,53 @@
  * Exit codes: 0 done; 1 the API refused (its error is printed); 2 a usage error.
  */
 import yargs, { type Argv } from 'yargs';
+import { fromEnv, HELP_WIDTH, PARSER_CONFIGURATION, yargsOptions, type FlagSpec } from '../flags.js';
+
+const DEFAULT_URL = 'http://127.0.0.1:4101';
+const GROUP = 'Options:';
+const URL_FLAG: FlagSpec = {
+  flag: 'url',
+  type: 'string',
+  group: GROUP,
+  describe: 'Control plane URL',
+  shownDefault: DEFAULT_URL,
+  env: ['SHARED_SQS_ADMIN_URL'],
+};
+// The server reads the same variable: one shell can start both.
+const TOKEN: FlagSpec = {
+  flag: 'token',
+  type: 'string',
+  group: GROUP,
+  describe: 'Admin bearer token (prefer the environment: flags show in ps)',
+  env: ['SHARED_SQS_ADMIN_TOKEN'],
+};
+
+/** The flags every command takes, declared as the server's are (src/flags.ts). */
+const ADMIN_FLAGS: readonly FlagSpec[] = [
+  URL_FLAG,
+  TOKEN,
+  {
+    flag: 'json',
+    type: 'boolean',
+    group: GROUP,
+    describe: 'Print the API’s JSON instead of tables',
+    env: [],
+  },
+  {
+    flag: 'tenant',
+    type: 'string',
+    group: GROUP,
+    describe: 'Only this tenant’s queues (queues, or to find a queue by name)',
+    env: [],
+  },
+  {
+    flag: 'region',
+    type: 'string',
+    group: GROUP,
+    describe: 'Only this region (to find a queue by name)',
+    env: [],
+  },
+];
 
 interface Common {
   url: string;
@@ -52,9 +99,14 @@ export async function runAdminCli(
   let pending: Promise<void> | undefined;
   const run =
     (fn: (c: Common, a: Record<string, unknown>) => Promise<void>) => (a: Record<string, unknown>) => {
+      const given = (spec: FlagSpec): string | undefined => {
+        const value = a[spec.flag];
+        return typeof value === 'string' ? value : fromEnv(spec, env)?.value;
+      };
+      const token = given(TOKEN);
       const c: Common = {
-        url: String(a['url']).replace(/\/+$/, ''),
-        token: typeof a['token'] === 'string' && a['token'] !== '' ? a['token'] : undefined,
+        url: (given(URL_FLAG) ?? DEFAULT_URL).replace(/\/+$/, ''),
+        token: token === '' ? undefined : token,
         json: a['json'] === true,
       };
       pending = fn(c, a);
@@ -71,24 +123,9 @@ export async function runAdminCli(
     .locale('en')
     .strict()
     .exitProcess(false)
-    .wrap(100)
-    .option('url', {
-      type: 'string',
-      default: env['SHARED_SQS_ADMIN_URL'] ?? 'http://127.0.0.1:4101',
-      describe: 'Control plane URL [env: SHARED_SQS_ADMIN_URL]',
-    })
-    .option('token', {
-      type: 'string',
-      default: env['SHARED_SQS_ADMIN_TOKEN'],
-      defaultDescription: '$SHARED_SQS_ADMIN_TOKEN',
-      describe: 'Admin bearer token [env: SHARED_SQS_ADMIN_TOKEN]',
-    })
-    .option('json', { type: 'boolean', default: false, describe: 'Print the API’s JSON instead of tables' })
-    .option('tenant', {
-      type: 'string',
-      describe: 'Only this tenant’s queues (queues, or to find a queue by name)',
-    })
-    .option('region', { type: 'string', describe: 'Only this region (to find a queue by name)' })
+    .wrap(HELP_WIDTH)
+    .parserConfiguration(PARSER_CONFIGURATION)
+    .options(yargsOptions(ADMIN_FLAGS))
     .command(
       'tenants [action] [name]',
       'List tenants; or: tenants create <name> [--account-id], tenants rotate <name> [--replace], tenants delete <name> [--delete-queues]',

@@ -592,8 +592,9 @@ export class Queue {
     }
   }
 
-  purge(now: number): void {
-    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
+  /** `cooldownMs`: the store's (StoreOptions.purgeCooldownMs); 0 lets purges follow each other. */
+  purge(now: number, cooldownMs = PURGE_INTERVAL_MS): void {
+    if (now - this.lastPurgeAt < cooldownMs) {
       throw new CoreError(
         'PurgeQueueInProgress',
         `Only one PurgeQueue operation on ${this.name} is allowed every ${PURGE_INTERVAL_MS / 1000} seconds.`,

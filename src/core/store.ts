@@ -3,7 +3,7 @@ import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
-import { DELETED_RECENTLY_MS, MAX_MOVE_RATE } from './limits.js';
+import { DELETED_RECENTLY_MS, MAX_MOVE_RATE, PURGE_INTERVAL_MS } from './limits.js';
 import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
@@ -13,6 +13,8 @@ import { Tenants } from './tenants.js';
 export interface StoreOptions {
   /** How long a deleted queue's name stays taken; AWS: 60 s. 0 turns the rule off. */
   readonly deletedRecentlyMs: number;
+  /** How long after a PurgeQueue the queue refuses another; AWS: 60 s (the default). 0 turns it off. */
+  readonly purgeCooldownMs?: number;
   /** The memory budget's limit in bytes (budget.ts); unlimited when not given. */
   readonly maxMemory?: number;
   /** Told of every send the budget refuses, with the account and the limit it hit. */
@@ -44,6 +46,11 @@ export class QueueStore {
    * goes (sends, moves, restores from storage, deletes, retention, purges, queue deletes) counts.
    */
   readonly budget: Budget;
+
+  /** Passed to {@link Queue.purge} by every caller, so the API and the admin purge alike. */
+  get purgeCooldownMs(): number {
+    return this.options.purgeCooldownMs ?? PURGE_INTERVAL_MS;
+  }
 
   constructor(
     readonly clock: Clock,

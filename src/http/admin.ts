@@ -257,7 +257,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       const s = store();
       const q = requireQueue(s, req.params);
       const before = q.size;
-      coreCall(() => q.purge(now()));
+      coreCall(() => q.purge(now(), s.purgeCooldownMs));
       await durable();
       return reply.send({ purged: before });
     },

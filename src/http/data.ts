@@ -86,6 +86,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   });
   const { services, logger } = opts;
   const observe = opts.observe ?? (() => undefined);
+  const anyAccount = (opts.auth?.mode ?? 'off') === 'off';
   const authOptions: AuthOptions = {
     mode: opts.auth?.mode ?? 'off',
     keyOwner: opts.auth?.keyOwner ?? (() => undefined),
@@ -192,6 +193,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
         region: principal.region,
         defaultRegion: opts.region,
         baseUrl,
+        anyAccount,
         senderId: principal.accountId,
         traceHeader: header(req, 'x-amzn-trace-id'),
         onAbort: (fn) => {

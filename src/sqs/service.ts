@@ -17,6 +17,11 @@ export interface RequestContext {
   readonly defaultRegion: string;
   /** scheme://host[:port] that queue URLs in replies start with. */
   readonly baseUrl: string;
+  /**
+   * Auth off: the caller may name a queue of any account (a queue URL's account, GetQueueUrl's
+   * QueueOwnerAWSAccountId), as if every owner had granted it access; with auth on only its own.
+   */
+  readonly anyAccount?: boolean;
   /** The SenderId attribute of messages this caller sends. */
   readonly senderId: string;
   /** The request's X-Amzn-Trace-Id header: the AWSTraceHeader of the messages it sends. */
@@ -88,10 +93,13 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
   }
   const { accountId, name, region } = parseQueueUrl(url);
   if (accountId !== undefined) {
-    if (accountId !== ctx.accountId || (region ?? ctx.defaultRegion) !== ctx.region)
+    if (
+      (accountId !== ctx.accountId && ctx.anyAccount !== true) ||
+      (region ?? ctx.defaultRegion) !== ctx.region
+    )
       throw queueDoesNotExist();
   }
-  const q = svc.store.get(ctx.accountId, name, ctx.region);
+  const q = svc.store.get(accountId ?? ctx.accountId, name, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
   // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
   if (byUrl.size >= MAX_RESOLVED_URLS) byUrl.clear();

@@ -283,6 +283,14 @@ void test('Given a purged queue, when purged again within 60 s, then PurgeQueueI
   throwsCode(() => q.purge(T0 + 60 * S - 1), 'PurgeQueueInProgress');
 });
 
+void test('Given a cooldown of 0 (--no-purge-cooldown), when a queue is purged twice at once, then both purges succeed', () => {
+  const q = newQueue();
+  q.purge(T0, 0);
+  sendOne(q, msg(), T0);
+  q.purge(T0, 0);
+  assert.equal(q.size, 0);
+});
+
 void test('Given a purged queue, when purged again 60 s later, then the purge is allowed', () => {
   const q = newQueue();
   q.purge(T0);

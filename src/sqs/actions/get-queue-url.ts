@@ -2,11 +2,11 @@ import { queueDoesNotExist } from '../errors.js';
 import { queueUrl, type Action } from '../service.js';
 
 export const getQueueUrl: Action<'GetQueueUrl'> = (svc, ctx, input) => {
-  // QueueOwnerAWSAccountId names another account's queue; without cross-account grants only
-  // the caller's own account can match.
+  // AWS answers a queue of another account that granted the caller nothing as one that does not
+  // exist. Auth off, every account's queues are open to every caller (RequestContext.anyAccount).
   const owner = input.QueueOwnerAWSAccountId ?? ctx.accountId;
-  if (owner !== ctx.accountId) throw queueDoesNotExist();
-  const q = svc.store.get(ctx.accountId, input.QueueName, ctx.region);
+  if (owner !== ctx.accountId && ctx.anyAccount !== true) throw queueDoesNotExist();
+  const q = svc.store.get(owner, input.QueueName, ctx.region);
   if (q === undefined) throw queueDoesNotExist();
   return { QueueUrl: queueUrl(ctx, q) };
 };
