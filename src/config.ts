@@ -71,6 +71,11 @@ export interface Config {
    * src/core/budget.ts counts them); sends over it are refused. Default: {@link defaultMaxMemory}.
    */
   readonly maxMemory: number;
+  /**
+   * Origins (`scheme://host[:port]`) whose pages may call the data plane from a browser (CORS),
+   * or `['*']` for any; empty: no CORS headers, as without the flag (src/http/cors.ts).
+   */
+  readonly corsOrigins: readonly string[];
 }
 
 export interface RedisHostPort {
@@ -204,6 +209,7 @@ const STRING_FLAGS = [
   'config',
   'warmup-requests',
   'max-memory',
+  'cors-origin',
 ] as const;
 const BOOLEAN_FLAGS = ['leader-election', 'queue-deleted-recently', 'redis-wait-aof'] as const;
 type StringFlag = (typeof STRING_FLAGS)[number];
@@ -376,6 +382,12 @@ const FLAG_HELP: Record<Flag, FlagHelp> = {
     group: GROUP_SERVER,
     describe: 'JSON file of tenants (with keys) and queues to create at start if missing (docs/admin.md)',
   },
+  'cors-origin': {
+    group: GROUP_SERVER,
+    describe:
+      'Origin whose pages may call the data plane from a browser (CORS), e.g. http://localhost:3000, ' +
+      'or * for any; repeat the flag or separate origins with commas; unset: no CORS headers',
+  },
   'admin-token': {
     group: GROUP_OTHER,
     describe:
@@ -512,20 +524,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<string>([
  * positional arguments; arguments after `--` are refused last.
  */
 function parseArgs(args: readonly string[]): ParsedArgs {
-  const { argv, error } = yargsParser.detailed([...args], {
-    string: [...STRING_FLAGS],
-    boolean: [...BOOLEAN_FLAGS, 'help', 'version'],
-    alias: { help: ['h'] },
-    narg: Object.fromEntries(STRING_FLAGS.map((flag) => [flag, 1])),
-    configuration: {
-      'camel-case-expansion': false,
-      'dot-notation': false,
-      'duplicate-arguments-array': false,
-      'parse-numbers': false,
-      'parse-positional-numbers': false,
-      'populate--': true,
-    },
-  });
+  const { argv, error } = yargsParser.detailed([...args], parserOptions(false));
   const positional = argv._.map(String);
   if (argv['help'] === true) throw new HelpRequested('help', helpText());
   if (argv['version'] === true) throw new HelpRequested('version', VERSION);
@@ -565,11 +564,33 @@ function parseArgs(args: readonly string[]): ParsedArgs {
     const value: unknown = argv[flag];
     if (typeof value === 'string') result[flag] = value;
   }
+  // The one repeatable flag: every occurrence counts, where other flags keep their last value.
+  if (result['cors-origin'] !== undefined) {
+    const all: unknown = yargsParser([...args], parserOptions(true))['cors-origin'];
+    result['cors-origin'] = (Array.isArray(all) ? all : [all]).map(String).join(',');
+  }
   for (const flag of BOOLEAN_FLAGS) {
     const value: unknown = argv[flag];
     if (typeof value === 'boolean') result[flag] = value;
   }
   return result;
+}
+
+function parserOptions(duplicatesAsArray: boolean): yargsParser.Options {
+  return {
+    string: [...STRING_FLAGS],
+    boolean: [...BOOLEAN_FLAGS, 'help', 'version'],
+    alias: { help: ['h'] },
+    narg: Object.fromEntries(STRING_FLAGS.map((flag) => [flag, 1])),
+    configuration: {
+      'camel-case-expansion': false,
+      'dot-notation': false,
+      'duplicate-arguments-array': duplicatesAsArray,
+      'parse-numbers': false,
+      'parse-positional-numbers': false,
+      'populate--': true,
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -808,6 +829,37 @@ function parseConfigFile(raw: Raw<string> | undefined): string | undefined {
   return raw.value.trim();
 }
 
+/**
+ * --cors-origin: `*`, or origins as a browser sends them in `Origin` (http(s) ones normalized the
+ * way browsers serialize them: lower case, no default port, no trailing slash).
+ */
+function parseCorsOrigins(raw: Raw<string> | undefined): string[] {
+  if (raw === undefined) return [];
+  const origins: string[] = [];
+  for (const part of raw.value.split(',')) {
+    const text = part.trim().replace(/\/$/, '');
+    if (text === '') continue;
+    const origin = text === '*' ? text : normalizeOrigin(text);
+    if (origin === undefined) {
+      fail(raw, 'must be * or origins like http://localhost:3000 (scheme://host[:port], no path)');
+    }
+    if (!origins.includes(origin)) origins.push(origin);
+  }
+  if (origins.includes('*') && origins.length > 1) fail(raw, 'gives * (any origin) with others: give it alone');
+  return origins;
+}
+
+function normalizeOrigin(text: string): string | undefined {
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]+$/i.test(text)) return undefined;
+  // Other schemes (an app's capacitor://localhost) have no origin in URL's sense: kept as given.
+  if (!/^https?:/i.test(text)) return text.toLowerCase();
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
+}
+
 function parseSecret(raw: Raw<string> | undefined): string | undefined {
   if (raw === undefined || raw.value === '') return undefined;
   // Such a value could never match an HTTP header (or is a stray newline from a file).
@@ -959,6 +1011,7 @@ export function parseConfig(
     configFile: parseConfigFile(src.string('config')),
     warmupRequests: parseWarmupRequests(src.string('warmup-requests')),
     maxMemory: parseMaxMemory(src.string('max-memory'), heapLimit),
+    corsOrigins: parseCorsOrigins(src.string('cors-origin')),
   };
 }
 
