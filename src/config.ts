@@ -845,7 +845,8 @@ function parseCorsOrigins(raw: Raw<string> | undefined): string[] {
     }
     if (!origins.includes(origin)) origins.push(origin);
   }
-  if (origins.includes('*') && origins.length > 1) fail(raw, 'gives * (any origin) with others: give it alone');
+  if (origins.includes('*') && origins.length > 1)
+    fail(raw, 'gives * (any origin) with others: give it alone');
   return origins;
 }
 

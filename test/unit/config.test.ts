@@ -623,7 +623,11 @@ void describe('parseConfig: --cors-origin', () => {
 
   void test('Given the flag repeated, one with commas, when parsing, then every origin counts, normalized as browsers send them', () => {
     const config = parseConfig(
-      ['--cors-origin', 'http://localhost:3000/', '--cors-origin=HTTPS://App.Example.com:443,capacitor://localhost'],
+      [
+        '--cors-origin',
+        'http://localhost:3000/',
+        '--cors-origin=HTTPS://App.Example.com:443,capacitor://localhost',
+      ],
       {},
     );
     assert.deepEqual(config.corsOrigins, [
@@ -643,7 +647,11 @@ void describe('parseConfig: --cors-origin', () => {
   });
 
   void test('Given an origin with a path, no scheme, or * among others, when parsing, then it is an error naming the source', () => {
-    assertConfigError(['--cors-origin', 'http://a.test/app'], {}, /^--cors-origin must be \* or origins like/);
+    assertConfigError(
+      ['--cors-origin', 'http://a.test/app'],
+      {},
+      /^--cors-origin must be \* or origins like/,
+    );
     assertConfigError([], { SHARED_SQS_CORS_ORIGIN: 'localhost:3000' }, /^SHARED_SQS_CORS_ORIGIN must be \*/);
     assertConfigError(['--cors-origin', '*', '--cors-origin', 'http://a.test'], {}, /give it alone/);
   });
