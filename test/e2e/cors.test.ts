@@ -14,14 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
-import { chromium, type BrowserContext } from 'playwright-core';
 import type { Outcome, Scenario } from '../fixtures/cors-page.js';
+import { openBrowser, type Browser } from '../support/browser.js';
 import { PROJECT_ROOT, sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('chromium');
 
-const CHROMIUM = '/usr/bin/chromium';
 const WAIT_MS = 15_000;
 const TENANT = {
   name: 'browser-team',
@@ -36,7 +35,7 @@ let pageOrigin: string;
 let allowing: RunningServer;
 let plain: RunningServer;
 let signed: RunningServer;
-let context: BrowserContext;
+let browser: Browser;
 let dir: string;
 
 /** Serves the page and its bundle, from an origin of its own (another port than the servers'). */
@@ -78,28 +77,18 @@ before(async () => {
       ],
     }),
   );
-  [allowing, plain, signed] = await Promise.all([
-    startServer({ args: ['--cors-origin', pageOrigin] }),
-    startServer(),
-    startServer({ args: ['--auth', 'on', '--config', config], env: { SHARED_SQS_CORS_ORIGIN: '*' } }),
-  ]);
-  context = await chromium.launchPersistentContext(join(dir, 'profile'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
+  // One after the other: each is stopped in after() even when a later one fails to start.
+  allowing = await startServer({ args: ['--cors-origin', pageOrigin] });
+  plain = await startServer();
+  signed = await startServer({
+    args: ['--auth', 'on', '--config', config],
+    env: { SHARED_SQS_CORS_ORIGIN: '*' },
   });
-  context.setDefaultTimeout(WAIT_MS);
+  browser = await openBrowser(WAIT_MS);
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await Promise.all([allowing?.stop(), plain?.stop(), signed?.stop()]);
   await new Promise((resolve) => pages?.close(resolve));
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
@@ -107,7 +96,7 @@ after(async () => {
 
 /** Opens the page and runs the scenario in it; `console` collects what the page logged. */
 async function inPage(scenario: Scenario, console: string[] = []): Promise<Outcome> {
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   page.on('console', (message) => console.push(message.text()));
   try {
     await page.goto(`${pageOrigin}/`);
