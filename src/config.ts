@@ -38,6 +38,8 @@ export interface Config {
    */
   readonly baseUrl: string | undefined;
   readonly logLevel: LogLevel;
+  /** Origins whose browser pages may call the data plane (CORS); empty: no CORS headers. */
+  readonly corsOrigins: readonly string[];
   /** As given: `host:port` or a `redis://` / `rediss://` URL. Undefined: memory only. */
   readonly redisAddr: string | undefined;
   /** A `redis://` or `rediss://` (TLS) URL: the same as a URL in --redis-addr; give one of the two. */
@@ -344,6 +346,15 @@ const FLAGS: { readonly [K in keyof Config]: Flag<Config[K]> } = {
     shownDefault: String(DEFAULTS.warmupRequests),
     parse: parseWarmupRequests,
   },
+  corsOrigins: {
+    flag: 'cors-origin',
+    type: 'string',
+    group: GROUP_SERVER,
+    describe:
+      'Origin whose pages may call the data plane from a browser (CORS), e.g. http://localhost:3000, ' +
+      'or * for any; repeat the flag or separate origins with commas; unset: no CORS headers',
+    parse: (raw) => parseCorsOrigins(raw),
+  },
   maxMemory: {
     flag: 'max-memory',
     type: 'string',
@@ -583,6 +594,14 @@ function parseArgs(args: readonly string[]): Map<string, string> {
   for (const spec of SPECS) {
     const value = parsed[spec.flag];
     if (typeof value === 'string' || typeof value === 'boolean') given.set(spec.flag, String(value));
+  }
+  // The one repeatable flag: every occurrence counts, where other flags keep their last value.
+  if (given.has('cors-origin')) {
+    const all: unknown = yargs()
+      .parserConfiguration({ ...PARSER_CONFIGURATION, 'duplicate-arguments-array': true })
+      .options(yargsOptions(SPECS))
+      .parseSync([...args])['cors-origin'];
+    given.set('cors-origin', (Array.isArray(all) ? all : [all]).map(String).join(','));
   }
   return given;
 }
@@ -842,6 +861,38 @@ function parseAuth(raw: Raw | undefined): AuthMode {
   const found = AUTH_MODES.find((m) => m === mode);
   if (found === undefined) fail(raw, `must be one of ${AUTH_MODES.join(', ')}`);
   return found;
+}
+
+/**
+ * --cors-origin: `*`, or origins as a browser sends them in `Origin` (http(s) ones normalized the
+ * way browsers serialize them: lower case, no default port, no trailing slash).
+ */
+function parseCorsOrigins(raw: Raw | undefined): string[] {
+  if (raw === undefined) return [];
+  const origins: string[] = [];
+  for (const part of raw.value.split(',')) {
+    const text = part.trim().replace(/\/$/, '');
+    if (text === '') continue;
+    const origin = text === '*' ? text : normalizeOrigin(text);
+    if (origin === undefined) {
+      fail(raw, 'must be * or origins like http://localhost:3000 (scheme://host[:port], no path)');
+    }
+    if (!origins.includes(origin)) origins.push(origin);
+  }
+  if (origins.includes('*') && origins.length > 1)
+    fail(raw, 'gives * (any origin) with others: give it alone');
+  return origins;
+}
+
+function normalizeOrigin(text: string): string | undefined {
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s@]+$/i.test(text)) return undefined;
+  // Other schemes (an app's capacitor://localhost) have no origin in URL's sense: kept as given.
+  if (!/^https?:/i.test(text)) return text.toLowerCase();
+  try {
+    return new URL(text).origin;
+  } catch {
+    return undefined;
+  }
 }
 
 function parseSecret(raw: Raw | undefined): string | undefined {

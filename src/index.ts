@@ -54,6 +54,8 @@ export interface ServerOptions {
   readonly queueDeletedRecently?: boolean;
   /** False: PurgeQueue may follow PurgeQueue at once (AWS allows one a minute). */
   readonly purgeCooldown?: boolean;
+  /** Origins whose browser pages may call the data plane (CORS), or '*'; absent: no CORS. */
+  readonly corsOrigin?: string | readonly string[];
   /** The test-environment preset: both 60 s rules off, logs at warn. */
   readonly dev?: boolean;
   /** Default: 'off'. */

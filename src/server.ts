@@ -181,6 +181,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     accountId: config.accountId,
     region: config.region,
     baseUrl: config.baseUrl,
+    corsOrigins: config.corsOrigins,
     observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
     auth: { mode: config.auth, keyOwner: keyOwnerIn(() => current.store), now: () => clock.now() },
     onResult: (action, principal, queue, output) =>

@@ -15,6 +15,7 @@ import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
+import { corsOptions } from './cors.js';
 import { lazySchemaController } from './schema-compilers.js';
 
 /**
@@ -44,6 +45,11 @@ export interface DataPlaneOptions {
    * auth off with no tenants (every request acts in `accountId`, or its 12-digit access key id).
    */
   readonly auth?: Pick<AuthOptions, 'mode' | 'keyOwner' | 'now'>;
+  /**
+   * Origins whose pages may call this plane from a browser, `['*']` for any (src/http/cors.ts).
+   * Empty or absent: no CORS at all, and @fastify/cors is not even loaded.
+   */
+  readonly corsOrigins?: readonly string[] | undefined;
   /** Told of every successful action with its output (message counters); keep it cheap. */
   readonly onResult?: (
     action: ActionName,
@@ -109,6 +115,13 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     keepBuffer,
   );
   app.addContentTypeParser('*', { parseAs: 'buffer' }, keepBuffer);
+
+  const corsOrigins = opts.corsOrigins ?? [];
+  if (corsOrigins.length > 0) {
+    // Registered before the gate's hook below (hooks run in the order they are added, plugins
+    // included): preflights are answered and CORS headers set even where the gate refuses.
+    void app.register(import('@fastify/cors'), corsOptions(corsOrigins));
+  }
 
   // Once the server is closing, requests still arriving on open connections are refused.
   let closing = false;

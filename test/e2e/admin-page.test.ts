@@ -7,45 +7,27 @@
  * by playwright's timeouts, never a sleep.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { openBrowser, type Browser } from '../support/browser.js';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('chromium');
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'page-test-token';
 const WAIT_MS = 10_000;
 
 let server: RunningServer;
-let context: BrowserContext;
-let profile: string;
+let browser: Browser;
 
 before(async () => {
   server = await startServer({ env: { SHARED_SQS_ADMIN_TOKEN: TOKEN } });
-  profile = mkdtempSync(join(tmpdir(), 'ssq-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-  context.setDefaultTimeout(WAIT_MS);
+  browser = await openBrowser(WAIT_MS);
 });
 
 after(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await server?.stop();
 });
 
@@ -56,7 +38,7 @@ async function logIn(page: Page, token: string): Promise<void> {
 }
 
 test('Given a wrong token, when logging in, then the page says it was refused and shows no data', async () => {
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   await logIn(page, 'not-the-token');
   await page.locator('#login-error', { hasText: 'refused' }).waitFor();
   assert.equal(await page.locator('#app').isHidden(), true);
@@ -67,7 +49,7 @@ test('Given the token, when a message is sent, then its queue shows it, peek sho
   const sqs = sqsClient(server.url);
   const name = uniqueName('page');
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   await logIn(page, TOKEN);
 
   const row = page.locator(`#queues tr[data-queue="000000000000/us-east-1/${name}"]`);
@@ -107,7 +89,7 @@ test('Given the purge confirmation, when cancelled, then nothing is purged', asy
   const name = uniqueName('keep');
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
   await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'keep me' }));
-  const page = await context.newPage();
+  const page = await browser.context.newPage();
   await logIn(page, TOKEN);
   const row = page.locator(`#queues tr[data-queue="000000000000/us-east-1/${name}"]`);
   await row.locator('td.visible', { hasText: /^1$/ }).waitFor();

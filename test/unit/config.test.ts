@@ -46,6 +46,7 @@ const DEFAULT_CONFIG: Config = {
   checkConfig: false,
   warmupRequests: 3000,
   maxMemory: defaultMaxMemory(getHeapStatistics().heap_size_limit),
+  corsOrigins: [],
 };
 
 /** Asserts that parsing fails with a ConfigError whose one-line message matches `pattern`. */
@@ -437,6 +438,8 @@ void describe('parseConfig: --help and --version', () => {
       '--queue-deleted-recently',
       'SHARED_SQS_ADMIN_TOKEN',
       'REDIS_ADDR',
+      '--cors-origin',
+      'SHARED_SQS_CORS_ORIGIN',
     ]) {
       assert.ok(help.text.includes(text), `help lacks ${text}`);
     }
@@ -644,5 +647,46 @@ void describe('parseConfig: --max-memory', () => {
       if (err instanceof HelpRequested) help = err.text;
     }
     assert.match(help, /--max-memory .*SHARED_SQS_MAX_MEMORY.*50 % of the V8 heap limit/s);
+  });
+});
+
+void describe('parseConfig: --cors-origin', () => {
+  void test('Given no flag, when parsing, then there are no CORS origins', () => {
+    assert.deepEqual(parseConfig([], {}).corsOrigins, []);
+  });
+
+  void test('Given the flag repeated, one with commas, when parsing, then every origin counts, normalized as browsers send them', () => {
+    const config = parseConfig(
+      [
+        '--cors-origin',
+        'http://localhost:3000/',
+        '--cors-origin=HTTPS://App.Example.com:443,capacitor://localhost',
+      ],
+      {},
+    );
+    assert.deepEqual(config.corsOrigins, [
+      'http://localhost:3000',
+      'https://app.example.com',
+      'capacitor://localhost',
+    ]);
+    // Other flags still keep their last value.
+    assert.equal(parseConfig(['--port', '1', '--cors-origin', '*', '--port', '2'], {}).port, 2);
+  });
+
+  void test('Given SHARED_SQS_CORS_ORIGIN with commas, when parsing, then each origin counts; the flag wins over it', () => {
+    const env = { SHARED_SQS_CORS_ORIGIN: 'http://a.test, http://b.test:8080' };
+    assert.deepEqual(parseConfig([], env).corsOrigins, ['http://a.test', 'http://b.test:8080']);
+    assert.deepEqual(parseConfig(['--cors-origin', '*'], env).corsOrigins, ['*']);
+    assert.deepEqual(parseConfig(['--cors-origin='], env).corsOrigins, []);
+  });
+
+  void test('Given an origin with a path, no scheme, or * among others, when parsing, then it is an error naming the source', () => {
+    assertConfigError(
+      ['--cors-origin', 'http://a.test/app'],
+      {},
+      /^--cors-origin must be \* or origins like/,
+    );
+    assertConfigError([], { SHARED_SQS_CORS_ORIGIN: 'localhost:3000' }, /^SHARED_SQS_CORS_ORIGIN must be \*/);
+    assertConfigError(['--cors-origin', '*', '--cors-origin', 'http://a.test'], {}, /give it alone/);
   });
 });
