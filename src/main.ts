@@ -206,6 +206,7 @@ export async function start(config: Config): Promise<{ stop: () => Promise<void>
   registerAdmin(control, {
     adminToken: config.adminToken,
     services,
+    messageTotals: messageMetrics,
     isServing: () => gate?.serving ?? true,
     commit: gate === undefined ? undefined : () => gate.commit(),
     baseUrl: config.baseUrl,

@@ -11,13 +11,14 @@ import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fast
 
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { registerAdmin } from '../../src/http/admin.js';
+import { registerAdmin, type AdminHandle } from '../../src/http/admin.js';
 import { registerAdminHa } from '../../src/http/admin-ha.js';
 import { ADMIN_OPENAPI } from '../../src/http/admin-openapi.js';
 import { buildControlPlane } from '../../src/http/control.js';
+import { MessageMetrics } from '../../src/http/message-metrics.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
-import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import { servicesFor } from '../../src/sqs/service.js';
 
 const TOKEN = 'admin-token-of-the-test';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -28,10 +29,13 @@ interface Harness {
   readonly clock: ManualClock;
   readonly routes: RouteOptions[];
   readonly logLines: string[];
+  /** The data plane's message counters, which the charts sample. */
+  readonly counters: MessageMetrics;
+  readonly admin: AdminHandle;
   serving: boolean;
 }
 
-function harness(t: TestContext): Harness {
+function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Harness {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -40,31 +44,45 @@ function harness(t: TestContext): Harness {
     },
   });
   const clock = new ManualClock();
-  const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  const mover = new MoveTaskRunner(store, clock);
-  const app = buildControlPlane({
-    logger: createLogger('info', sink),
-    metrics: new Metrics({ defaultMetrics: false }),
-    isReady: () => true,
-  });
+  const store = new QueueStore(clock, { deletedRecentlyMs: 0, ...storeOptions });
+  const services = servicesFor(store, clock);
+  const metrics = new Metrics({ defaultMetrics: false });
+  const counters = new MessageMetrics(metrics);
+  const app = buildControlPlane({ logger: createLogger('info', sink), metrics, isReady: () => true });
   const routes: RouteOptions[] = [];
   app.addHook('onRoute', (r) => {
     routes.push(r);
   });
-  const h: Harness = { app, store, clock, routes, logLines, serving: true };
   registerAdminHa(app, { adminToken: TOKEN, ha: undefined });
-  registerAdmin(app, {
+  let serving = true;
+  const admin = registerAdmin(app, {
     adminToken: TOKEN,
-    services: { store, mover, clock },
-    isServing: () => h.serving,
+    services,
+    messageTotals: counters,
+    isServing: () => serving,
     baseUrl: 'http://sqs.test',
     defaultAccountId: '000000000000',
   });
   t.after(async () => {
-    mover.close();
+    services.mover.close();
+    services.poller.closeAll();
     await app.close();
   });
-  return h;
+  return {
+    app,
+    store,
+    clock,
+    routes,
+    logLines,
+    counters,
+    admin,
+    get serving() {
+      return serving;
+    },
+    set serving(v: boolean) {
+      serving = v;
+    },
+  };
 }
 
 function queue(
@@ -405,7 +423,8 @@ void describe('admin API: the token', () => {
           .replace(':name', 'team-a')
           .replace(':accountId', '111111111111')
           .replace(':region', 'us-east-1')
-          .replace(':accessKeyId', 'AKIA1');
+          .replace(':accessKeyId', 'AKIA1')
+          .replace(':messageId', 'm-1');
         for (const [label, headers] of bad) {
           const res: LightMyRequestResponse = await h.app.inject({
             method: method as 'GET',
@@ -424,19 +443,20 @@ void describe('admin API: the token', () => {
 
   void test('Given no admin token configured, when the admin API is called, then 403 even with a token', async (t) => {
     const clock = new ManualClock();
-    const store = new QueueStore(clock);
-    const app = buildControlPlane({
-      logger: createLogger('silent'),
-      metrics: new Metrics({ defaultMetrics: false }),
-      isReady: () => true,
-    });
+    const services = servicesFor(new QueueStore(clock), clock);
+    const metrics = new Metrics({ defaultMetrics: false });
+    const app = buildControlPlane({ logger: createLogger('silent'), metrics, isReady: () => true });
     registerAdmin(app, {
       adminToken: undefined,
-      services: { store, mover: { start: () => undefined }, clock },
+      services,
+      messageTotals: new MessageMetrics(metrics),
       isServing: () => true,
       defaultAccountId: '000000000000',
     });
-    t.after(() => app.close());
+    t.after(async () => {
+      services.mover.close();
+      await app.close();
+    });
     const res = await app.inject({
       method: 'GET',
       url: '/admin/tenants',
