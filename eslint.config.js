@@ -37,6 +37,11 @@ export default tseslint.config(
     files: ['src/http/admin-page/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.browser },
-    rules: { ...tseslint.configs.disableTypeChecked.rules, eqeqeq: 'error', 'no-var': 'error', 'prefer-const': 'error' },
+    rules: {
+      ...tseslint.configs.disableTypeChecked.rules,
+      eqeqeq: 'error',
+      'no-var': 'error',
+      'prefer-const': 'error',
+    },
   },
 );

@@ -10,6 +10,7 @@ for (const dir of ['persistence/scripts', 'ha/scripts']) {
     if (name.endsWith('.lua')) cpSync(new URL(name, from), new URL(name, to));
   }
 }
-cpSync(new URL('../src/http/admin-page/', import.meta.url), new URL('../dist/http/admin-page/', import.meta.url), {
+const page = 'http/admin-page/';
+cpSync(new URL(`../src/${page}`, import.meta.url), new URL(`../dist/${page}`, import.meta.url), {
   recursive: true,
 });

@@ -119,9 +119,7 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
   // ---- public: the page and the description --------------------------------------------------
   const page = (file: string, type: string) => {
     const text = readFileSync(new URL(file, PAGE_DIR), 'utf8');
-    // no-cache: after an upgrade the browser asks again instead of running the old script.
-    return (_req: FastifyRequest, reply: FastifyReply) =>
-      reply.type(`${type}; charset=utf-8`).header('cache-control', 'no-cache').send(text);
+    return (_req: FastifyRequest, reply: FastifyReply) => reply.type(`${type}; charset=utf-8`).send(text);
   };
   const index = page('index.html', 'text/html');
   app.get('/admin', index);

@@ -4,6 +4,7 @@
  * against the routes actually registered.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import vm from 'node:vm';
 import { describe, test, type TestContext } from 'node:test';
@@ -836,9 +837,22 @@ void describe('admin API: the OpenAPI description and the page', () => {
     const page = await h.app.inject({ method: 'GET', url: '/admin' });
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
-    assert.match(page.body, /<script src="\/admin\/app.js">/);
+    assert.match(page.body, /<script type="module" src="\/admin\/app.js">/);
+    // Served as they are in src/http/admin-page/ (and, built, in dist/http/admin-page/).
+    for (const [url, file, type] of [
+      ['/admin/', 'index.html', /^text\/html/],
+      ['/admin/app.js', 'app.js', /^text\/javascript/],
+      ['/admin/style.css', 'style.css', /^text\/css/],
+    ] as const) {
+      const res = await h.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      assert.match(String(res.headers['content-type']), type);
+      assert.equal(
+        res.body,
+        readFileSync(new URL(`../../src/http/admin-page/${file}`, import.meta.url), 'utf8'),
+      );
+    }
     const js = await h.app.inject({ method: 'GET', url: '/admin/app.js' });
-    assert.match(String(js.headers['content-type']), /javascript/);
     // It parses as JavaScript (compiled, not run).
     assert.doesNotThrow(() => new vm.Script(js.body));
   });
