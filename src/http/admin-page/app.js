@@ -4,8 +4,8 @@
  * the admin API; a 401 logs out.
  *
  * Every 2 s it reloads the leader status, the memory budget, the tenants and the queues with their
- * history (the server samples every 5 s, src/http/admin-history.ts) and redraws the tables and
- * charts. The queue open in the detail panel is named by the location hash (#queue=account/region/
+ * history (the server samples every 5 s, src/http/admin-history.ts), and the open queue's oldest
+ * messages, and redraws the tables and charts. The queue open in the detail panel is named by the location hash (#queue=account/region/
  * name), so the dead-letter links are plain links. The send form is never redrawn: what is typed
  * in it stays.
  *
@@ -468,7 +468,7 @@ function deleteMessage(q, m) {
     try {
       await api('DELETE', `${queuePath(q)}/messages/${encodeURIComponent(m.messageId)}`);
       status(`Deleted message ${m.messageId} from ${q.name}.`);
-      await Promise.all([refresh(), peek()]);
+      await refresh();
     } catch (e) {
       status(`Delete failed: ${e.message}`, true);
     }
@@ -521,7 +521,7 @@ async function send(ev) {
     );
     $('#send-body').value = '';
     $('#send-dedup').value = '';
-    await Promise.all([refresh(), peek()]);
+    await refresh();
   } catch (e) {
     status(`Send failed: ${e.message}`, true);
   }
@@ -607,6 +607,7 @@ async function refresh() {
     renderMemory(memory);
     renderTenants(tenants.tenants);
     renderQueues(queues.queues);
+    if (state.selected !== null) await peek();
   } catch (e) {
     if (e.status !== 401) status(`Refresh failed: ${e.message}`, true);
   }
