@@ -87,6 +87,15 @@ async function open(page: Page, name: string): Promise<void> {
   await page.locator('#peek-total', { hasText: 'message(s) in the queue' }).waitFor();
 }
 
+/** A new queue, opened in a new page. */
+async function openNew(name: string, attributes: Record<string, string> = {}) {
+  const QueueUrl = await createQueue(name, attributes);
+  const page = await context.newPage();
+  await logIn(page, TOKEN);
+  await open(page, name);
+  return { QueueUrl, page };
+}
+
 async function confirm(page: Page, text: RegExp): Promise<void> {
   await page.locator('#confirm').waitFor({ state: 'visible' });
   assert.match((await page.locator('#confirm-text').textContent()) ?? '', text);
@@ -163,10 +172,7 @@ test('Given the purge confirmation, when cancelled, then nothing is purged', asy
 
 test('Given a standard queue, when a message with attributes is sent from the page, then an SQS client receives it as sent', async () => {
   const name = uniqueName('send');
-  const QueueUrl = await createQueue(name);
-  const page = await context.newPage();
-  await logIn(page, TOKEN);
-  await open(page, name);
+  const { QueueUrl, page } = await openNew(name);
   assert.equal(await page.locator('#send-group').isVisible(), false, 'no group id on a standard queue');
 
   await page.fill('#send-body', 'from the admin page');
@@ -200,10 +206,7 @@ test('Given a standard queue, when a message with attributes is sent from the pa
 
 test('Given a FIFO queue, when sent from the page with a group and deduplication id, then received with them; the same again is a duplicate', async () => {
   const name = `${uniqueName('fifo')}.fifo`;
-  const QueueUrl = await createQueue(name, { FifoQueue: 'true' });
-  const page = await context.newPage();
-  await logIn(page, TOKEN);
-  await open(page, name);
+  const { QueueUrl, page } = await openNew(name, { FifoQueue: 'true' });
   for (let i = 0; i < 2; i++) {
     await page.fill('#send-body', 'ordered');
     await page.fill('#send-group', 'group-1');
@@ -340,10 +343,7 @@ function rendered(m: Measure): boolean {
 
 test('Given traffic on a queue, when the page is open, then its charts fill and a screenshot shows a rendered page, which an emptied page is not', async () => {
   const name = uniqueName('busy');
-  const QueueUrl = await createQueue(name);
-  const page = await context.newPage();
-  await logIn(page, TOKEN);
-  await open(page, name);
+  const { QueueUrl, page } = await openNew(name);
 
   // Traffic until a sample shows it: a send and a receive (left in flight) every round.
   const row = rowOf(page, name);

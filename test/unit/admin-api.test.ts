@@ -95,6 +95,16 @@ function queue(
   return h.store.create({ accountId, region: 'us-east-1', name }, attributes, {}).queue;
 }
 
+/** Tenant team-a, account 111111111111, made in the store directly. */
+function teamA(h: Harness): void {
+  h.store.tenants.create(
+    'team-a',
+    '111111111111',
+    [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
+    0,
+  );
+}
+
 function send(h: Harness, q: ReturnType<typeof queue>, body: string) {
   return q.sendMessage({ id: `id-${body}`, body, md5OfBody: 'md5', senderId: q.accountId }, h.clock.now());
 }
@@ -247,12 +257,7 @@ void describe('admin API: tenants', () => {
 void describe('admin API: queues', () => {
   void test('Given queues of several accounts, when listed, then each has its tenant and depths', async (t) => {
     const h = harness(t);
-    h.store.tenants.create(
-      'team-a',
-      '111111111111',
-      [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
-      0,
-    );
+    teamA(h);
     const a = queue(h, 'orders');
     queue(h, 'jobs', '000000000000');
     send(h, a, 'one');
@@ -567,12 +572,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
 
   void test('Given a tenant, when a FIFO queue with a dead-letter queue is created for it, then both are in its account and the listing links them', async (t) => {
     const h = harness(t);
-    h.store.tenants.create(
-      'team-a',
-      '111111111111',
-      [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
-      0,
-    );
+    teamA(h);
     const create = (payload: object) =>
       h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
     const dlq = await create({
@@ -643,12 +643,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
 void describe('admin API: what the page charts', () => {
   void test('Given a queue with traffic, when samples are taken, then the history has each interval’s counts and the depth', async (t) => {
     const h = harness(t);
-    h.store.tenants.create(
-      'team-a',
-      '111111111111',
-      [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
-      0,
-    );
+    teamA(h);
     const q = queue(h, 'busy');
     h.counters.count('sent', 'team-a', 'us-east-1', 'busy', 4);
     h.admin.sample();
