@@ -26,11 +26,14 @@ export interface MessageTotals {
   total(event: MessageEvent, tenant: string, region: string, queue: string): number;
 }
 
-/** One queue's samples, oldest first, one array per series (all of the same length). */
+/**
+ * One queue's samples, oldest first, one array per series (all of the same length), one every
+ * `intervalSeconds` up to the newest at `end`.
+ */
 export interface QueueHistory {
   readonly intervalSeconds: number;
-  /** When each sample was taken (ms since the epoch). */
-  readonly at: number[];
+  /** When the newest sample was taken (ms since the epoch). */
+  readonly end: number;
   readonly sent: number[];
   readonly received: number[];
   readonly deleted: number[];
@@ -43,6 +46,7 @@ const SERIES = ['sent', 'received', 'deleted', 'visible', 'inflight', 'delayed']
 const WIDTH = SERIES.length;
 
 class Track {
+  /** Series after series, each a ring of SLOTS. */
   readonly values = new Uint32Array(SLOTS * WIDTH);
   /** The counters' totals at the last sample, which the next one subtracts. */
   readonly totals: [number, number, number];
@@ -60,31 +64,30 @@ class Track {
 
 export class History {
   private readonly tracks = new Map<string, Track>();
-  private readonly times = new Float64Array(SLOTS);
   /** Samples taken so far; the next goes to slot `taken % SLOTS`. */
   private taken = 0;
+  private lastAt = 0;
 
   constructor(private readonly counters: MessageTotals) {}
 
   sample(store: QueueStore, now: number): void {
     const n = this.taken;
-    const base = (n % SLOTS) * WIDTH;
-    this.times[n % SLOTS] = now;
+    const slot = n % SLOTS;
     for (const q of store.all()) {
-      const totals = this.totalsOf(store, q);
       let t = this.tracks.get(q.uid);
+      if (t === undefined && this.tracks.size >= MAX_CHARTED_QUEUES) continue;
+      const totals = this.totalsOf(store, q);
       if (t === undefined) {
-        if (this.tracks.size >= MAX_CHARTED_QUEUES) continue;
         // Its first sample counts nothing: what came before it has no interval to go in.
         t = new Track(n, totals);
         this.tracks.set(q.uid, t);
       }
       const counts = q.counts(now);
       const v = t.values;
-      for (let i = 0; i < 3; i++) v[base + i] = Math.max(0, totals[i]! - t.totals[i]!);
-      v[base + 3] = counts.visible;
-      v[base + 4] = counts.inflight;
-      v[base + 5] = counts.delayed;
+      for (let i = 0; i < 3; i++) v[i * SLOTS + slot] = Math.max(0, totals[i]! - t.totals[i]!);
+      v[3 * SLOTS + slot] = counts.visible;
+      v[4 * SLOTS + slot] = counts.inflight;
+      v[5 * SLOTS + slot] = counts.delayed;
       t.totals[0] = totals[0];
       t.totals[1] = totals[1];
       t.totals[2] = totals[2];
@@ -92,28 +95,42 @@ export class History {
     }
     for (const [uid, t] of this.tracks) if (t.seenAt !== n) this.tracks.delete(uid);
     this.taken = n + 1;
+    this.lastAt = now;
   }
 
-  /** The queue's samples, oldest first; undefined when it is not charted (yet, or beyond the cap). */
-  of(q: Queue): QueueHistory | undefined {
+  /**
+   * The queue's samples, oldest first; undefined when it is not charted (yet, or beyond the cap).
+   * `every` > 1 merges that many samples into one (counts added, depths their largest), ending
+   * with the newest: the page's small charts need a quarter of the points.
+   */
+  of(q: Queue, every = 1): QueueHistory | undefined {
     const t = this.tracks.get(q.uid);
     if (t === undefined) return undefined;
-    const out: QueueHistory = {
-      intervalSeconds: SAMPLE_MS / 1000,
-      at: [],
-      sent: [],
-      received: [],
-      deleted: [],
-      visible: [],
-      inflight: [],
-      delayed: [],
-    };
-    for (let n = Math.max(t.first, this.taken - SLOTS); n < this.taken; n++) {
-      const slot = n % SLOTS;
-      out.at.push(this.times[slot]!);
-      for (let i = 0; i < WIDTH; i++) out[SERIES[i]!].push(t.values[slot * WIDTH + i]!);
+    const start = Math.max(t.first, this.taken - SLOTS);
+    // The oldest point may merge fewer samples, so that the newest holds `every` of them.
+    const skipped = Math.ceil((this.taken - start) / every) * every - (this.taken - start);
+    const out: Partial<Record<(typeof SERIES)[number], number[]>> = {};
+    for (let i = 0; i < WIDTH; i++) {
+      const points: number[] = [];
+      const ring = t.values.subarray(i * SLOTS, (i + 1) * SLOTS);
+      let acc = 0;
+      let merged = skipped;
+      for (let n = start; n < this.taken; n++) {
+        const v = ring[n % SLOTS]!;
+        acc = i < 3 ? acc + v : Math.max(acc, v);
+        if (++merged === every) {
+          points.push(acc);
+          acc = 0;
+          merged = 0;
+        }
+      }
+      out[SERIES[i]!] = points;
     }
-    return out;
+    return {
+      intervalSeconds: (SAMPLE_MS / 1000) * every,
+      end: this.lastAt,
+      ...(out as Record<(typeof SERIES)[number], number[]>),
+    };
   }
 
   private totalsOf(store: QueueStore, q: Queue): [number, number, number] {

@@ -103,12 +103,13 @@ export const ADMIN_OPENAPI = {
       History: {
         type: ['object', 'null'],
         description:
-          'The last 10 minutes in 5-second samples, oldest first (null: not sampled yet, or beyond the 1,000 queues charted). ' +
+          'The last 10 minutes in samples every intervalSeconds (5; 20 in the listing, where 4 samples are merged), oldest first ' +
+          '(null: not sampled yet, or beyond the 1,000 queues charted). ' +
           'sent / received / deleted: messages in the interval before each sample, through the SQS API; ' +
           'visible / inflight / delayed: the depth at the sample.',
         properties: {
           intervalSeconds: { type: 'integer' },
-          at: { type: 'array', items: { type: 'integer', description: 'ms since the epoch' } },
+          end: { type: 'integer', description: 'When the newest sample was taken, ms since the epoch' },
           sent: { type: 'array', items: { type: 'integer' } },
           received: { type: 'array', items: { type: 'integer' } },
           deleted: { type: 'array', items: { type: 'integer' } },

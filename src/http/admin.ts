@@ -55,6 +55,9 @@ export interface AdminOptions {
  */
 const PAGE_DIR = new URL('./admin-page/', import.meta.url);
 
+/** The listing's history merges this many samples into one point (20 s). */
+const LISTED_SAMPLES_MERGED = 4;
+
 /** Peek returns at most this many messages, and bodies cut to this many characters. */
 export const PEEK_MAX = 100;
 export const PEEK_BODY_CHARS = 64 * 1024;
@@ -251,7 +254,8 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
         if (!q.name.startsWith(prefix)) continue;
         out.push({
           ...queueSummary(s, q, t, sources.get(q.arn) ?? []),
-          ...(withHistory ? { history: history.of(q) ?? null } : {}),
+          // Every 4 samples as one: the page's small charts need no more, and the listing stays small.
+          ...(withHistory ? { history: history.of(q, LISTED_SAMPLES_MERGED) ?? null } : {}),
         });
       }
       out.sort(

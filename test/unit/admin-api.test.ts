@@ -662,8 +662,11 @@ void describe('admin API: what the page charts', () => {
       url: `/admin/queues/111111111111/us-east-1/busy`,
       headers: AUTH,
     });
-    const { history } = res.json<{ history: Record<string, number[]> & { intervalSeconds: number } }>();
+    const { history } = res.json<{
+      history: Record<string, number[]> & { intervalSeconds: number; end: number };
+    }>();
     assert.equal(history.intervalSeconds, 5);
+    assert.equal(history.end, h.clock.now());
     // The first sample has no interval before it: what was counted until then is not in it.
     assert.deepEqual(history['sent'], [0, 2, 0]);
     assert.deepEqual(history['received'], [0, 1, 0]);
@@ -671,11 +674,19 @@ void describe('admin API: what the page charts', () => {
     assert.deepEqual(history['visible'], [0, 1, 1]);
     assert.deepEqual(history['inflight'], [0, 1, 1]);
     assert.deepEqual(history['delayed'], [0, 0, 0]);
-    const t0 = history['at']?.[0] ?? 0;
-    assert.deepEqual(history['at'], [t0, t0 + 5_000, t0 + 10_000]);
 
+    // The listing merges 4 samples into a point: counts added, depths their largest.
     const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
-    assert.deepEqual(list.json<{ queues: { history: unknown }[] }>().queues[0]?.history, history);
+    assert.deepEqual(list.json<{ queues: { history: unknown }[] }>().queues[0]?.history, {
+      intervalSeconds: 20,
+      end: history.end,
+      sent: [2],
+      received: [1],
+      deleted: [1],
+      visible: [1],
+      inflight: [1],
+      delayed: [0],
+    });
     const plain = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
     assert.equal('history' in (plain.json<{ queues: object[] }>().queues[0] ?? {}), false);
   });
@@ -692,12 +703,16 @@ void describe('admin API: what the page charts', () => {
       (
         await h.app.inject({ method: 'GET', url: '/admin/queues/111111111111/us-east-1/long', headers: AUTH })
       ).json<{
-        history: { sent: number[]; at: number[] } | null;
+        history: { sent: number[] } | null;
       }>().history;
     const full = await history();
     assert.equal(full?.sent.length, 120);
     assert.deepEqual(full?.sent.slice(0, 2), [10, 11]);
     assert.equal(full?.sent.at(-1), 129);
+    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
+    const merged = list.json<{ queues: { history: { sent: number[] } }[] }>().queues[0]?.history.sent;
+    assert.equal(merged?.length, 30);
+    assert.deepEqual([merged?.[0], merged?.at(-1)], [10 + 11 + 12 + 13, 126 + 127 + 128 + 129]);
     h.serving = false;
     h.admin.sample();
     h.serving = true;

@@ -14,6 +14,8 @@
 
 const TOKEN_KEY = 'shared-sqs-admin-token';
 const REFRESH_MS = 2000;
+/** The server samples every 5 s: the histories are asked for no more often than that. */
+const HISTORY_MS = 5000;
 const PEEK_MAX = 20;
 /** The charts' time axis: what the samples span, at least 2 and at most 10 minutes. */
 const MIN_WINDOW_MS = 2 * 60 * 1000;
@@ -26,8 +28,11 @@ const state = {
   queues: new Map(),
   byArn: new Map(),
   tenants: [],
-  /** The key of the queue open in the detail panel, or null. */
+  /** The key of the queue open in the detail panel, or null, and its history sample by sample. */
   selected: null,
+  detailHistory: null,
+  /** When the histories were last loaded (Date.now()). */
+  historyAt: 0,
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -140,15 +145,15 @@ function svg(tag, attrs) {
 const perSecond = (h, series) => h[series].map((n) => n / h.intervalSeconds);
 
 function windowOf(h) {
-  const span = h.at[h.at.length - 1] - h.at[0];
+  const span = (h.sent.length - 1) * h.intervalSeconds * 1000;
   return Math.min(MAX_WINDOW_MS, Math.max(MIN_WINDOW_MS, span));
 }
 
 /** x of each sample on a `width` wide time axis that ends at the newest sample. */
 function xs(h, width) {
-  const end = h.at[h.at.length - 1];
   const span = windowOf(h);
-  return h.at.map((t) => ((t - (end - span)) / span) * width);
+  const last = h.sent.length - 1;
+  return h.sent.map((_, i) => ((span - (last - i) * h.intervalSeconds * 1000) / span) * width);
 }
 
 function points(x, ys, max, height, pad) {
@@ -159,7 +164,8 @@ function points(x, ys, max, height, pad) {
  * A chart of `series` (each {values, cls}) over the last 10 minutes: lines, or stacked areas.
  * `labels`: the y-axis maximum and the time marks, for the detail panel's larger charts.
  */
-function chart(h, series, { width, height, stacked, labels, title }) {
+function chart(h, series, options) {
+  const { width, height, stacked, labels, title } = options;
   const root = svg('svg', {
     width,
     height,
@@ -177,17 +183,25 @@ function chart(h, series, { width, height, stacked, labels, title }) {
   const plotH = labels ? height - 16 : height;
   const g = svg('g', { transform: `translate(${left},0)` });
   root.append(g);
-  if (h === null || h.at.length === 0) {
+  if (h === null || h.sent.length === 0) {
     const t = svg('text', { x: plotW / 2, y: plotH / 2 + 4, 'text-anchor': 'middle', class: 'no-data' });
     t.textContent = h === null ? 'not sampled yet' : 'no samples';
     g.append(t);
     return root;
   }
+  if (h.sent.length === 1) {
+    // One sample is drawn over its interval, or a line of no width would not show.
+    return chart(
+      widen(h),
+      series.map((s) => ({ ...s, values: [s.values[0], s.values[0]] })),
+      options,
+    );
+  }
   const x = xs(h, plotW);
   const bottom = plotH - pad;
   let max = 0;
   if (stacked) {
-    for (let i = 0; i < h.at.length; i++)
+    for (let i = 0; i < h.sent.length; i++)
       max = Math.max(
         max,
         series.reduce((s, v) => s + v.values[i], 0),
@@ -217,7 +231,7 @@ function chart(h, series, { width, height, stacked, labels, title }) {
     g.append(svg('line', { x1: 0, x2: plotW, y1: bottom, y2: bottom, class: 'grid' }));
   }
   if (stacked) {
-    let base = h.at.map(() => 0);
+    let base = h.sent.map(() => 0);
     for (const s of series) {
       const top = base.map((b, i) => b + s.values[i]);
       const upper = points(x, top, max, plotH, pad);
@@ -233,6 +247,14 @@ function chart(h, series, { width, height, stacked, labels, title }) {
     }
   }
   return root;
+}
+
+/** The history with its one sample twice, one interval apart. */
+function widen(h) {
+  const out = { ...h };
+  for (const k of ['sent', 'received', 'deleted', 'visible', 'inflight', 'delayed'])
+    out[k] = [h[k][0], h[k][0]];
+  return out;
 }
 
 function niceMax(max) {
@@ -260,8 +282,8 @@ const rateSeries = (h) => [
 ];
 
 function lastRates(h) {
-  if (h === null || h.at.length === 0) return '';
-  const i = h.at.length - 1;
+  if (h === null || h.sent.length === 0) return '';
+  const i = h.sent.length - 1;
   return ['sent', 'received', 'deleted'].map((s) => formatNumber(h[s][i] / h.intervalSeconds)).join(' / ');
 }
 
@@ -343,7 +365,7 @@ function renderQueues(list) {
       el('span', {
         class: 'rate-now',
         textContent: lastRates(q.history),
-        title: 'sent / received / deleted per second, in the last 5 s',
+        title: `sent / received / deleted per second, in the last ${q.history?.intervalSeconds ?? 0} s`,
       }),
     );
     const dl = cell(tr, '', 'dead-letter');
@@ -390,8 +412,10 @@ function renderDetail() {
     q.deadLetterSources.forEach((arn, i) => links.push(...(i > 0 ? [', '] : []), queueLink(arn)));
     item('Dead-letter queue of', ...links);
   }
+  // The listing's history has a point every 20 s; the queue's own, every 5 s, once loaded.
+  const h = state.detailHistory ?? q.history;
   $('#chart-depth').replaceChildren(
-    chart(q.history, depthSeries(q.history), {
+    chart(h, depthSeries(h), {
       width: 520,
       height: 150,
       stacked: true,
@@ -400,7 +424,7 @@ function renderDetail() {
     }),
   );
   $('#chart-rates').replaceChildren(
-    chart(q.history, rateSeries(q.history), {
+    chart(h, rateSeries(h), {
       width: 520,
       height: 150,
       labels: true,
@@ -409,11 +433,17 @@ function renderDetail() {
   );
 }
 
+/** Loads the open queue's oldest messages and its history sample by sample. */
 async function peek() {
   const q = state.queues.get(state.selected);
   if (q === undefined) return;
-  const r = await api('GET', `${queuePath(q)}/messages?max=${PEEK_MAX}`);
+  const [detail, r] = await Promise.all([
+    api('GET', queuePath(q)),
+    api('GET', `${queuePath(q)}/messages?max=${PEEK_MAX}`),
+  ]);
   if (state.selected !== keyOf(q)) return;
+  state.detailHistory = detail.history;
+  renderDetail();
   $('#peek-total').textContent =
     `${r.total} message(s) in the queue; the oldest ${r.messages.length} shown, none of them received.`;
   const tbody = $('#peek-messages tbody');
@@ -581,6 +611,7 @@ function select() {
   const key = m === null ? null : decodeURIComponent(m[1]);
   if (key === state.selected) return;
   state.selected = key;
+  state.detailHistory = null;
   for (const tr of document.querySelectorAll('#queues tbody tr')) {
     tr.classList.toggle('selected', tr.dataset.queue === key);
   }
@@ -596,13 +627,16 @@ function select() {
 // ---- refresh, log in and out ------------------------------------------------------------------
 
 async function refresh() {
+  const withHistory = Date.now() - state.historyAt >= HISTORY_MS;
   try {
     const [leader, memory, tenants, queues] = await Promise.all([
       api('GET', '/admin/leader'),
       api('GET', '/admin/memory'),
       api('GET', '/admin/tenants'),
-      api('GET', '/admin/queues?history=true'),
+      api('GET', `/admin/queues${withHistory ? '?history=true' : ''}`),
     ]);
+    if (withHistory) state.historyAt = Date.now();
+    else for (const q of queues.queues) q.history = state.queues.get(keyOf(q))?.history ?? null;
     renderLeader(leader);
     renderMemory(memory);
     renderTenants(tenants.tenants);
