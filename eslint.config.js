@@ -29,8 +29,21 @@ export default tseslint.config(
   ...layers(),
   {
     files: ['**/*.js', '**/*.mjs'],
+    ignores: ['src/http/admin-page/**'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.node },
+  },
+  {
+    // The admin page's script runs in the browser (a module script), never in node.
+    files: ['src/http/admin-page/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: globals.browser },
+    rules: {
+      ...tseslint.configs.disableTypeChecked.rules,
+      eqeqeq: 'error',
+      'no-var': 'error',
+      'prefer-const': 'error',
+    },
   },
 );
 

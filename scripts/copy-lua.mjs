@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// tsc copies no .lua files; the built server reads its Redis scripts from beside its modules.
+// tsc copies only what it compiles: the built server reads its Redis scripts and the admin page's
+// files from beside its modules.
 import { cpSync, readdirSync } from 'node:fs';
 
 for (const dir of ['persistence/scripts', 'ha/scripts']) {
@@ -9,3 +10,7 @@ for (const dir of ['persistence/scripts', 'ha/scripts']) {
     if (name.endsWith('.lua')) cpSync(new URL(name, from), new URL(name, to));
   }
 }
+const page = 'http/admin-page/';
+cpSync(new URL(`../src/${page}`, import.meta.url), new URL(`../dist/${page}`, import.meta.url), {
+  recursive: true,
+});

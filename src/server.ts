@@ -220,6 +220,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
   registerAdmin(control, {
     adminToken: config.adminToken,
     services,
+    messageTotals: messageMetrics,
     durability,
     baseUrl: config.baseUrl,
     defaultAccountId: config.accountId,

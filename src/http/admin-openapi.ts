@@ -26,7 +26,8 @@ export const ADMIN_OPENAPI = {
     title: 'shared-sqs admin API',
     version: '1',
     description:
-      'Operators: tenants and their keys, queues across tenants, peek, purge, redrive, delete, and the ' +
+      'Operators: tenants and their keys, queues across tenants and their recent activity, create, send, ' +
+      'peek, delete a message, purge, redrive, delete, and the ' +
       'leader. Every operation needs `Authorization: Bearer <SHARED_SQS_ADMIN_TOKEN>`. Changes are ' +
       'durable (in Redis, when configured) before the reply. See docs/admin.md.',
   },
@@ -87,7 +88,43 @@ export const ADMIN_OPENAPI = {
           delayed: { type: 'integer' },
           memoryBytes: { type: 'integer', description: 'What its messages count against the memory budget' },
           createdAt: { type: 'string', format: 'date-time' },
-          deadLetterTarget: { type: ['string', 'null'] },
+          deadLetterTarget: { type: ['string', 'null'], description: 'ARN of its dead-letter queue' },
+          deadLetterSources: {
+            type: 'array',
+            items: { type: 'string' },
+            description: 'ARNs of the queues whose dead-letter queue it is (only those can be redriven)',
+          },
+          oldestMessageAgeSeconds: {
+            type: ['integer', 'null'],
+            description: 'Since the oldest message in the queue (any state) was sent; null when empty',
+          },
+        },
+      },
+      History: {
+        type: ['object', 'null'],
+        description:
+          'The last 10 minutes in samples every intervalSeconds (5; 20 in the listing, where 4 samples are merged), oldest first ' +
+          '(null: not sampled yet, or beyond the 1,000 queues charted). ' +
+          'sent / received / deleted: messages in the interval before each sample, through the SQS API; ' +
+          'visible / inflight / delayed: the depth at the sample.',
+        properties: {
+          intervalSeconds: { type: 'integer' },
+          end: { type: 'integer', description: 'When the newest sample was taken, ms since the epoch' },
+          sent: { type: 'array', items: { type: 'integer' } },
+          received: { type: 'array', items: { type: 'integer' } },
+          deleted: { type: 'array', items: { type: 'integer' } },
+          visible: { type: 'array', items: { type: 'integer' } },
+          inflight: { type: 'array', items: { type: 'integer' } },
+          delayed: { type: 'array', items: { type: 'integer' } },
+        },
+      },
+      Sent: {
+        type: 'object',
+        properties: {
+          messageId: { type: 'string' },
+          md5OfBody: { type: 'string' },
+          sequenceNumber: { type: ['string', 'null'] },
+          duplicate: { type: 'boolean' },
         },
       },
       Message: {
@@ -276,12 +313,59 @@ export const ADMIN_OPENAPI = {
           { name: 'tenant', in: 'query', schema: { type: 'string' } },
           { name: 'accountId', in: 'query', schema: { type: 'string' } },
           { name: 'prefix', in: 'query', schema: { type: 'string' } },
+          {
+            name: 'history',
+            in: 'query',
+            description: 'true: each queue with its history (the charts of the admin page)',
+            schema: { type: 'string', enum: ['true', 'false'] },
+          },
         ],
         responses: {
           '200': ok('Queues', {
             type: 'object',
-            properties: { queues: { type: 'array', items: { $ref: '#/components/schemas/QueueSummary' } } },
+            properties: {
+              queues: {
+                type: 'array',
+                items: {
+                  allOf: [
+                    { $ref: '#/components/schemas/QueueSummary' },
+                    { type: 'object', properties: { history: { $ref: '#/components/schemas/History' } } },
+                  ],
+                },
+              },
+            },
           }),
+          ...notFound,
+          ...failures,
+        },
+      },
+      post: {
+        operationId: 'createQueue',
+        summary: 'Create a queue (as CreateQueue: the same one again is 200, other attributes 409)',
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            required: ['name'],
+            properties: {
+              name: { type: 'string', description: 'A FIFO queue ends in .fifo and has FifoQueue: true' },
+              tenant: { type: 'string', description: "A tenant's name, for its account" },
+              accountId: { type: 'string', pattern: '^\\d{12}$', description: 'Default: --account-id' },
+              region: { type: 'string', description: 'Default: --region' },
+              attributes: {
+                type: 'object',
+                additionalProperties: { type: ['string', 'number', 'boolean'] },
+                description: "CreateQueue's attributes (VisibilityTimeout, FifoQueue, RedrivePolicy, ...)",
+              },
+              tags: { type: 'object', additionalProperties: { type: 'string' } },
+            },
+          }),
+        },
+        responses: {
+          '201': ok('Created', { $ref: '#/components/schemas/QueueSummary' }),
+          '200': ok('It existed with these attributes', { $ref: '#/components/schemas/QueueSummary' }),
+          '400': ok('A bad name, attribute, tag, account or region', error),
+          '409': ok('It exists with other attributes, or was deleted less than 60 s ago', error),
           ...notFound,
           ...failures,
         },
@@ -301,8 +385,8 @@ export const ADMIN_OPENAPI = {
                 properties: {
                   attributes: { type: 'object' },
                   tags: { type: 'object' },
-                  deadLetterSources: { type: 'array', items: { type: 'string' } },
                   redrivePolicy: { type: ['object', 'null'] },
+                  history: { $ref: '#/components/schemas/History' },
                 },
               },
             ],
@@ -338,6 +422,64 @@ export const ADMIN_OPENAPI = {
             },
           }),
           '400': ok('Bad max', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+      post: {
+        operationId: 'sendMessage',
+        summary: 'Send a message, with the checks and the memory budget of SendMessage',
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            required: ['body'],
+            properties: {
+              body: { type: 'string' },
+              attributes: {
+                type: 'object',
+                description: 'Message attributes as peek shows them',
+                additionalProperties: {
+                  type: 'object',
+                  required: ['DataType'],
+                  properties: {
+                    DataType: {
+                      type: 'string',
+                      description: 'String, Number or Binary, with an optional .suffix',
+                    },
+                    StringValue: { type: 'string' },
+                    BinaryValue: { type: 'string', contentEncoding: 'base64' },
+                  },
+                },
+              },
+              groupId: { type: 'string', description: 'MessageGroupId: required by FIFO queues' },
+              deduplicationId: { type: 'string', description: 'MessageDeduplicationId (FIFO)' },
+              delaySeconds: { type: 'integer', minimum: 0, maximum: 900, description: 'Standard queues' },
+            },
+          }),
+        },
+        responses: {
+          '201': ok('Stored', { $ref: '#/components/schemas/Sent' }),
+          '200': ok('A FIFO duplicate (same deduplication id within 5 minutes): nothing stored', {
+            $ref: '#/components/schemas/Sent',
+          }),
+          '400': ok("SendMessage's errors (names as in SQS), or a bad shape", error),
+          '429': ok('RequestThrottled: over the memory budget, or the tenant share of it', error),
+          ...notFound,
+          ...failures,
+        },
+      },
+    },
+    '/admin/queues/{accountId}/{region}/{name}/messages/{messageId}': {
+      parameters: [
+        ...queuePath,
+        { name: 'messageId', in: 'path', required: true, schema: { type: 'string' } },
+      ],
+      delete: {
+        operationId: 'deleteMessage',
+        summary: 'Delete one message, in whatever state, by its id (no receipt handle needed)',
+        responses: {
+          '200': ok('Deleted', { type: 'object', properties: { deleted: { type: 'string' } } }),
           ...notFound,
           ...failures,
         },

@@ -1,7 +1,7 @@
 /**
  * The admin API on the control plane (docs/admin.md; OpenAPI at /admin/openapi.json): tenants
  * and their keys, queues across tenants, peek, purge, redrive, delete. The leader routes are
- * admin-ha.ts'; the page is admin-page/.
+ * admin-ha.ts'; the page's files are in admin-page/, served as they are.
  *
  * Every /admin route but the page and the OpenAPI description needs `Authorization: Bearer
  * <SHARED_SQS_ADMIN_TOKEN>`, checked in `onRequest` (before a body is read, so no body of an
@@ -12,31 +12,33 @@
  * after `commit()` resolved (the change is in Redis). An instance that is not serving (a follower,
  * or a store being reloaded) answers 503 for tenants and queues: its store is not the live one.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
-import type { Clock } from '../core/clock.js';
+import { isRegionName } from '../auth/sigv4.js';
 import { LOW_WATER } from '../core/budget.js';
 import { memoryOnly, type Durability } from '../core/durability.js';
 import { CoreError } from '../core/errors.js';
-import type { Message } from '../core/message.js';
-import type { MoveTask } from '../core/movetasks.js';
+import type { Message, MessageAttributes, MessageAttributeValue } from '../core/message.js';
 import { DEFAULT_REGION, type Queue } from '../core/queue.js';
-import { queueUrlOf } from '../sqs/service.js';
 import type { QueueStore } from '../core/store.js';
 import { TenantError, type Tenant } from '../core/tenants.js';
+import { checkBudget, prepareSend, type SendEntry } from '../sqs/actions/send.js';
+import { checkTags } from '../sqs/actions/tags.js';
+import { SqsError } from '../sqs/errors.js';
+import { queueUrlOf, type RequestContext, type SqsServices } from '../sqs/service.js';
 import { adminAuth } from './admin-ha.js';
+import { History, SAMPLE_MS, type MessageTotals } from './admin-history.js';
 import { ADMIN_OPENAPI } from './admin-openapi.js';
-import { ADMIN_APP_JS, ADMIN_INDEX_HTML, ADMIN_STYLE_CSS } from './admin-page/assets.js';
 
 export interface AdminOptions {
   /** Undefined: the admin API is closed (403 from adminAuth). */
   readonly adminToken: string | undefined;
-  /** The live store and its move-task runner (getters: they change on reload). */
-  readonly services: {
-    readonly store: QueueStore;
-    readonly mover: { start(task: MoveTask): void };
-    readonly clock: Clock;
-  };
+  /** The live store and its runners (getters: they change on reload). */
+  readonly services: SqsServices;
+  /** The data plane's per-queue message counters, which the page's charts sample (admin-history.ts). */
+  readonly messageTotals: MessageTotals;
   /**
    * Not serving: no state is changed or shown (not the leader, reloading); a change is answered
    * once it is durable (src/core/durability.ts). Absent: memory only.
@@ -48,6 +50,15 @@ export interface AdminOptions {
   /** The server's region (--region), whose queue URLs carry no region. */
   readonly defaultRegion?: string | undefined;
 }
+
+/**
+ * The page's files (index.html, style.css, app.js): read from beside this module, in src/ under
+ * tsx and in dist/ where the build copies them (scripts/copy-lua.mjs).
+ */
+const PAGE_DIR = new URL('./admin-page/', import.meta.url);
+
+/** The listing's history merges this many samples into one point (20 s). */
+const LISTED_SAMPLES_MERGED = 4;
 
 /** Peek returns at most this many messages, and bodies cut to this many characters. */
 export const PEEK_MAX = 100;
@@ -65,18 +76,36 @@ class HttpError extends Error {
 
 type QueueParams = { accountId: string; region: string; name: string };
 
-/**
- * Adds the admin routes in a scope of their own (fastify plugin), whose error handler turns
- * their errors into `{error, message}` JSON and passes everything else to the control plane's.
- */
-export function registerAdmin(root: FastifyInstance, opts: AdminOptions): void {
-  void root.register((app, _pluginOpts, done) => {
-    routes(app, opts);
-    done();
-  });
+export interface AdminHandle {
+  /** Takes one sample of the charts now, as the 5-second timer does (for tests). */
+  sample(): void;
 }
 
-function routes(app: FastifyInstance, opts: AdminOptions): void {
+/**
+ * Adds the admin routes in a scope of their own (fastify plugin), whose error handler turns
+ * their errors into `{error, message}` JSON and passes everything else to the control plane's,
+ * and samples the charts every 5 s until the control plane closes.
+ */
+export function registerAdmin(root: FastifyInstance, opts: AdminOptions): AdminHandle {
+  const history = new History(opts.messageTotals);
+  const sample = (): void => {
+    if ((opts.durability ?? memoryOnly).serving)
+      history.sample(opts.services.store, opts.services.clock.now());
+  };
+  const timer = setInterval(sample, SAMPLE_MS);
+  timer.unref();
+  root.addHook('onClose', (_app, done) => {
+    clearInterval(timer);
+    done();
+  });
+  void root.register((app, _pluginOpts, done) => {
+    routes(app, opts, history);
+    done();
+  });
+  return { sample };
+}
+
+function routes(app: FastifyInstance, opts: AdminOptions, history: History): void {
   const onRequest = adminAuth(opts.adminToken);
   const durability = opts.durability ?? memoryOnly;
   const store = (): QueueStore => {
@@ -93,10 +122,15 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
   const now = (): number => opts.services.clock.now();
 
   // ---- public: the page and the description --------------------------------------------------
-  app.get('/admin', (_req, reply) => reply.type('text/html; charset=utf-8').send(ADMIN_INDEX_HTML));
-  app.get('/admin/', (_req, reply) => reply.type('text/html; charset=utf-8').send(ADMIN_INDEX_HTML));
-  app.get('/admin/app.js', (_req, reply) => reply.type('text/javascript; charset=utf-8').send(ADMIN_APP_JS));
-  app.get('/admin/style.css', (_req, reply) => reply.type('text/css; charset=utf-8').send(ADMIN_STYLE_CSS));
+  const page = (file: string, type: string) => {
+    const text = readFileSync(new URL(file, PAGE_DIR), 'utf8');
+    return (_req: FastifyRequest, reply: FastifyReply) => reply.type(`${type}; charset=utf-8`).send(text);
+  };
+  const index = page('index.html', 'text/html');
+  app.get('/admin', index);
+  app.get('/admin/', index);
+  app.get('/admin/app.js', page('app.js', 'text/javascript'));
+  app.get('/admin/style.css', page('style.css', 'text/css'));
   app.get('/admin/openapi.json', (_req, reply) => reply.send(ADMIN_OPENAPI));
 
   // ---- tenants ------------------------------------------------------------------------------
@@ -200,7 +234,7 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
   );
 
   // ---- queues -------------------------------------------------------------------------------
-  app.get<{ Querystring: { tenant?: string; accountId?: string; prefix?: string } }>(
+  app.get<{ Querystring: { tenant?: string; accountId?: string; prefix?: string; history?: string } }>(
     '/admin/queues',
     { onRequest },
     (req, reply) => {
@@ -209,11 +243,22 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       let accountId = req.query.accountId;
       if (req.query.tenant !== undefined) accountId = requireTenant(s, req.query.tenant).accountId;
       const prefix = req.query.prefix ?? '';
+      const withHistory = req.query.history === 'true';
+      // Dead-letter sources of every queue in one pass, not one scan of the store per queue.
+      const sources = new Map<string, string[]>();
+      for (const q of s.all()) {
+        const target = q.redrive?.deadLetterTargetArn;
+        if (target !== undefined) sources.set(target, [...(sources.get(target) ?? []), q.arn]);
+      }
       const out = [];
       for (const q of s.all()) {
         if (accountId !== undefined && q.accountId !== accountId) continue;
         if (!q.name.startsWith(prefix)) continue;
-        out.push(queueSummary(s, q, t));
+        out.push({
+          ...queueSummary(s, q, t, sources.get(q.arn) ?? []),
+          // Every 4 samples as one: the page's small charts need no more, and the listing stays small.
+          ...(withHistory ? { history: history.of(q, LISTED_SAMPLES_MERGED) ?? null } : {}),
+        });
       }
       out.sort(
         (a, b) => compare(a.tenant, b.tenant) || compare(a.region, b.region) || compare(a.name, b.name),
@@ -227,12 +272,42 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
     const q = requireQueue(s, req.params);
     const t = now();
     return reply.send({
-      ...queueSummary(s, q, t),
+      ...queueSummary(
+        s,
+        q,
+        t,
+        s.deadLetterSources(q).map((src) => src.arn),
+      ),
       attributes: q.attributes,
       tags: q.tags,
-      deadLetterSources: s.deadLetterSources(q).map((src) => src.arn),
       redrivePolicy: q.redrive,
+      history: history.of(q) ?? null,
     });
+  });
+
+  app.post('/admin/queues', { onRequest }, async (req, reply) => {
+    const s = store();
+    const body = bodyObject(req);
+    const name = stringField(body, 'name', true);
+    const tenantName = stringField(body, 'tenant', false);
+    let accountId = stringField(body, 'accountId', false);
+    if (tenantName !== undefined) {
+      if (accountId !== undefined)
+        throw new HttpError(400, 'BadRequest', 'give tenant or accountId, not both');
+      accountId = requireTenant(s, tenantName).accountId;
+    }
+    accountId ??= opts.defaultAccountId;
+    if (!/^\d{12}$/.test(accountId)) throw new HttpError(400, 'BadRequest', 'accountId must be 12 digits');
+    const region = stringField(body, 'region', false) ?? opts.defaultRegion ?? DEFAULT_REGION;
+    if (!isRegionName(region)) throw new HttpError(400, 'BadRequest', `${region} is not a region name`);
+    const attributes = stringMap(body, 'attributes');
+    const tags = stringMap(body, 'tags');
+    const { queue, created } = sqsCall(() => {
+      checkTags(tags);
+      return s.create({ accountId, region, name }, attributes, tags);
+    });
+    await durable();
+    return reply.code(created ? 201 : 200).send(queueSummary(s, queue, now(), []));
   });
 
   app.get<{ Params: QueueParams; Querystring: { max?: string } }>(
@@ -247,6 +322,60 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       }
       const t = now();
       return reply.send({ messages: q.peek(max).map((m) => messageView(m, t)), total: q.size });
+    },
+  );
+
+  app.post<{ Params: QueueParams }>(
+    '/admin/queues/:accountId/:region/:name/messages',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      const entry = sendEntry(bodyObject(req));
+      // The checks, the memory budget and the store of SendMessage, as for a caller of the
+      // queue's own account.
+      const ctx: RequestContext = {
+        requestId: randomUUID(),
+        accountId: q.accountId,
+        region: q.region,
+        defaultRegion: opts.defaultRegion ?? DEFAULT_REGION,
+        baseUrl: opts.baseUrl ?? '',
+        senderId: q.accountId,
+        onAbort: () => undefined,
+      };
+      const sent = sqsCall(() => {
+        const { message, size } = prepareSend(q, ctx, entry);
+        checkBudget(opts.services, q, [size]);
+        return { r: q.sendMessage(message, now()), md5OfBody: message.md5OfBody };
+      });
+      await durable();
+      // A FIFO send whose deduplication id was seen in the last 5 minutes stores nothing (200).
+      return reply.code(sent.r.message === undefined ? 200 : 201).send({
+        messageId: sent.r.messageId,
+        md5OfBody: sent.md5OfBody,
+        sequenceNumber: sent.r.sequenceNumber ?? null,
+        duplicate: sent.r.message === undefined,
+      });
+    },
+  );
+
+  app.delete<{ Params: QueueParams & { messageId: string } }>(
+    '/admin/queues/:accountId/:region/:name/messages/:messageId',
+    { onRequest },
+    async (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      // No receipt handle here: the message is found by id, walking the queue in send order (an
+      // operator's action, not the data plane's).
+      const t = now();
+      let found = q.peek(1)[0] ?? null;
+      while (found !== null && found.id !== req.params.messageId) found = found.next;
+      if (found === null) {
+        throw new HttpError(404, 'NotFound', `no message ${req.params.messageId} in ${q.name}`);
+      }
+      q.takeOut(found, t);
+      await durable();
+      return reply.send({ deleted: found.id });
     },
   );
 
@@ -308,8 +437,9 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
     return parent.call(app, err, req, reply);
   });
 
-  function queueSummary(s: QueueStore, q: Queue, t: number) {
+  function queueSummary(s: QueueStore, q: Queue, t: number, deadLetterSources: string[]) {
     const counts = q.counts(t);
+    const oldest = q.peek(1)[0];
     return {
       tenant:
         s.tenants.byAccountId(q.accountId)?.name ??
@@ -327,6 +457,9 @@ function routes(app: FastifyInstance, opts: AdminOptions): void {
       memoryBytes: q.bytes,
       createdAt: new Date(q.createdAt).toISOString(),
       deadLetterTarget: q.redrive?.deadLetterTargetArn ?? null,
+      deadLetterSources,
+      oldestMessageAgeSeconds:
+        oldest === undefined ? null : Math.max(0, Math.floor((t - oldest.sentAt) / 1000)),
     };
   }
 }
@@ -411,17 +544,108 @@ function coreCall<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    if (e instanceof CoreError) {
-      const status =
-        e.code === 'PurgeQueueInProgress'
-          ? 409
-          : e.code === 'ResourceNotFoundException' || e.code === 'QueueDoesNotExist'
-            ? 404
-            : 400;
-      throw new HttpError(status, e.code, e.message);
-    }
+    if (e instanceof CoreError) throw new HttpError(statusOf(e.code), e.code, e.message);
     throw e;
   }
+}
+
+/** coreCall for what goes through the SQS actions' checks too; their errors keep their SQS names. */
+function sqsCall<T>(fn: () => T): T {
+  try {
+    return coreCall(fn);
+  } catch (e) {
+    if (e instanceof SqsError) throw new HttpError(statusOf(e.errorName), e.errorName, e.message);
+    throw e;
+  }
+}
+
+function statusOf(code: string): number {
+  switch (code) {
+    case 'PurgeQueueInProgress':
+    case 'QueueNameExists':
+    case 'QueueDeletedRecently':
+      return 409;
+    case 'ResourceNotFoundException':
+    case 'QueueDoesNotExist':
+      return 404;
+    // Over the memory budget (SQS answers it 403, which this API keeps for a closed API).
+    case 'RequestThrottled':
+      return 429;
+    default:
+      return 400;
+  }
+}
+
+/**
+ * The send's JSON (`body`, `attributes` as peek shows them, `groupId`, `deduplicationId`,
+ * `delaySeconds`) as a SendMessage entry; only the shapes are checked here, the values by
+ * prepareSend as for SendMessage.
+ */
+function sendEntry(o: Record<string, unknown>): SendEntry {
+  const entry: SendEntry = { MessageBody: stringField(o, 'body', true) };
+  const groupId = stringField(o, 'groupId', false);
+  if (groupId !== undefined) entry.MessageGroupId = groupId;
+  const dedupId = stringField(o, 'deduplicationId', false);
+  if (dedupId !== undefined) entry.MessageDeduplicationId = dedupId;
+  const delay = o['delaySeconds'];
+  if (delay !== undefined && delay !== null) {
+    if (typeof delay !== 'number' || !Number.isInteger(delay)) {
+      throw new HttpError(400, 'BadRequest', 'delaySeconds must be a whole number');
+    }
+    entry.DelaySeconds = delay;
+  }
+  const attrs = o['attributes'];
+  if (attrs !== undefined && attrs !== null) {
+    if (typeof attrs !== 'object' || Array.isArray(attrs)) {
+      throw new HttpError(
+        400,
+        'BadRequest',
+        'attributes must be an object of name: {DataType, StringValue | BinaryValue}',
+      );
+    }
+    const out: MessageAttributes = {};
+    for (const [name, v] of Object.entries(attrs as Record<string, unknown>)) {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+        throw new HttpError(
+          400,
+          'BadRequest',
+          `attribute ${name} must be {DataType, StringValue | BinaryValue}`,
+        );
+      }
+      const a = v as Record<string, unknown>;
+      const value: MessageAttributeValue = { DataType: stringField(a, 'DataType', true) };
+      const str = stringField(a, 'StringValue', false);
+      if (str !== undefined) value.StringValue = str;
+      const bin = stringField(a, 'BinaryValue', false);
+      if (bin !== undefined) {
+        if (!BASE64.test(bin))
+          throw new HttpError(400, 'BadRequest', `attribute ${name}: BinaryValue must be base64`);
+        value.BinaryValue = bin;
+      }
+      // Defined, not assigned: `__proto__` is a valid attribute name.
+      Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+    }
+    entry.MessageAttributes = out;
+  }
+  return entry;
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** An optional object of strings; numbers and booleans are taken as their text, as --config does. */
+function stringMap(o: Record<string, unknown>, name: string): Record<string, string> {
+  const v = o[name];
+  if (v === undefined || v === null) return {};
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new HttpError(400, 'BadRequest', `${name} must be an object`);
+  const out: Record<string, string> = {};
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
+      throw new HttpError(400, 'BadRequest', `${name}.${k} must be a string`);
+    }
+    Object.defineProperty(out, k, { value: String(x), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }
 
 function bodyObject(req: FastifyRequest): Record<string, unknown> {

@@ -147,6 +147,11 @@ export class MessageMetrics {
     s.count += n;
   }
 
+  /** The count of one event for a queue so far, 0 if none (the admin page charts its rates). */
+  total(event: MessageEvent, tenant: string, region: string, queue: string): number {
+    return this.series[event].get(`${tenant}\u0000${region}\u0000${queue}`)?.count ?? 0;
+  }
+
   /**
    * Counts what a successful action did to messages, from its output: the data plane's onResult.
    * Only the five message actions count; everything else returns at the first comparison.

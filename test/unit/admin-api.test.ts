@@ -4,6 +4,7 @@
  * against the routes actually registered.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import vm from 'node:vm';
 import { describe, test, type TestContext } from 'node:test';
@@ -11,13 +12,14 @@ import type { FastifyInstance, LightMyRequestResponse, RouteOptions } from 'fast
 
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { registerAdmin } from '../../src/http/admin.js';
+import { registerAdmin, type AdminHandle } from '../../src/http/admin.js';
 import { registerAdminHa } from '../../src/http/admin-ha.js';
 import { ADMIN_OPENAPI } from '../../src/http/admin-openapi.js';
 import { buildControlPlane } from '../../src/http/control.js';
+import { MessageMetrics } from '../../src/http/message-metrics.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
-import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import { servicesFor } from '../../src/sqs/service.js';
 
 const TOKEN = 'admin-token-of-the-test';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -28,10 +30,13 @@ interface Harness {
   readonly clock: ManualClock;
   readonly routes: RouteOptions[];
   readonly logLines: string[];
+  /** The data plane's message counters, which the charts sample. */
+  readonly counters: MessageMetrics;
+  readonly admin: AdminHandle;
   serving: boolean;
 }
 
-function harness(t: TestContext): Harness {
+function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Harness {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -40,27 +45,26 @@ function harness(t: TestContext): Harness {
     },
   });
   const clock = new ManualClock();
-  const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  const mover = new MoveTaskRunner(store, clock);
-  const app = buildControlPlane({
-    logger: createLogger('info', sink),
-    metrics: new Metrics({ defaultMetrics: false }),
-    isReady: () => true,
-  });
+  const store = new QueueStore(clock, { deletedRecentlyMs: 0, ...storeOptions });
+  const services = servicesFor(store, clock);
+  const metrics = new Metrics({ defaultMetrics: false });
+  const counters = new MessageMetrics(metrics);
+  const app = buildControlPlane({ logger: createLogger('info', sink), metrics, isReady: () => true });
   const routes: RouteOptions[] = [];
   app.addHook('onRoute', (r) => {
     routes.push(r);
   });
-  const h: Harness = { app, store, clock, routes, logLines, serving: true };
   registerAdminHa(app, { adminToken: TOKEN, ha: undefined });
-  registerAdmin(app, {
+  let serving = true;
+  const admin = registerAdmin(app, {
     adminToken: TOKEN,
-    services: { store, mover, clock },
+    services,
+    messageTotals: counters,
     // A gate the test opens and closes; changes are durable at once, as in memory.
     durability: {
       kind: 'redis',
       get serving() {
-        return h.serving;
+        return serving;
       },
       commit: () => Promise.resolve(),
     },
@@ -68,10 +72,25 @@ function harness(t: TestContext): Harness {
     defaultAccountId: '000000000000',
   });
   t.after(async () => {
-    mover.close();
+    services.mover.close();
+    services.poller.closeAll();
     await app.close();
   });
-  return h;
+  return {
+    app,
+    store,
+    clock,
+    routes,
+    logLines,
+    counters,
+    admin,
+    get serving() {
+      return serving;
+    },
+    set serving(v: boolean) {
+      serving = v;
+    },
+  };
 }
 
 function queue(
@@ -81,6 +100,16 @@ function queue(
   attributes: Record<string, string> = {},
 ) {
   return h.store.create({ accountId, region: 'us-east-1', name }, attributes, {}).queue;
+}
+
+/** Tenant team-a, account 111111111111, made in the store directly. */
+function teamA(h: Harness): void {
+  h.store.tenants.create(
+    'team-a',
+    '111111111111',
+    [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
+    0,
+  );
 }
 
 function send(h: Harness, q: ReturnType<typeof queue>, body: string) {
@@ -235,12 +264,7 @@ void describe('admin API: tenants', () => {
 void describe('admin API: queues', () => {
   void test('Given queues of several accounts, when listed, then each has its tenant and depths', async (t) => {
     const h = harness(t);
-    h.store.tenants.create(
-      'team-a',
-      '111111111111',
-      [{ accessKeyId: 'AKIA1', secretAccessKey: 's', createdAt: 0 }],
-      0,
-    );
+    teamA(h);
     const a = queue(h, 'orders');
     queue(h, 'jobs', '000000000000');
     send(h, a, 'one');
@@ -384,6 +408,350 @@ void describe('admin API: queues', () => {
   });
 });
 
+void describe('admin API: send, delete one message, create a queue', () => {
+  const base = '/admin/queues/111111111111/us-east-1';
+
+  void test('Given a standard queue, when a message with attributes and a delay is sent, then it is stored as SendMessage stores it', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'std');
+    const res = await h.app.inject({
+      method: 'POST',
+      url: `${base}/std/messages`,
+      headers: AUTH,
+      payload: {
+        body: 'hello',
+        attributes: {
+          kind: { DataType: 'String', StringValue: 'order' },
+          n: { DataType: 'Number', StringValue: '42' },
+          raw: { DataType: 'Binary', BinaryValue: 'AAEC' },
+        },
+        delaySeconds: 5,
+      },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const sent = res.json<{ messageId: string; md5OfBody: string; duplicate: boolean }>();
+    assert.equal(sent.md5OfBody, '5d41402abc4b2a76b9719d911017c592');
+    assert.equal(sent.duplicate, false);
+    assert.deepEqual(q.counts(h.clock.now()), { visible: 0, inflight: 0, delayed: 1 });
+    const [m] = q.peek(1);
+    assert.equal(m?.id, sent.messageId);
+    assert.equal(m?.senderId, '111111111111');
+    assert.deepEqual(m?.attributes?.['raw'], { DataType: 'Binary', BinaryValue: 'AAEC' });
+    assert.equal(typeof m?.md5OfAttributes, 'string');
+  });
+
+  void test('Given a FIFO queue, when sent with a group and deduplication id twice, then one message, the second a duplicate; without a group, MissingParameter', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'f.fifo', '111111111111', { FifoQueue: 'true' });
+    const send = (payload: object) =>
+      h.app.inject({ method: 'POST', url: `${base}/f.fifo/messages`, headers: AUTH, payload });
+    const first = await send({ body: 'a', groupId: 'g1', deduplicationId: 'd1' });
+    assert.equal(first.statusCode, 201, first.body);
+    const again = await send({ body: 'a', groupId: 'g1', deduplicationId: 'd1' });
+    assert.equal(again.statusCode, 200);
+    const a = first.json<{ messageId: string; sequenceNumber: string }>();
+    const b = again.json<{ messageId: string; sequenceNumber: string; duplicate: boolean }>();
+    assert.deepEqual([b.messageId, b.sequenceNumber, b.duplicate], [a.messageId, a.sequenceNumber, true]);
+    assert.equal(q.size, 1);
+    const noGroup = await send({ body: 'b', deduplicationId: 'd2' });
+    assert.equal(noGroup.statusCode, 400);
+    assert.equal(noGroup.json<{ error: string }>().error, 'MissingParameter');
+    const delayed = await send({ body: 'c', groupId: 'g1', deduplicationId: 'd3', delaySeconds: 5 });
+    assert.equal(delayed.json<{ error: string }>().error, 'InvalidParameterValue');
+    assert.equal(q.size, 1);
+  });
+
+  void test('Given bad input, when sending, then 400 and nothing is stored; an unknown queue, 404', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'bad');
+    const bad: unknown[] = [
+      {},
+      { body: 7 },
+      { body: '' },
+      { body: 'x', attributes: [] },
+      { body: 'x', attributes: { a: 'text' } },
+      { body: 'x', attributes: { a: { StringValue: 'v' } } },
+      { body: 'x', attributes: { a: { DataType: 'Binary', BinaryValue: 'not base64!' } } },
+      { body: 'x', attributes: { 'aws.x': { DataType: 'String', StringValue: 'v' } } },
+      { body: 'x', delaySeconds: 'soon' },
+      { body: 'x', delaySeconds: 901 },
+      { body: 'x', deduplicationId: 'd' },
+      { body: '\u0000' },
+      'a string',
+    ];
+    for (const payload of bad) {
+      const res = await h.app.inject({
+        method: 'POST',
+        url: `${base}/bad/messages`,
+        headers: { ...AUTH, 'content-type': 'application/json' },
+        payload: JSON.stringify(payload),
+      });
+      assert.equal(res.statusCode, 400, `${JSON.stringify(payload)}: ${res.body}`);
+      assert.equal(typeof res.json<{ error: string }>().error, 'string');
+    }
+    assert.equal(q.size, 0);
+    const missing = await h.app.inject({
+      method: 'POST',
+      url: `${base}/nope/messages`,
+      headers: AUTH,
+      payload: { body: 'x' },
+    });
+    assert.equal(missing.statusCode, 404);
+  });
+
+  void test('Given a server over its memory budget, when the admin API sends, then 429 RequestThrottled and nothing is stored', async (t) => {
+    const h = harness(t, { maxMemory: 64 * 1024 });
+    const q = queue(h, 'full');
+    const send = () =>
+      h.app.inject({
+        method: 'POST',
+        url: `${base}/full/messages`,
+        headers: AUTH,
+        payload: { body: 'x'.repeat(8_000) },
+      });
+    let res = await send();
+    for (let i = 0; i < 100 && res.statusCode === 201; i++) res = await send();
+    assert.equal(res.statusCode, 429, res.body);
+    assert.equal(res.json<{ error: string }>().error, 'RequestThrottled');
+    const size = q.size;
+    assert.ok(size > 0 && h.store.budget.refusing());
+    assert.equal((await send()).statusCode, 429);
+    assert.equal(q.size, size);
+  });
+
+  void test('Given messages visible and in flight, when one is deleted by id, then only it goes; again, 404', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'del');
+    send(h, q, 'one');
+    send(h, q, 'two');
+    send(h, q, 'three');
+    q.receive(1, 30_000, h.clock.now());
+    const del = (id: string) =>
+      h.app.inject({ method: 'DELETE', url: `${base}/del/messages/${id}`, headers: AUTH });
+    const inflight = await del('id-one');
+    assert.equal(inflight.statusCode, 200, inflight.body);
+    assert.deepEqual(inflight.json(), { deleted: 'id-one' });
+    assert.equal((await del('id-three')).statusCode, 200);
+    assert.deepEqual(
+      q.peek(10).map((m) => m.body),
+      ['two'],
+    );
+    assert.deepEqual(q.counts(h.clock.now()), { visible: 1, inflight: 0, delayed: 0 });
+    assert.equal((await del('id-three')).statusCode, 404);
+  });
+
+  void test('Given a FIFO group held by an in-flight message, when that message is deleted by id, then the group’s next is receivable', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'g.fifo', '111111111111', { FifoQueue: 'true' });
+    for (const body of ['a', 'b']) {
+      q.sendMessage(
+        { id: `id-${body}`, body, md5OfBody: 'md5', senderId: 'x', groupId: 'g', deduplicationId: body },
+        h.clock.now(),
+      );
+    }
+    assert.equal(q.receive(1, 30_000, h.clock.now()).length, 1);
+    assert.equal(q.receive(1, 30_000, h.clock.now()).length, 0, 'the group is locked');
+    const res = await h.app.inject({ method: 'DELETE', url: `${base}/g.fifo/messages/id-a`, headers: AUTH });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(
+      q.receive(10, 30_000, h.clock.now()).map((m) => m.body),
+      ['b'],
+    );
+  });
+
+  void test('Given a queue definition, when created, then 201 in the default account and region; the same again 200; other attributes 409', async (t) => {
+    const h = harness(t);
+    const create = (payload: object) =>
+      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    const res = await create({ name: 'made', attributes: { VisibilityTimeout: 45 }, tags: { team: 'a' } });
+    assert.equal(res.statusCode, 201, res.body);
+    const made = res.json<{ accountId: string; region: string; arn: string; url: string }>();
+    assert.deepEqual([made.accountId, made.region], ['000000000000', 'us-east-1']);
+    assert.equal(made.url, 'http://sqs.test/000000000000/made');
+    const q = h.store.get('000000000000', 'made', 'us-east-1');
+    assert.equal(q?.attributes['VisibilityTimeout'], '45');
+    assert.deepEqual(q?.tags, { team: 'a' });
+    assert.equal((await create({ name: 'made', attributes: { VisibilityTimeout: '45' } })).statusCode, 200);
+    const conflict = await create({ name: 'made', attributes: { VisibilityTimeout: '46' } });
+    assert.equal(conflict.statusCode, 409);
+    assert.equal(conflict.json<{ error: string }>().error, 'QueueNameExists');
+  });
+
+  void test('Given a tenant, when a FIFO queue with a dead-letter queue is created for it, then both are in its account and the listing links them', async (t) => {
+    const h = harness(t);
+    teamA(h);
+    const create = (payload: object) =>
+      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    const dlq = await create({
+      tenant: 'team-a',
+      region: 'eu-west-1',
+      name: 'dead.fifo',
+      attributes: { FifoQueue: true },
+    });
+    assert.equal(dlq.statusCode, 201, dlq.body);
+    const dlqArn = dlq.json<{ arn: string }>().arn;
+    assert.equal(dlqArn, 'arn:aws:sqs:eu-west-1:111111111111:dead.fifo');
+    const src = await create({
+      tenant: 'team-a',
+      region: 'eu-west-1',
+      name: 'work.fifo',
+      attributes: {
+        FifoQueue: 'true',
+        ContentBasedDeduplication: 'true',
+        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 3 }),
+      },
+    });
+    assert.equal(src.statusCode, 201, src.body);
+    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?tenant=team-a', headers: AUTH });
+    const queues = list.json<{
+      queues: { name: string; deadLetterTarget: string | null; deadLetterSources: string[] }[];
+    }>().queues;
+    assert.deepEqual(
+      queues.map((q) => [q.name, q.deadLetterTarget, q.deadLetterSources]),
+      [
+        ['dead.fifo', null, ['arn:aws:sqs:eu-west-1:111111111111:work.fifo']],
+        ['work.fifo', dlqArn, []],
+      ],
+    );
+  });
+
+  void test('Given bad queue definitions, when created, then 400 (or 404 for an unknown tenant) and nothing is made', async (t) => {
+    const h = harness(t);
+    const create = (payload: object) =>
+      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    for (const payload of [
+      {},
+      { name: 'bad name' },
+      { name: 'q', accountId: '12' },
+      { name: 'q', region: 'mars' },
+      { name: 'q', tenant: 'x', accountId: '111111111111' },
+      { name: 'q', attributes: { VisibilityTimeout: 'soon' } },
+      { name: 'q', attributes: { Nope: '1' } },
+      { name: 'q', attributes: 'VisibilityTimeout=1' },
+      { name: 'q', attributes: { VisibilityTimeout: { n: 1 } } },
+      { name: 'q', tags: { ['k'.repeat(129)]: 'v' } },
+      {
+        name: 'q',
+        attributes: {
+          RedrivePolicy:
+            '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:none","maxReceiveCount":1}',
+        },
+      },
+      { name: 'q.fifo' },
+    ]) {
+      const res = await create(payload);
+      assert.equal(res.statusCode, 400, `${JSON.stringify(payload)}: ${res.body}`);
+    }
+    assert.equal((await create({ name: 'q', tenant: 'nobody' })).statusCode, 404);
+    assert.equal(h.store.size, 0);
+  });
+});
+
+void describe('admin API: what the page charts', () => {
+  void test('Given a queue with traffic, when samples are taken, then the history has each interval’s counts and the depth', async (t) => {
+    const h = harness(t);
+    teamA(h);
+    const q = queue(h, 'busy');
+    h.counters.count('sent', 'team-a', 'us-east-1', 'busy', 4);
+    h.admin.sample();
+    send(h, q, 'a');
+    send(h, q, 'b');
+    q.receive(1, 30_000, h.clock.now());
+    h.counters.count('sent', 'team-a', 'us-east-1', 'busy', 2);
+    h.counters.count('received', 'team-a', 'us-east-1', 'busy', 1);
+    h.clock.advance(5_000);
+    h.admin.sample();
+    h.counters.count('deleted', 'team-a', 'us-east-1', 'busy', 1);
+    h.clock.advance(5_000);
+    h.admin.sample();
+    const res = await h.app.inject({
+      method: 'GET',
+      url: `/admin/queues/111111111111/us-east-1/busy`,
+      headers: AUTH,
+    });
+    const { history } = res.json<{
+      history: Record<string, number[]> & { intervalSeconds: number; end: number };
+    }>();
+    assert.equal(history.intervalSeconds, 5);
+    assert.equal(history.end, h.clock.now());
+    // The first sample has no interval before it: what was counted until then is not in it.
+    assert.deepEqual(history['sent'], [0, 2, 0]);
+    assert.deepEqual(history['received'], [0, 1, 0]);
+    assert.deepEqual(history['deleted'], [0, 0, 1]);
+    assert.deepEqual(history['visible'], [0, 1, 1]);
+    assert.deepEqual(history['inflight'], [0, 1, 1]);
+    assert.deepEqual(history['delayed'], [0, 0, 0]);
+
+    // The listing merges 4 samples into a point: counts added, depths their largest.
+    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
+    assert.deepEqual(list.json<{ queues: { history: unknown }[] }>().queues[0]?.history, {
+      intervalSeconds: 20,
+      end: history.end,
+      sent: [2],
+      received: [1],
+      deleted: [1],
+      visible: [1],
+      inflight: [1],
+      delayed: [0],
+    });
+    const plain = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    assert.equal('history' in (plain.json<{ queues: object[] }>().queues[0] ?? {}), false);
+  });
+
+  void test('Given more samples than the ring holds, when asked, then the last ten minutes; a deleted queue loses its history; a follower samples nothing', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'long');
+    for (let i = 0; i < 130; i++) {
+      h.counters.count('sent', '111111111111', 'us-east-1', 'long', i);
+      h.admin.sample();
+      h.clock.advance(5_000);
+    }
+    const history = async () =>
+      (
+        await h.app.inject({ method: 'GET', url: '/admin/queues/111111111111/us-east-1/long', headers: AUTH })
+      ).json<{
+        history: { sent: number[] } | null;
+      }>().history;
+    const full = await history();
+    assert.equal(full?.sent.length, 120);
+    assert.deepEqual(full?.sent.slice(0, 2), [10, 11]);
+    assert.equal(full?.sent.at(-1), 129);
+    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
+    const merged = list.json<{ queues: { history: { sent: number[] } }[] }>().queues[0]?.history.sent;
+    assert.equal(merged?.length, 30);
+    assert.deepEqual([merged?.[0], merged?.at(-1)], [10 + 11 + 12 + 13, 126 + 127 + 128 + 129]);
+    h.serving = false;
+    h.admin.sample();
+    h.serving = true;
+    assert.deepEqual(await history(), full);
+    h.store.delete(q);
+    h.admin.sample();
+    queue(h, 'long');
+    assert.equal(await history(), null, 'a new queue of the name has no history until sampled');
+    h.admin.sample();
+    assert.deepEqual((await history())?.sent, [0]);
+  });
+
+  void test('Given queues with and without messages, when listed, then the oldest message’s age is shown, null when empty', async (t) => {
+    const h = harness(t);
+    const q = queue(h, 'aged');
+    queue(h, 'empty');
+    send(h, q, 'old');
+    h.clock.advance(90_500);
+    send(h, q, 'new');
+    const list = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    assert.deepEqual(
+      list
+        .json<{ queues: { name: string; oldestMessageAgeSeconds: number | null }[] }>()
+        .queues.map((x) => [x.name, x.oldestMessageAgeSeconds]),
+      [
+        ['aged', 90],
+        ['empty', null],
+      ],
+    );
+  });
+});
+
 void describe('admin API: the token', () => {
   const bad: [string, Record<string, string>][] = [
     ['missing', {}],
@@ -412,7 +780,8 @@ void describe('admin API: the token', () => {
           .replace(':name', 'team-a')
           .replace(':accountId', '111111111111')
           .replace(':region', 'us-east-1')
-          .replace(':accessKeyId', 'AKIA1');
+          .replace(':accessKeyId', 'AKIA1')
+          .replace(':messageId', 'm-1');
         for (const [label, headers] of bad) {
           const res: LightMyRequestResponse = await h.app.inject({
             method: method as 'GET',
@@ -431,18 +800,19 @@ void describe('admin API: the token', () => {
 
   void test('Given no admin token configured, when the admin API is called, then 403 even with a token', async (t) => {
     const clock = new ManualClock();
-    const store = new QueueStore(clock);
-    const app = buildControlPlane({
-      logger: createLogger('silent'),
-      metrics: new Metrics({ defaultMetrics: false }),
-      isReady: () => true,
-    });
+    const services = servicesFor(new QueueStore(clock), clock);
+    const metrics = new Metrics({ defaultMetrics: false });
+    const app = buildControlPlane({ logger: createLogger('silent'), metrics, isReady: () => true });
     registerAdmin(app, {
       adminToken: undefined,
-      services: { store, mover: { start: () => undefined }, clock },
+      services,
+      messageTotals: new MessageMetrics(metrics),
       defaultAccountId: '000000000000',
     });
-    t.after(() => app.close());
+    t.after(async () => {
+      services.mover.close();
+      await app.close();
+    });
     const res = await app.inject({
       method: 'GET',
       url: '/admin/tenants',
@@ -483,9 +853,22 @@ void describe('admin API: the OpenAPI description and the page', () => {
     const page = await h.app.inject({ method: 'GET', url: '/admin' });
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
-    assert.match(page.body, /<script src="\/admin\/app.js">/);
+    assert.match(page.body, /<script type="module" src="\/admin\/app.js">/);
+    // Served as they are in src/http/admin-page/ (and, built, in dist/http/admin-page/).
+    for (const [url, file, type] of [
+      ['/admin/', 'index.html', /^text\/html/],
+      ['/admin/app.js', 'app.js', /^text\/javascript/],
+      ['/admin/style.css', 'style.css', /^text\/css/],
+    ] as const) {
+      const res = await h.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      assert.match(String(res.headers['content-type']), type);
+      assert.equal(
+        res.body,
+        readFileSync(new URL(`../../src/http/admin-page/${file}`, import.meta.url), 'utf8'),
+      );
+    }
     const js = await h.app.inject({ method: 'GET', url: '/admin/app.js' });
-    assert.match(String(js.headers['content-type']), /javascript/);
     // It parses as JavaScript (compiled, not run).
     assert.doesNotThrow(() => new vm.Script(js.body));
   });
