@@ -6,7 +6,12 @@
  * handler and acknowledges (deletes) it.
  */
 import assert from 'node:assert/strict';
-import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { testsRequiring } from '../support/requires.js';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 import { lastJsonLine, run } from './frameworks/child.js';
@@ -52,4 +57,22 @@ test('Symfony Messenger: a message dispatched to the SQS transport is consumed b
     ApproximateNumberOfMessages: '0',
     ApproximateNumberOfMessagesNotVisible: '0',
   });
+});
+
+test('Symfony Messenger: with the account in the DSN path, the transport finds an existing queue by GetQueueUrl with QueueOwnerAWSAccountId', async () => {
+  const queue = uniqueName('symfony-account');
+  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: queue }));
+  assert.ok(QueueUrl);
+  const account = new URL(QueueUrl).pathname.split('/')[1];
+  assert.equal(account, '000000000000');
+  // The script's DSN is sqs://test:test@HOST:PORT/QUEUE: this makes its path /ACCOUNT/QUEUE.
+  const result = await run(
+    'php',
+    ['symfony-messenger.php', `${account}/${queue}`, 'to an account'],
+    { SHARED_SQS_HOST_PORT: `127.0.0.1:${server.port}` },
+    30_000,
+  );
+  const out = lastJsonLine('php symfony-messenger.php', result) as { handled: string[]; left: number };
+  assert.deepEqual(out.handled, ['to an account']);
+  assert.equal(out.left, 0);
 });

@@ -19,7 +19,10 @@ function region(source: string, name: string): string {
   const end = lines.findIndex((l) => marker(`end ${name}`).test(l));
   assert.ok(start >= 0 && end > start, `a "--- ${name} ---" ... "--- end ${name} ---" region`);
   const body = lines.slice(start + 1, end);
-  const indent = Math.min(...body.filter((l) => l.trim() !== '').map((l) => /^ */.exec(l)?.[0].length ?? 0));
+  // Go indents with tabs, the others with spaces.
+  const indent = Math.min(
+    ...body.filter((l) => l.trim() !== '').map((l) => /^[ \t]*/.exec(l)?.[0].length ?? 0),
+  );
   return body.map((l) => l.slice(indent)).join('\n');
 }
 
@@ -54,5 +57,6 @@ for (const [, file, name, block] of snippets) {
 test('Given a source with a marked region, when it is extracted, then the lines between the markers come back dedented', () => {
   const source = ['x', '  // --- a ---', '  one(', '    two)', '  // --- end a ---', 'y'].join('\n');
   assert.equal(region(source, 'a'), 'one(\n  two)');
+  assert.equal(region('\t// --- g ---\n\tf(\n\t\tx)\n\t// --- end g ---', 'g'), 'f(\n\tx)');
   assert.throws(() => region(source, 'b'), /region/);
 });
