@@ -1,15 +1,20 @@
 /**
  * Runs the framework client programs beside this file (Go, PHP, Python) as children of the test,
  * with the environment the AWS tools get (test/support/server.ts awsToolEnv: dummy credentials,
- * no config files, nothing of the parent's AWS_* or pyenv's variables).
+ * no config files, nothing of the parent's AWS_* or pyenv's variables), and Python writing no
+ * __pycache__ into the source tree.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { awsToolEnv } from '../../support/server.js';
 import { track } from '../../support/children.js';
 
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...awsToolEnv(), PYTHONDONTWRITEBYTECODE: '1', ...env };
+}
+
 /** This directory, where the programs are; they run with it as their working directory. */
-export const FRAMEWORKS_DIR = fileURLToPath(new URL('.', import.meta.url));
+const FRAMEWORKS_DIR = fileURLToPath(new URL('.', import.meta.url));
 
 export interface Finished {
   readonly code: number | null;
@@ -28,7 +33,7 @@ export function run(
     const child = execFile(
       command,
       args,
-      { cwd: FRAMEWORKS_DIR, env: { ...awsToolEnv(), ...env }, timeout: timeoutMs, encoding: 'utf8' },
+      { cwd: FRAMEWORKS_DIR, env: childEnv(env), timeout: timeoutMs, encoding: 'utf8' },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : null;
         resolve({ code, stdout, stderr });
@@ -48,7 +53,6 @@ export function lastJsonLine(what: string, result: Finished): unknown {
 }
 
 export interface Background {
-  readonly proc: ChildProcess;
   /** Everything it wrote so far, stdout and stderr interleaved. */
   output(): string;
   /** Resolves once `pattern` appears in its output; rejects if it exits first or after `timeoutMs`. */
@@ -61,7 +65,7 @@ export interface Background {
 export function start(command: string, args: readonly string[], env: Record<string, string>): Background {
   const proc = spawn(command, args, {
     cwd: FRAMEWORKS_DIR,
-    env: { ...awsToolEnv(), ...env },
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   track(proc);
@@ -75,7 +79,6 @@ export function start(command: string, args: readonly string[], env: Record<stri
     proc.once('close', () => ((exited = true), changed(), resolve())),
   );
   return {
-    proc,
     output: () => out,
     waitFor(pattern, timeoutMs) {
       return new Promise((resolve, reject) => {
