@@ -1,5 +1,5 @@
 /**
- * sqs-consumer (v14, the npm library many Node services poll SQS with) against shared-sqs. It talks
+ * sqs-consumer (v15, the npm library many Node services poll SQS with) against shared-sqs. It talks
  * through @aws-sdk/client-sqs, so this is the JSON 1.0 protocol (`X-Amz-Target: AmazonSQS.*`); the
  * queues and messages are set up through @aws-sdk/client-sqs too.
  *

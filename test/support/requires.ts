@@ -85,6 +85,8 @@ export const PROGRAMS = {
   boto3: { packages: ['python3-boto3'], missing: pythonModule('boto3') },
   kombu: { packages: ['python3-kombu'], missing: pythonModule('kombu') },
   celery: { packages: ['python3-celery'], missing: pythonModule('celery') },
+  // kombu's SQS transport polls through its own pycurl client in a Celery worker.
+  pycurl: { packages: ['python3-pycurl'], missing: pythonModule('pycurl') },
   'symfony-messenger-sqs': {
     packages: ['php-cli', 'php-symfony-amazon-sqs-messenger', 'php-async-aws-sqs'],
     missing: all(

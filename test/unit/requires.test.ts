@@ -4,9 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import { test } from 'node:test';
-import { onPath } from '../support/requires.js';
+import { onPath, PROGRAMS } from '../support/requires.js';
 import { cleanEnv, PROJECT_ROOT } from '../support/server.js';
 
 const PATH_WITHOUT_NGINX = (process.env['PATH'] ?? '')
@@ -46,4 +47,17 @@ test('Given a PATH without nginx and CI=true, When a test that needs it runs, Th
   assert.match(out, /npm test: FAILED: selected tests/);
   // The file that could not load is the one failed test of the closing count.
   assert.match(out, /\n0 passed, 1 failed, 0 skipped\n$/);
+});
+
+test('Given the programs the tests may need, when .ci/run is read, then it installs every Debian package they name', () => {
+  const ci = readFileSync(new URL('../../.ci/run', import.meta.url), 'utf8');
+  const installed = new Set(
+    [...ci.matchAll(/need\+=\(([^)]+)\)/g)].flatMap((m) => String(m[1]).split(/\s+/)),
+  );
+  const named = Object.values(PROGRAMS).flatMap((p) => p.packages);
+  assert.deepEqual(
+    named.filter((pkg) => !installed.has(pkg)),
+    [],
+    'packages in test/support/requires.ts that .ci/run never installs',
+  );
 });
