@@ -178,6 +178,8 @@ export interface CliResult {
   readonly json?: unknown;
   /** From "An error occurred (<code>) when calling the X operation", when the call failed. */
   readonly errorCode?: string;
+  /** The service's message the CLI printed after that line's colon, when the call failed. */
+  readonly errorMessage?: string;
   /** The HTTP status of the last response, when called with `{ debug: true }`. */
   readonly status?: number;
 }
@@ -242,7 +244,11 @@ export async function awsCli(
       json = undefined;
     }
   }
-  const errorCode = /An error occurred \(([^)]+)\) when calling the \w+ operation/.exec(stderr)?.[1];
+  const error = /An error occurred \(([^)]+)\) when calling the \w+ operation(?:(?: \([^)]*\))?: (.*))?/.exec(
+    stderr,
+  );
+  const errorCode = error?.[1];
+  const errorMessage = error?.[2];
   let status: number | undefined;
   if (opts.debug === true) {
     // urllib3 logs every response: ... "POST / HTTP/1.1" 400 290
@@ -254,6 +260,7 @@ export async function awsCli(
     stderr,
     ...(json === undefined ? {} : { json }),
     ...(errorCode === undefined ? {} : { errorCode }),
+    ...(errorMessage === undefined ? {} : { errorMessage }),
     ...(status === undefined ? {} : { status }),
   };
 }
