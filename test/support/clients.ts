@@ -173,32 +173,45 @@ export function cliClient(url: string): SqsTestClient {
   };
 }
 
+/** A client a scenario can run over, named before any server is started (tests are named by it). */
+export interface ClientKind {
+  readonly name: string;
+  readonly protocol: Protocol;
+  connect(url: string): SqsTestClient;
+}
+
+export const SDK_V3: ClientKind = { name: 'SDK v3 (JSON)', protocol: 'json', connect: sdkClient };
+export const AWS_CLI: ClientKind = { name: 'aws-cli 2.9 (Query)', protocol: 'query', connect: cliClient };
+
 /** What a scenario is given: the client under test and a fixture on the same server for set-up. */
 export interface ScenarioContext {
-  /** The client whose calls are under test. */
+  /** Which client the tests run over: known when the tests are declared. */
+  readonly kind: ClientKind;
+  /** The client whose calls are under test (made by the file's before hook). */
   readonly client: SqsTestClient;
   /** Set-up and checks (SDK over JSON, whatever the client): not what is under test. */
   readonly sqs: SharedServer;
 }
 
 /**
- * Starts one server for the file, makes `makeClient`'s client on it, and hands both to `register`,
+ * Starts one server for the file, connects `kind`'s client to it, and hands both to `register`,
  * which declares the scenario's tests with `tests` (node:test's, or skipped ones from
  * test/support/requires.ts when the client's program is missing).
  */
 export function withClient(
   tests: FileTests,
-  makeClient: (url: string) => SqsTestClient,
+  kind: ClientKind,
   register: (ctx: ScenarioContext, tests: FileTests) => void,
 ): void {
   const fixture = sharedServer({ hooks: tests });
   let client: SqsTestClient | undefined;
   tests.before(() => {
-    client = makeClient(fixture.server.url);
+    client = kind.connect(fixture.server.url);
   });
   tests.after(() => client?.close());
   register(
     {
+      kind,
       get client(): SqsTestClient {
         assert.ok(client, 'the client is made by the before hook');
         return client;
