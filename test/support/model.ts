@@ -4,8 +4,29 @@
  * driver: seeds, the step loop with its replay trace, and the steps standard and FIFO queues share.
  */
 import assert from 'node:assert/strict';
+import type { ManualClock } from '../../src/core/clock.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
-import { pickHandle, randomVisibilitySeconds, type Rng } from './rng.js';
+import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
+import type { Queue, QueueCounts } from '../../src/core/queue.js';
+import type { QueueStore } from '../../src/core/store.js';
+import {
+  pickHandle,
+  randomDelaySeconds,
+  randomRetentionSeconds,
+  randomVisibilitySeconds,
+  type Rng,
+} from './rng.js';
+
+export const S = 1000;
+export const MIN = 60 * S;
+export const H = 60 * MIN;
+/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
+export const MAX_VISIBILITY_MS = 12 * H;
+/** AWS: one PurgeQueue per queue every 60 seconds; another within them is PurgeQueueInProgress. */
+export const PURGE_INTERVAL_MS = 60 * S;
+export const ACCOUNT = '000000000000';
+/** Every so many steps (and at the end), every live message is compared, not only the counts. */
+export const FULL_COMPARE_EVERY = 10;
 
 /** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
 export class Coverage {
@@ -160,10 +181,6 @@ export interface HandleOdds {
   readonly atLimit?: number;
 }
 
-const S = 1000;
-/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
-const MAX_VISIBILITY_MS = 12 * 60 * 60 * S;
-
 function sameOutcome(s: Step, desc: string, expected: Outcome, act: () => unknown): void {
   const actual = coreOutcome(() => void act());
   s.note(`${desc} -> ${show(expected)}`);
@@ -249,4 +266,194 @@ export function randomAdvance(
   const [unit, max] =
     how === 'minutes' ? [60 * S, o.maxMinutes] : how === 'hours' ? [60 * 60 * S, 12] : [S, 120];
   return { ms: rng.int(1, max) * unit + rng.int(0, 999) };
+}
+
+// ---- what the standard and FIFO queue models share ----------------------------------------------
+
+export type LiveState = Exclude<MessageState, 'deleted'>;
+
+export interface ModelMessage extends HandledMessage {
+  readonly body: string;
+  readonly sentAt: number;
+  /** Until then delayed (never received) or in flight (received); visible from then on. */
+  visibleAt: number;
+  receiveCount: number;
+  /** 0 until the first receive. */
+  firstReceiveAt: number;
+  lastReceiveAt: number;
+  /** Every receipt handle the message was given, oldest first. */
+  readonly handles: string[];
+  gone: string | null;
+}
+
+/** What a live message looks like from outside; the core's messages are reduced to the same. */
+export interface Snapshot {
+  readonly id: string;
+  readonly body: string;
+  readonly state: LiveState;
+  readonly receiveCount: number;
+  readonly firstReceiveAt: number;
+  /** When a delayed or in-flight message becomes visible; null for a visible one. */
+  readonly visibleAt: number | null;
+}
+
+/**
+ * The reference model's bookkeeping that does not depend on the queue type: every message ever
+ * sent (gone ones too: their handles are still used), their state from the clock alone, counts,
+ * snapshots, and the once-per-60-s purge rule. Subclasses hold the rules.
+ */
+export abstract class QueueModel<M extends ModelMessage> {
+  readonly messages: M[] = [];
+  private readonly byId = new Map<string, M>();
+  protected readonly byHandle = new Map<string, M>();
+  lastPurgeAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    protected readonly coverage: Coverage,
+    public delayMs: number,
+    public visibilityMs: number,
+    public retentionMs: number,
+  ) {}
+
+  /** Applies retention (and whatever else the clock decides) up to `now`. */
+  abstract tick(now: number): void;
+
+  protected add(m: M): void {
+    this.messages.push(m);
+    this.byId.set(m.id, m);
+  }
+
+  live(): M[] {
+    return this.messages.filter((m) => m.gone === null);
+  }
+
+  state(m: M, now: number): LiveState {
+    if (now < m.visibleAt) return m.receiveCount === 0 ? 'delayed' : 'inflight';
+    return 'visible';
+  }
+
+  find(id: string): M {
+    const m = this.byId.get(id);
+    if (m === undefined) throw new Error(`no model message ${id}`);
+    return m;
+  }
+
+  counts(now: number): QueueCounts {
+    this.tick(now);
+    const counts = { visible: 0, inflight: 0, delayed: 0 };
+    for (const m of this.live()) counts[this.state(m, now)]++;
+    return counts;
+  }
+
+  protected snapshotOf(m: M, now: number): Snapshot {
+    const state = this.state(m, now);
+    return {
+      id: m.id,
+      body: m.body,
+      state,
+      receiveCount: m.receiveCount,
+      firstReceiveAt: m.firstReceiveAt,
+      visibleAt: state === 'visible' ? null : m.visibleAt,
+    };
+  }
+
+  snapshot(now: number): Snapshot[] {
+    this.tick(now);
+    return this.live().map((m) => this.snapshotOf(m, now));
+  }
+
+  /** The 60 s rule of PurgeQueue: its error, or null after every live message is marked purged. */
+  protected purgeOrRefuse(now: number): Outcome | null {
+    this.tick(now);
+    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
+      this.coverage.hit('purge: within 60 s of the last');
+      return { error: 'PurgeQueueInProgress' };
+    }
+    this.coverage.hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
+    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) this.coverage.hit('purge: exactly 60 s after the last');
+    this.lastPurgeAt = now;
+    for (const m of this.live()) (m as ModelMessage).gone = 'purged';
+    return null;
+  }
+}
+
+/** The core's live messages in the model's terms; `extra` adds what a queue type compares too. */
+export function coreSnapshot<T extends object>(
+  q: Queue,
+  now: number,
+  extra: (m: Message) => T,
+): Array<Snapshot & T> {
+  q.counts(now); // applies the deadlines that passed, as every operation does
+  return [...q.allMessages()].map((m) => {
+    assert.notEqual(m.state, 'deleted', `a deleted message ${m.id} is still linked`);
+    const state = m.state as LiveState;
+    return {
+      id: m.id,
+      body: m.body,
+      state,
+      receiveCount: m.receiveCount,
+      firstReceiveAt: m.firstReceiveAt,
+      visibleAt: state === 'visible' ? null : m.heapKey,
+      ...extra(m),
+    };
+  });
+}
+
+/** After a step: the counts always, and every live message every FULL_COMPARE_EVERY steps and last. */
+export function compareQueue(
+  s: Step,
+  last: boolean,
+  q: Queue,
+  at: number,
+  expected: { counts(now: number): QueueCounts; snapshot(now: number): object[] },
+  extra: (m: Message) => object,
+): boolean {
+  assert.deepEqual(q.counts(at), expected.counts(at), `${s.where}: counts (visible, inflight, delayed)`);
+  if (s.n % FULL_COMPARE_EVERY !== 0 && !last) return false;
+  const snapshot = expected.snapshot(at);
+  assert.deepEqual(coreSnapshot(q, at, extra), snapshot, `${s.where}: live messages`);
+  assert.equal(q.size, snapshot.length, `${s.where}: size`);
+  return true;
+}
+
+/**
+ * A receipt handle this queue must refuse: a real one, of another queue in the same store
+ * (`fifo`: a FIFO one, with `first`'s group and deduplication ids).
+ */
+export function foreignHandle(
+  store: QueueStore,
+  clock: ManualClock,
+  name: string,
+  fifo: Partial<NewMessage> | null,
+): string {
+  const other = store.create(
+    { accountId: ACCOUNT, region: 'us-east-1', name: fifo === null ? name : `${name}.fifo` },
+    fifo === null ? {} : { FifoQueue: 'true' },
+    {},
+  ).queue;
+  other.sendMessage({ id: name, body: 'x', md5OfBody: 'md5', senderId: ACCOUNT, ...fifo }, clock.now());
+  const [m] = other.receive(1, undefined, clock.now());
+  assert.ok(m !== undefined, `${name} setup: the other queue's message was not received`);
+  return other.receiptHandle(m);
+}
+
+export const TIMING_ATTRIBUTES = ['DelaySeconds', 'VisibilityTimeout', 'MessageRetentionPeriod'] as const;
+
+/** A random value for one of the attributes both queue types model, set on the model too. */
+export function timingAttribute(
+  rng: Rng,
+  name: (typeof TIMING_ATTRIBUTES)[number],
+  model: { delayMs: number; visibilityMs: number; retentionMs: number },
+): string {
+  switch (name) {
+    case 'DelaySeconds':
+      model.delayMs = randomDelaySeconds(rng) * S;
+      return String(model.delayMs / S);
+    case 'VisibilityTimeout':
+      model.visibilityMs = randomVisibilitySeconds(rng) * S;
+      return String(model.visibilityMs / S);
+    case 'MessageRetentionPeriod':
+      model.retentionMs = randomRetentionSeconds(rng) * S;
+      return String(model.retentionMs / S);
+  }
 }

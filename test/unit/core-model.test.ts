@@ -26,35 +26,32 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import type { MessageState } from '../../src/core/message.js';
-import type { Queue, QueueCounts } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
 import {
+  ACCOUNT,
+  compareQueue,
   Coverage,
   deleteStep,
+  foreignHandle,
+  MAX_VISIBILITY_MS,
+  type ModelMessage as BaseMessage,
   modelRuns,
   OK,
   type Outcome,
+  PURGE_INTERVAL_MS,
   purgeStep,
+  QueueModel,
   randomAdvance,
   runSteps,
+  S,
+  TIMING_ATTRIBUTES,
+  timingAttribute,
   visibilityStep,
 } from '../support/model.js';
 import { sendOne } from '../support/queue.js';
 
-const S = 1000;
-const MIN = 60 * S;
-const H = 60 * MIN;
-/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
-const MAX_VISIBILITY_MS = 12 * H;
-/** AWS: one PurgeQueue per queue every 60 seconds; another within them is PurgeQueueInProgress. */
-const PURGE_INTERVAL_MS = 60 * S;
-const ACCOUNT = '000000000000';
-
 const { seeds: SEEDS, steps: STEPS, replaying } = modelRuns('MODEL', { base: 0x5eed, count: 50, steps: 400 });
-/** Every so many steps (and at the end), every live message is compared, not only the counts. */
-const FULL_COMPARE_EVERY = 10;
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -62,46 +59,11 @@ const coverage = new Coverage();
 
 // ---- the reference model ----------------------------------------------------------------------
 
-type LiveState = Exclude<MessageState, 'deleted'>;
-
-interface ModelMessage {
-  readonly id: string;
-  readonly body: string;
-  readonly sentAt: number;
-  /** Until then delayed (never received) or in flight (received); visible from then on. */
-  visibleAt: number;
-  receiveCount: number;
-  /** 0 until the first receive. */
-  firstReceiveAt: number;
-  lastReceiveAt: number;
-  /** Every receipt handle the message was given, oldest first. */
-  readonly handles: string[];
+interface ModelMessage extends BaseMessage {
   gone: 'deleted' | 'purged' | 'expired' | null;
 }
 
-/** What a live message looks like from outside; the core's messages are reduced to the same. */
-interface Snapshot {
-  readonly id: string;
-  readonly body: string;
-  readonly state: LiveState;
-  readonly receiveCount: number;
-  readonly firstReceiveAt: number;
-  /** When a delayed or in-flight message becomes visible; null for a visible one. */
-  readonly visibleAt: number | null;
-}
-
-class Model {
-  /** Every message sent, in send order, gone ones included (their handles are still used). */
-  readonly messages: ModelMessage[] = [];
-  private readonly byHandle = new Map<string, ModelMessage>();
-  lastPurgeAt = Number.NEGATIVE_INFINITY;
-
-  constructor(
-    public delayMs: number,
-    public visibilityMs: number,
-    public retentionMs: number,
-  ) {}
-
+class Model extends QueueModel<ModelMessage> {
   /** Retention: a message is gone once now >= sentAt + the queue's (current) retention period. */
   tick(now: number): void {
     for (const m of this.messages) {
@@ -112,48 +74,10 @@ class Model {
     }
   }
 
-  live(): ModelMessage[] {
-    return this.messages.filter((m) => m.gone === null);
-  }
-
-  state(m: ModelMessage, now: number): LiveState {
-    if (now < m.visibleAt) return m.receiveCount === 0 ? 'delayed' : 'inflight';
-    return 'visible';
-  }
-
-  counts(now: number): QueueCounts {
-    this.tick(now);
-    let visible = 0;
-    let inflight = 0;
-    let delayed = 0;
-    for (const m of this.live()) {
-      const s = this.state(m, now);
-      if (s === 'visible') visible++;
-      else if (s === 'inflight') inflight++;
-      else delayed++;
-    }
-    return { visible, inflight, delayed };
-  }
-
-  snapshot(now: number): Snapshot[] {
-    this.tick(now);
-    return this.live().map((m) => {
-      const state = this.state(m, now);
-      return {
-        id: m.id,
-        body: m.body,
-        state,
-        receiveCount: m.receiveCount,
-        firstReceiveAt: m.firstReceiveAt,
-        visibleAt: state === 'visible' ? null : m.visibleAt,
-      };
-    });
-  }
-
   /** A message's own DelaySeconds wins over the queue's. */
   send(id: string, body: string, delaySeconds: number | undefined, now: number): void {
     this.tick(now);
-    this.messages.push({
+    this.add({
       id,
       body,
       sentAt: now,
@@ -250,22 +174,7 @@ class Model {
 
   /** Every message sent before the purge goes (here: every message); once per 60 s. */
   purge(now: number): Outcome {
-    this.tick(now);
-    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
-      coverage.hit('purge: within 60 s of the last');
-      return { error: 'PurgeQueueInProgress' };
-    }
-    coverage.hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
-    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) coverage.hit('purge: exactly 60 s after the last');
-    this.lastPurgeAt = now;
-    for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
-    return OK;
-  }
-
-  find(id: string): ModelMessage {
-    const m = this.messages.find((x) => x.id === id);
-    if (m === undefined) throw new Error(`no model message ${id}`);
-    return m;
+    return this.purgeOrRefuse(now) ?? OK;
   }
 
   /** The moments something changes by itself: delays and timeouts ending, retention, the purge rule. */
@@ -278,26 +187,6 @@ class Model {
     }
     return out.filter((t) => Number.isFinite(t) && t > now);
   }
-}
-
-// ---- the core, reduced to the same terms ------------------------------------------------------
-
-function coreSnapshot(q: Queue, now: number): Snapshot[] {
-  q.counts(now); // applies the deadlines that passed, as every operation does
-  const out: Snapshot[] = [];
-  for (const m of q.allMessages()) {
-    assert.notEqual(m.state, 'deleted', `a deleted message ${m.id} is still linked`);
-    const state = m.state as LiveState;
-    out.push({
-      id: m.id,
-      body: m.body,
-      state,
-      receiveCount: m.receiveCount,
-      firstReceiveAt: m.firstReceiveAt,
-      visibleAt: state === 'visible' ? null : m.heapKey,
-    });
-  }
-  return out;
 }
 
 // ---- one random run ---------------------------------------------------------------------------
@@ -330,18 +219,9 @@ function run(seed: number, steps: number): void {
     },
     {},
   ).queue;
-  const model = new Model(delay * S, visibility * S, retention * S);
+  const model = new Model(coverage, delay * S, visibility * S, retention * S);
 
-  // A real handle, of another queue: this one must refuse it.
-  const other = store.create(
-    { accountId: ACCOUNT, region: 'us-east-1', name: `other-${seed}` },
-    {},
-    {},
-  ).queue;
-  sendOne(other, { id: `other-${seed}`, body: 'x', md5OfBody: 'md5', senderId: ACCOUNT }, clock.now());
-  const [otherMessage] = other.receive(1, undefined, clock.now());
-  assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
-  const foreign = other.receiptHandle(otherMessage);
+  const foreign = foreignHandle(store, clock, `other-${seed}`, null);
 
   let sent = 0;
   runSteps({
@@ -441,30 +321,16 @@ function run(seed: number, steps: number): void {
           break;
         }
         case 'attributes': {
-          const name = rng.pick(['DelaySeconds', 'VisibilityTimeout', 'MessageRetentionPeriod'] as const);
-          const value =
-            name === 'DelaySeconds'
-              ? randomDelaySeconds(rng)
-              : name === 'VisibilityTimeout'
-                ? randomVisibilitySeconds(rng)
-                : randomRetentionSeconds(rng);
-          store.setAttributes(q, { [name]: String(value) });
-          if (name === 'DelaySeconds') model.delayMs = value * S;
-          else if (name === 'VisibilityTimeout') model.visibilityMs = value * S;
-          else model.retentionMs = value * S;
+          const name = rng.pick(TIMING_ATTRIBUTES);
+          const value = timingAttribute(rng, name, model);
+          store.setAttributes(q, { [name]: value });
           s.note(`set ${name}=${value}`);
           break;
         }
       }
     },
     check: (s, last) => {
-      const at = clock.now();
-      assert.deepEqual(q.counts(at), model.counts(at), `${s.where}: counts (visible, inflight, delayed)`);
-      if (s.n % FULL_COMPARE_EVERY === 0 || last) {
-        const expected = model.snapshot(at);
-        assert.deepEqual(coreSnapshot(q, at), expected, `${s.where}: live messages`);
-        assert.equal(q.size, expected.length, `${s.where}: size`);
-      }
+      compareQueue(s, last, q, clock.now(), model, () => ({}));
     },
   });
 }
