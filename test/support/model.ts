@@ -304,7 +304,7 @@ export interface Snapshot {
  */
 export abstract class QueueModel<M extends ModelMessage> {
   readonly messages: M[] = [];
-  private readonly byId = new Map<string, M>();
+  protected readonly byId = new Map<string, M>();
   protected readonly byHandle = new Map<string, M>();
   lastPurgeAt = Number.NEGATIVE_INFINITY;
 

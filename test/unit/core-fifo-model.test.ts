@@ -59,45 +59,48 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { CoreErrorCode } from '../../src/core/errors.js';
-import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
-import type { Queue, QueueCounts, SendResult } from '../../src/core/queue.js';
+import type { Message, NewMessage } from '../../src/core/message.js';
+import type { SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
 import {
+  ACCOUNT,
+  compareQueue,
   Coverage,
   coreOutcome,
   deleteStep,
+  foreignHandle,
+  type LiveState,
+  MAX_VISIBILITY_MS,
+  MIN,
+  type ModelMessage as BaseMessage,
   modelRuns,
   OK,
   type Outcome,
+  PURGE_INTERVAL_MS,
   purgeStep,
+  QueueModel,
   randomAdvance,
   runSteps,
+  S,
+  type Snapshot as BaseSnapshot,
+  TIMING_ATTRIBUTES,
+  timingAttribute,
   visibilityStep,
 } from '../support/model.js';
 
-const S = 1000;
-const MIN = 60 * S;
-const H = 60 * MIN;
-/** AWS: a message's visibility can be extended to at most 12 hours after the receive. */
-const MAX_VISIBILITY_MS = 12 * H;
-/** AWS: one PurgeQueue per queue every 60 seconds; another within them is PurgeQueueInProgress. */
-const PURGE_INTERVAL_MS = 60 * S;
 /** AWS: the deduplication interval is 5 minutes. */
 const DEDUP_WINDOW_MS = 5 * MIN;
 /** AWS: a ReceiveRequestAttemptId can be retried for 5 minutes. */
 const ATTEMPT_WINDOW_MS = 5 * MIN;
 /** The dead-letter queue keeps the default MessageRetentionPeriod, 4 days. */
 const DLQ_RETENTION_MS = 345_600 * S;
-const ACCOUNT = '000000000000';
 
 const {
   seeds: SEEDS,
   steps: STEPS,
   replaying,
 } = modelRuns('FIFO_MODEL', { base: 0xf1f0, count: 50, steps: 400 });
-/** Every so many steps (and at the end), every live message is compared, not only the counts. */
-const FULL_COMPARE_EVERY = 10;
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -105,25 +108,13 @@ const coverage = new Coverage();
 
 // ---- the reference model ----------------------------------------------------------------------
 
-type LiveState = Exclude<MessageState, 'deleted'>;
 type Scope = 'queue' | 'messageGroup';
 type Gone = 'deleted' | 'purged' | 'expired' | 'dead-lettered';
 
-interface ModelMessage {
-  readonly id: string;
-  readonly body: string;
+interface ModelMessage extends BaseMessage {
   readonly group: string;
   readonly dedupId: string;
   readonly sequenceNumber: string;
-  readonly sentAt: number;
-  /** Until then delayed (never received) or in flight (received); visible from then on. */
-  visibleAt: number;
-  receiveCount: number;
-  /** 0 until the first receive. */
-  firstReceiveAt: number;
-  lastReceiveAt: number;
-  /** Every receipt handle the message was given, oldest first. */
-  readonly handles: string[];
   /** Successful ChangeMessageVisibility calls on it: a ReceiveRequestAttemptId record notes them. */
   visibilityChanges: number;
   gone: Gone | null;
@@ -183,29 +174,22 @@ interface ReceivePlan {
 type SendPlan =
   { readonly error: CoreErrorCode } | { readonly duplicateOf: DedupRecord } | { readonly dedupId: string };
 
-/** What a live message looks like from outside; the core's messages are reduced to the same. */
-interface Snapshot {
-  readonly id: string;
-  readonly body: string;
-  readonly group: string | undefined;
-  readonly dedupId: string | undefined;
-  readonly sequenceNumber: string | undefined;
-  readonly state: LiveState;
-  readonly receiveCount: number;
-  readonly firstReceiveAt: number;
-  /** When a delayed or in-flight message becomes visible; null for a visible one. */
-  readonly visibleAt: number | null;
+/** FIFO messages are compared on their group, deduplication id and sequence number too. */
+function fifoFields(m: Pick<Message, 'groupId' | 'deduplicationId' | 'sequenceNumber'>): {
+  group: string | undefined;
+  dedupId: string | undefined;
+  sequenceNumber: string | undefined;
+} {
+  return { group: m.groupId, dedupId: m.deduplicationId, sequenceNumber: m.sequenceNumber };
 }
+
+type Snapshot = BaseSnapshot & ReturnType<typeof fifoFields>;
 
 function sha256(body: string): string {
   return createHash('sha256').update(body, 'utf8').digest('hex');
 }
 
-class Model {
-  /** Every message sent, in send order, gone ones included (their handles are still used). */
-  readonly messages: ModelMessage[] = [];
-  private readonly byId = new Map<string, ModelMessage>();
-  private readonly byHandle = new Map<string, ModelMessage>();
+class Model extends QueueModel<ModelMessage> {
   /** Every deduplication record ever made; those older than 5 minutes no longer count. */
   readonly dedup: DedupRecord[] = [];
   readonly attempts = new Map<string, AttemptRecord>();
@@ -215,16 +199,17 @@ class Model {
   private readonly purgedAttempts = new Set<string>();
   /** The dead-letter queue's messages, in the order they were moved. */
   readonly deadLetters: DeadLetter[] = [];
-  lastPurgeAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    public delayMs: number,
-    public visibilityMs: number,
-    public retentionMs: number,
+    delayMs: number,
+    visibilityMs: number,
+    retentionMs: number,
     public contentBased: boolean,
     public scope: Scope,
     readonly maxReceiveCount: number | null,
-  ) {}
+  ) {
+    super(coverage, delayMs, visibilityMs, retentionMs);
+  }
 
   /** Retention: a message is gone once now >= sentAt + the queue's (current) retention period. */
   tick(now: number): void {
@@ -240,15 +225,6 @@ class Model {
       }
     }
     for (const d of this.deadLetters) if (!d.gone && now >= d.movedAt + DLQ_RETENTION_MS) d.gone = true;
-  }
-
-  live(): ModelMessage[] {
-    return this.messages.filter((m) => m.gone === null);
-  }
-
-  state(m: ModelMessage, now: number): LiveState {
-    if (now < m.visibleAt) return m.receiveCount === 0 ? 'delayed' : 'inflight';
-    return 'visible';
   }
 
   groupIds(): string[] {
@@ -296,36 +272,14 @@ class Model {
     return out;
   }
 
-  counts(now: number): QueueCounts {
+  override snapshot(now: number): Snapshot[] {
     this.tick(now);
-    let visible = 0;
-    let inflight = 0;
-    let delayed = 0;
-    for (const m of this.live()) {
-      const s = this.state(m, now);
-      if (s === 'visible') visible++;
-      else if (s === 'inflight') inflight++;
-      else delayed++;
-    }
-    return { visible, inflight, delayed };
-  }
-
-  snapshot(now: number): Snapshot[] {
-    this.tick(now);
-    return this.live().map((m) => {
-      const state = this.state(m, now);
-      return {
-        id: m.id,
-        body: m.body,
-        group: m.group,
-        dedupId: m.dedupId,
-        sequenceNumber: m.sequenceNumber,
-        state,
-        receiveCount: m.receiveCount,
-        firstReceiveAt: m.firstReceiveAt,
-        visibleAt: state === 'visible' ? null : m.visibleAt,
-      };
-    });
+    return this.live().map((m) => ({
+      ...this.snapshotOf(m, now),
+      group: m.group,
+      dedupId: m.dedupId,
+      sequenceNumber: m.sequenceNumber,
+    }));
   }
 
   liveDeadLetters(now: number): DeadLetter[] {
@@ -410,8 +364,7 @@ class Model {
       gone: null,
       leftFlightAt: null,
     };
-    this.messages.push(m);
-    this.byId.set(id, m);
+    this.add(m);
     this.dedup.push({
       scope: this.scope,
       group,
@@ -624,26 +577,13 @@ class Model {
 
   /** Every message goes, and the attempt and deduplication records. Once per 60 s. */
   purge(now: number): Outcome {
-    this.tick(now);
-    if (now - this.lastPurgeAt < PURGE_INTERVAL_MS) {
-      coverage.hit('purge: within 60 s of the last');
-      return { error: 'PurgeQueueInProgress' };
-    }
-    coverage.hit(this.live().length > 0 ? 'purge: messages removed' : 'purge: empty queue');
-    if (now - this.lastPurgeAt === PURGE_INTERVAL_MS) coverage.hit('purge: exactly 60 s after the last');
-    this.lastPurgeAt = now;
-    for (const m of this.messages) if (m.gone === null) m.gone = 'purged';
+    const refused = this.purgeOrRefuse(now);
+    if (refused !== null) return refused;
     for (const id of this.attempts.keys()) this.purgedAttempts.add(id);
     for (const r of this.dedup) if (now < r.at + DEDUP_WINDOW_MS) this.purgedDedupIds.add(r.dedupId);
     this.dedup.length = 0;
     this.attempts.clear();
     return OK;
-  }
-
-  find(id: string): ModelMessage {
-    const m = this.byId.get(id);
-    if (m === undefined) throw new Error(`no model message ${id}`);
-    return m;
   }
 
   /** The moments something changes by itself, by kind: where the advances like to land. */
@@ -667,29 +607,6 @@ class Model {
     for (const r of this.attempts.values()) add('attempt window', r.at + ATTEMPT_WINDOW_MS);
     return out;
   }
-}
-
-// ---- the core, reduced to the same terms ------------------------------------------------------
-
-function coreSnapshot(q: Queue, now: number): Snapshot[] {
-  q.counts(now); // applies the deadlines that passed, as every operation does
-  const out: Snapshot[] = [];
-  for (const m of q.allMessages()) {
-    assert.notEqual(m.state, 'deleted', `a deleted message ${m.id} is still linked`);
-    const state = m.state as LiveState;
-    out.push({
-      id: m.id,
-      body: m.body,
-      group: m.groupId,
-      dedupId: m.deduplicationId,
-      sequenceNumber: m.sequenceNumber,
-      state,
-      receiveCount: m.receiveCount,
-      firstReceiveAt: m.firstReceiveAt,
-      visibleAt: state === 'visible' ? null : m.heapKey,
-    });
-  }
-  return out;
 }
 
 /**
@@ -794,26 +711,7 @@ function run(seed: number, steps: number): void {
   ).queue;
   const model = new Model(delay * S, visibility * S, retention * S, contentBased, scope, maxReceiveCount);
 
-  // A real handle, of another FIFO queue: this one must refuse it.
-  const other = store.create(
-    { accountId: ACCOUNT, region: 'us-east-1', name: `other-${seed}.fifo` },
-    { FifoQueue: 'true' },
-    {},
-  ).queue;
-  other.sendMessage(
-    {
-      id: `other-${seed}`,
-      body: 'x',
-      md5OfBody: 'md5',
-      senderId: ACCOUNT,
-      groupId: 'g0',
-      deduplicationId: 'x',
-    },
-    clock.now(),
-  );
-  const [otherMessage] = other.receive(1, undefined, clock.now());
-  assert.ok(otherMessage !== undefined, `seed ${seed} setup: the other queue's message was not received`);
-  const foreign = other.receiptHandle(otherMessage);
+  const foreign = foreignHandle(store, clock, `other-${seed}`, { groupId: 'g0', deduplicationId: 'x' });
 
   let sent = 0;
   let lastSequence = 0n;
@@ -1018,25 +916,16 @@ function run(seed: number, steps: number): void {
         }
         case 'attributes': {
           const name = rng.pick([
-            'DelaySeconds',
-            'VisibilityTimeout',
-            'MessageRetentionPeriod',
+            ...TIMING_ATTRIBUTES,
             'ContentBasedDeduplication',
             'DeduplicationScope',
           ] as const);
           let value: string;
           switch (name) {
             case 'DelaySeconds':
-              value = String(randomDelaySeconds(rng));
-              model.delayMs = Number(value) * S;
-              break;
             case 'VisibilityTimeout':
-              value = String(randomVisibilitySeconds(rng));
-              model.visibilityMs = Number(value) * S;
-              break;
             case 'MessageRetentionPeriod':
-              value = String(randomRetentionSeconds(rng));
-              model.retentionMs = Number(value) * S;
+              value = timingAttribute(rng, name, model);
               break;
             case 'ContentBasedDeduplication':
               model.contentBased = !model.contentBased;
@@ -1055,18 +944,14 @@ function run(seed: number, steps: number): void {
     },
     check: (s, last) => {
       const at = clock.now();
-      assert.deepEqual(q.counts(at), model.counts(at), `${s.where}: counts (visible, inflight, delayed)`);
       const deadLetters = model.liveDeadLetters(at);
       assert.deepEqual(
         dlq.counts(at),
         { visible: deadLetters.length, inflight: 0, delayed: 0 },
         `${s.where}: dead-letter queue counts`,
       );
-      if (s.n % FULL_COMPARE_EVERY === 0 || last) {
-        const expected = model.snapshot(at);
-        assert.deepEqual(coreSnapshot(q, at), expected, `${s.where}: live messages`);
-        assert.equal(q.size, expected.length, `${s.where}: size`);
-        assert.equal(q.groupCount, new Set(expected.map((m) => m.group)).size, `${s.where}: groups`);
+      if (compareQueue(s, last, q, at, model, fifoFields)) {
+        assert.equal(q.groupCount, model.groupIds().length, `${s.where}: groups`);
         assert.equal(
           [...q.dedupRecords()].length,
           model.liveDedupRecords(at),
