@@ -48,6 +48,10 @@ export class Coverage {
 }
 
 export type Outcome = { readonly ok: true } | { readonly error: CoreErrorCode };
+
+export function isOutcome(x: object): x is Outcome {
+  return 'ok' in x || 'error' in x;
+}
 export const OK: Outcome = { ok: true };
 
 /** OK, or the code of the core's own error; anything else is thrown on. */
@@ -360,6 +364,40 @@ export abstract class QueueModel<M extends ModelMessage> {
   snapshot(now: number): Snapshot[] {
     this.tick(now);
     return this.live().map((m) => this.snapshotOf(m, now));
+  }
+
+  /**
+   * The live message a DeleteMessage or ChangeMessageVisibility handle names, or the outcome when
+   * it names none: a handle this queue never gave is ReceiptHandleIsInvalid; one of a message that
+   * is gone deletes nothing and succeeds, and cannot change a visibility (InvalidParameterValue).
+   */
+  protected lookup(handle: string, now: number, action: 'delete' | 'visibility'): M | Outcome {
+    this.tick(now);
+    const m = this.byHandle.get(handle);
+    if (m === undefined) {
+      this.coverage.hit(`${action}: foreign or malformed handle`);
+      return { error: 'ReceiptHandleIsInvalid' };
+    }
+    if (m.gone === null) return m;
+    if (action === 'delete') {
+      this.coverage.hit(`delete: message ${m.gone} already`);
+      return OK;
+    }
+    this.coverage.hit(`visibility: message ${m.gone}`);
+    return { error: 'InvalidParameterValue' };
+  }
+
+  /** The new timeout counts from now and may not end more than 12 h after the last receive. */
+  protected setVisibility(m: M, timeoutMs: number, now: number): Outcome {
+    if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
+      this.coverage.hit('visibility: beyond 12 h after the receive');
+      return { error: 'InvalidParameterValue' };
+    }
+    this.coverage.hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
+    if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
+      this.coverage.hit('visibility: exactly 12 h after the receive');
+    m.visibleAt = now + timeoutMs;
+    return OK;
   }
 
   /** The 60 s rule of PurgeQueue: its error, or null after every live message is marked purged. */

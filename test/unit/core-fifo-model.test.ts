@@ -70,6 +70,7 @@ import {
   coreOutcome,
   deleteStep,
   foreignHandle,
+  isOutcome,
   type LiveState,
   MAX_VISIBILITY_MS,
   MIN,
@@ -510,16 +511,8 @@ class Model extends QueueModel<ModelMessage> {
    * nothing; a handle this queue never gave is ReceiptHandleIsInvalid.
    */
   delete(handle: string, now: number): Outcome {
-    this.tick(now);
-    const m = this.byHandle.get(handle);
-    if (m === undefined) {
-      coverage.hit('delete: foreign or malformed handle');
-      return { error: 'ReceiptHandleIsInvalid' };
-    }
-    if (m.gone !== null) {
-      coverage.hit(`delete: message ${m.gone} already`);
-      return OK;
-    }
+    const m = this.lookup(handle, now, 'delete');
+    if (isOutcome(m)) return m;
     const latest = m.handles[m.handles.length - 1] === handle;
     const state = this.state(m, now);
     if (!latest || state !== 'inflight') {
@@ -541,16 +534,8 @@ class Model extends QueueModel<ModelMessage> {
    * MessageNotInflight.
    */
   changeVisibility(handle: string, timeoutMs: number, now: number): Outcome {
-    this.tick(now);
-    const m = this.byHandle.get(handle);
-    if (m === undefined) {
-      coverage.hit('visibility: foreign or malformed handle');
-      return { error: 'ReceiptHandleIsInvalid' };
-    }
-    if (m.gone !== null) {
-      coverage.hit(`visibility: message ${m.gone}`);
-      return { error: 'InvalidParameterValue' };
-    }
+    const m = this.lookup(handle, now, 'visibility');
+    if (isOutcome(m)) return m;
     if (m.handles[m.handles.length - 1] !== handle) {
       coverage.hit(`visibility: older handle of a ${this.state(m, now)} message`);
       return { error: 'InvalidParameterValue' };
@@ -559,14 +544,8 @@ class Model extends QueueModel<ModelMessage> {
       coverage.hit('visibility: message not in flight');
       return { error: 'MessageNotInflight' };
     }
-    if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
-      coverage.hit('visibility: beyond 12 h after the receive');
-      return { error: 'InvalidParameterValue' };
-    }
-    coverage.hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
-    if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
-      coverage.hit('visibility: exactly 12 h after the receive');
-    m.visibleAt = now + timeoutMs;
+    const outcome = this.setVisibility(m, timeoutMs, now);
+    if (!('ok' in outcome)) return outcome;
     m.visibilityChanges++;
     if (timeoutMs === 0) {
       const v = this.view(m.group, now);

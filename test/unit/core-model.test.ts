@@ -34,6 +34,7 @@ import {
   Coverage,
   deleteStep,
   foreignHandle,
+  isOutcome,
   MAX_VISIBILITY_MS,
   type ModelMessage as BaseMessage,
   modelRuns,
@@ -127,16 +128,8 @@ class Model extends QueueModel<ModelMessage> {
    * ReceiptHandleIsInvalid.
    */
   delete(handle: string, now: number): Outcome {
-    this.tick(now);
-    const m = this.byHandle.get(handle);
-    if (m === undefined) {
-      coverage.hit('delete: foreign or malformed handle');
-      return { error: 'ReceiptHandleIsInvalid' };
-    }
-    if (m.gone !== null) {
-      coverage.hit(`delete: message ${m.gone} already`);
-      return OK;
-    }
+    const m = this.lookup(handle, now, 'delete');
+    if (isOutcome(m)) return m;
     const latest = m.handles[m.handles.length - 1] === handle;
     coverage.hit(`delete: ${latest ? 'latest' : 'older'} handle of a ${this.state(m, now)} message`);
     m.gone = 'deleted';
@@ -149,27 +142,11 @@ class Model extends QueueModel<ModelMessage> {
    * that is gone is InvalidParameterValue ("Message does not exist or is not available ...").
    */
   changeVisibility(handle: string, timeoutMs: number, now: number): Outcome {
-    this.tick(now);
-    const m = this.byHandle.get(handle);
-    if (m === undefined) {
-      coverage.hit('visibility: foreign or malformed handle');
-      return { error: 'ReceiptHandleIsInvalid' };
-    }
-    if (m.gone !== null) {
-      coverage.hit(`visibility: message ${m.gone}`);
-      return { error: 'InvalidParameterValue' };
-    }
+    const m = this.lookup(handle, now, 'visibility');
+    if (isOutcome(m)) return m;
     const latest = m.handles[m.handles.length - 1] === handle;
     coverage.hit(`visibility: ${latest ? 'latest' : 'older'} handle of a ${this.state(m, now)} message`);
-    if (now + timeoutMs > m.lastReceiveAt + MAX_VISIBILITY_MS) {
-      coverage.hit('visibility: beyond 12 h after the receive');
-      return { error: 'InvalidParameterValue' };
-    }
-    coverage.hit(timeoutMs === 0 ? 'visibility: set to 0' : 'visibility: changed');
-    if (now + timeoutMs === m.lastReceiveAt + MAX_VISIBILITY_MS)
-      coverage.hit('visibility: exactly 12 h after the receive');
-    m.visibleAt = now + timeoutMs;
-    return OK;
+    return this.setVisibility(m, timeoutMs, now);
   }
 
   /** Every message sent before the purge goes (here: every message); once per 60 s. */
