@@ -202,44 +202,60 @@ function pickDescribed<M extends HandledMessage>(
   return { handle, who: describeHandle(model, handle, foreign, s.now) };
 }
 
-/** DeleteMessage with a random handle: the core's outcome must be the model's. */
-export function deleteStep<M extends HandledMessage>(
-  s: Step,
-  rng: Rng,
-  model: HandleModel<M>,
-  q: HandleQueue,
-  foreign: string,
-  odds: HandleOdds,
-): void {
-  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
-  const expected = model.delete(handle, s.now);
-  sameOutcome(s, `delete ${who}`, expected, () => q.deleteMessage(handle, s.now));
+/** What the handle steps act on: the model, the queue under test, and a handle of another queue. */
+export interface HandleTarget<M extends HandledMessage> {
+  readonly rng: Rng;
+  readonly model: HandleModel<M>;
+  readonly q: HandleQueue;
+  readonly foreign: string;
 }
 
-/** ChangeMessageVisibility with a random handle, sometimes right at the 12 h limit or past it. */
-export function visibilityStep<M extends HandledMessage & { readonly lastReceiveAt: number }>(
+/**
+ * The steps both queue types take the same way, each comparing the core's outcome with the
+ * model's: DeleteMessage and ChangeMessageVisibility with a random handle (sometimes right at the
+ * 12 h limit or past it), and PurgeQueue. False for any other operation.
+ */
+export function handleStep<M extends HandledMessage & { readonly lastReceiveAt: number }>(
+  op: string,
   s: Step,
-  rng: Rng,
-  model: HandleModel<M>,
-  q: HandleQueue,
-  foreign: string,
-  odds: HandleOdds,
-): void {
-  const { handle, who } = pickDescribed(s, rng, model, foreign, odds);
-  const target = model.messages.find((m) => m.handles.includes(handle));
-  let seconds = randomVisibilitySeconds(rng);
-  if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(odds.atLimit ?? 0)) {
-    const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - s.now) / S);
-    seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
+  t: HandleTarget<M>,
+  odds: { readonly delete: HandleOdds; readonly visibility: HandleOdds },
+): op is 'delete' | 'visibility' | 'purge' {
+  const { rng, model, q, foreign } = t;
+  switch (op) {
+    case 'delete': {
+      const { handle, who } = pickDescribed(s, rng, model, foreign, odds.delete);
+      const expected = model.delete(handle, s.now);
+      sameOutcome(s, `delete ${who}`, expected, () => q.deleteMessage(handle, s.now));
+      return true;
+    }
+    case 'visibility': {
+      const { handle, who } = pickDescribed(s, rng, model, foreign, odds.visibility);
+      const target = model.messages.find((m) => m.handles.includes(handle));
+      let seconds = randomVisibilitySeconds(rng);
+      if (target !== undefined && target.lastReceiveAt > 0 && rng.chance(odds.visibility.atLimit ?? 0)) {
+        const left = Math.floor((target.lastReceiveAt + MAX_VISIBILITY_MS - s.now) / S);
+        seconds = Math.min(43_200, Math.max(0, left + rng.int(0, 1)));
+      }
+      const expected = model.changeVisibility(handle, seconds * S, s.now);
+      sameOutcome(s, `visibility ${who} ${seconds}s`, expected, () =>
+        q.changeVisibility(handle, seconds * S, s.now),
+      );
+      return true;
+    }
+    case 'purge':
+      sameOutcome(s, 'purge', model.purge(s.now), () => q.purge(s.now));
+      return true;
+    default:
+      return false;
   }
-  const expected = model.changeVisibility(handle, seconds * S, s.now);
-  sameOutcome(s, `visibility ${who} ${seconds}s`, expected, () =>
-    q.changeVisibility(handle, seconds * S, s.now),
-  );
 }
 
-export function purgeStep<M extends HandledMessage>(s: Step, model: HandleModel<M>, q: HandleQueue): void {
-  sameOutcome(s, 'purge', model.purge(s.now), () => q.purge(s.now));
+/** A received message's body and receive bookkeeping are the model's. */
+export function assertReceivedAsModelled(s: Step, m: Message, expected: ModelMessage): void {
+  assert.equal(m.body, expected.body, `${s.where}: body of ${m.id}`);
+  assert.equal(m.receiveCount, expected.receiveCount, `${s.where}: receiveCount of ${m.id}`);
+  assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${s.where}: firstReceiveAt of ${m.id}`);
 }
 
 /**

@@ -32,8 +32,9 @@ import {
   ACCOUNT,
   compareQueue,
   Coverage,
-  deleteStep,
   foreignHandle,
+  handleStep,
+  assertReceivedAsModelled,
   isOutcome,
   MAX_VISIBILITY_MS,
   type ModelMessage as BaseMessage,
@@ -41,14 +42,12 @@ import {
   OK,
   type Outcome,
   PURGE_INTERVAL_MS,
-  purgeStep,
   QueueModel,
   randomAdvance,
   runSteps,
   S,
   TIMING_ATTRIBUTES,
   timingAttribute,
-  visibilityStep,
 } from '../support/model.js';
 import { sendOne } from '../support/queue.js';
 
@@ -200,6 +199,7 @@ function run(seed: number, steps: number): void {
 
   const foreign = foreignHandle(store, clock, `other-${seed}`, null);
 
+  const target = { rng, model, q, foreign };
   let sent = 0;
   runSteps({
     env: 'MODEL',
@@ -210,6 +210,13 @@ function run(seed: number, steps: number): void {
     ops: OPS,
     header: `queue DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention}`,
     act: (op, s) => {
+      if (
+        handleStep(op, s, target, {
+          delete: { older: 0.35, bogus: 0.08 },
+          visibility: { older: 0.2, bogus: 0.08, atLimit: 0.3 },
+        })
+      )
+        return;
       const { now } = s;
       switch (op) {
         case 'send': {
@@ -266,21 +273,10 @@ function run(seed: number, steps: number): void {
           );
           for (const m of got) {
             const expected = model.find(m.id);
-            assert.equal(m.body, expected.body, `${s.where}: body of ${m.id}`);
-            assert.equal(m.receiveCount, expected.receiveCount, `${s.where}: receiveCount of ${m.id}`);
-            assert.equal(m.firstReceiveAt, expected.firstReceiveAt, `${s.where}: firstReceiveAt of ${m.id}`);
+            assertReceivedAsModelled(s, m, expected);
           }
           break;
         }
-        case 'delete':
-          deleteStep(s, rng, model, q, foreign, { older: 0.35, bogus: 0.08 });
-          break;
-        case 'visibility':
-          visibilityStep(s, rng, model, q, foreign, { older: 0.2, bogus: 0.08, atLimit: 0.3 });
-          break;
-        case 'purge':
-          purgeStep(s, model, q);
-          break;
         case 'advance': {
           const deadlines = model.deadlines(now);
           const { ms, hit } = randomAdvance(
