@@ -4,17 +4,17 @@
  * driver: seeds, the step loop with its replay trace, and the steps standard and FIFO queues share.
  */
 import assert from 'node:assert/strict';
-import type { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/clock.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
 import type { Queue, QueueCounts } from '../../src/core/queue.js';
-import type { QueueStore } from '../../src/core/store.js';
+import { QueueStore } from '../../src/core/store.js';
 import {
   pickHandle,
   randomDelaySeconds,
   randomRetentionSeconds,
   randomVisibilitySeconds,
-  type Rng,
+  Rng,
 } from './rng.js';
 
 export const S = 1000;
@@ -317,6 +317,21 @@ export interface Snapshot {
   readonly visibleAt: number | null;
 }
 
+function snapshotOf(
+  m: Pick<Snapshot, 'id' | 'body' | 'receiveCount' | 'firstReceiveAt'>,
+  state: LiveState,
+  visibleAt: number,
+): Snapshot {
+  return {
+    id: m.id,
+    body: m.body,
+    state,
+    receiveCount: m.receiveCount,
+    firstReceiveAt: m.firstReceiveAt,
+    visibleAt: state === 'visible' ? null : visibleAt,
+  };
+}
+
 /**
  * The reference model's bookkeeping that does not depend on the queue type: every message ever
  * sent (gone ones too: their handles are still used), their state from the clock alone, counts,
@@ -366,15 +381,7 @@ export abstract class QueueModel<M extends ModelMessage> {
   }
 
   protected snapshotOf(m: M, now: number): Snapshot {
-    const state = this.state(m, now);
-    return {
-      id: m.id,
-      body: m.body,
-      state,
-      receiveCount: m.receiveCount,
-      firstReceiveAt: m.firstReceiveAt,
-      visibleAt: state === 'visible' ? null : m.visibleAt,
-    };
+    return snapshotOf(m, this.state(m, now), m.visibleAt);
   }
 
   snapshot(now: number): Snapshot[] {
@@ -440,16 +447,7 @@ export function coreSnapshot<T extends object>(
   q.counts(now); // applies the deadlines that passed, as every operation does
   return [...q.allMessages()].map((m) => {
     assert.notEqual(m.state, 'deleted', `a deleted message ${m.id} is still linked`);
-    const state = m.state as LiveState;
-    return {
-      id: m.id,
-      body: m.body,
-      state,
-      receiveCount: m.receiveCount,
-      firstReceiveAt: m.firstReceiveAt,
-      visibleAt: state === 'visible' ? null : m.heapKey,
-      ...extra(m),
-    };
+    return { ...snapshotOf(m, m.state as LiveState, m.heapKey), ...extra(m) };
   });
 }
 
@@ -510,4 +508,37 @@ export function timingAttribute(
       model.retentionMs = randomRetentionSeconds(rng) * S;
       return String(model.retentionMs / S);
   }
+}
+
+/**
+ * One seeded run's world: its random source, a manual clock and a store, and the queue's random
+ * DelaySeconds, VisibilityTimeout and MessageRetentionPeriod (seconds) as attributes.
+ */
+export function modelWorld(seed: number): {
+  rng: Rng;
+  clock: ManualClock;
+  store: QueueStore;
+  delay: number;
+  visibility: number;
+  retention: number;
+  attributes: Record<(typeof TIMING_ATTRIBUTES)[number], string>;
+} {
+  const rng = new Rng(seed);
+  const clock = new ManualClock();
+  const delay = rng.chance(0.7) ? 0 : randomDelaySeconds(rng);
+  const visibility = rng.chance(0.5) ? 30 : rng.int(0, 120);
+  const retention = randomRetentionSeconds(rng);
+  return {
+    rng,
+    clock,
+    store: new QueueStore(clock),
+    delay,
+    visibility,
+    retention,
+    attributes: {
+      DelaySeconds: String(delay),
+      VisibilityTimeout: String(visibility),
+      MessageRetentionPeriod: String(retention),
+    },
+  };
 }

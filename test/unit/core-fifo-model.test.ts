@@ -62,13 +62,14 @@ import type { CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import type { SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
+import { randomVisibilitySeconds } from '../support/rng.js';
 import {
   ACCOUNT,
   compareQueue,
   Coverage,
   coreOutcome,
   foreignHandle,
+  modelWorld,
   handleStep,
   assertReceivedAsModelled,
   isOutcome,
@@ -657,13 +658,8 @@ const OPS: ReadonlyArray<readonly [Op, number]> = [
 const BODY_POOL = 12;
 
 function run(seed: number, steps: number): void {
-  const rng = new Rng(seed);
-  const clock = new ManualClock();
-  const store = new QueueStore(clock);
+  const { rng, clock, store, delay, visibility, retention, attributes } = modelWorld(seed);
   const groups = Array.from({ length: rng.int(2, 6) }, (_, i) => `g${i}`);
-  const delay = rng.chance(0.7) ? 0 : randomDelaySeconds(rng);
-  const visibility = rng.chance(0.5) ? 30 : rng.int(0, 120);
-  const retention = randomRetentionSeconds(rng);
   const contentBased = rng.chance(0.5);
   const scope: Scope = rng.chance(0.5) ? 'queue' : 'messageGroup';
   const maxReceiveCount = rng.chance(0.5) ? rng.int(1, 4) : null;
@@ -676,9 +672,7 @@ function run(seed: number, steps: number): void {
     { accountId: ACCOUNT, region: 'us-east-1', name: `model-${seed}.fifo` },
     {
       FifoQueue: 'true',
-      DelaySeconds: String(delay),
-      VisibilityTimeout: String(visibility),
-      MessageRetentionPeriod: String(retention),
+      ...attributes,
       ContentBasedDeduplication: String(contentBased),
       DeduplicationScope: scope,
       ...(maxReceiveCount === null

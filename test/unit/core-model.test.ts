@@ -25,14 +25,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ManualClock } from '../../src/core/clock.js';
-import { QueueStore } from '../../src/core/store.js';
-import { randomDelaySeconds, randomRetentionSeconds, randomVisibilitySeconds, Rng } from '../support/rng.js';
+import { randomDelaySeconds, randomVisibilitySeconds } from '../support/rng.js';
 import {
   ACCOUNT,
   compareQueue,
   Coverage,
   foreignHandle,
+  modelWorld,
   handleStep,
   assertReceivedAsModelled,
   isOutcome,
@@ -180,19 +179,10 @@ const OPS: ReadonlyArray<readonly [Op, number]> = [
 ];
 
 function run(seed: number, steps: number): void {
-  const rng = new Rng(seed);
-  const clock = new ManualClock();
-  const store = new QueueStore(clock);
-  const delay = rng.chance(0.7) ? 0 : randomDelaySeconds(rng);
-  const visibility = rng.chance(0.5) ? 30 : rng.int(0, 120);
-  const retention = randomRetentionSeconds(rng);
+  const { rng, clock, store, delay, visibility, retention, attributes } = modelWorld(seed);
   const q = store.create(
     { accountId: ACCOUNT, region: 'us-east-1', name: `model-${seed}` },
-    {
-      DelaySeconds: String(delay),
-      VisibilityTimeout: String(visibility),
-      MessageRetentionPeriod: String(retention),
-    },
+    attributes,
     {},
   ).queue;
   const model = new Model(coverage, delay * S, visibility * S, retention * S);
