@@ -117,28 +117,35 @@ export interface Step {
   note(desc: string): void;
 }
 
+type HandleOp = 'delete' | 'visibility' | 'purge';
+
 /**
- * Runs `steps` operations drawn from `ops`: `act` does one on the core and the model and compares
- * their outcomes; `check` compares their states after it. A failure says how to replay the seed,
- * and the last 15 steps.
+ * Runs `steps` operations drawn from `ops` with `target.rng`: DeleteMessage, ChangeMessageVisibility
+ * and PurgeQueue as `handleStep` does them on `target`, with `odds`; `act` does any other on the
+ * core and the model and compares their outcomes; `check` compares their states after each. A
+ * failure says how to replay the seed, and the last 15 steps.
  */
-export function runSteps<Op extends string>(o: {
+export function runSteps<
+  Op extends string,
+  M extends HandledMessage & { readonly lastReceiveAt: number },
+>(o: {
   readonly env: string;
   readonly seed: number;
   readonly steps: number;
-  readonly rng: Rng;
   readonly clock: { now(): number };
   readonly ops: ReadonlyArray<readonly [Op, number]>;
+  readonly target: HandleTarget<M>;
+  readonly odds: { readonly delete: HandleOdds; readonly visibility: HandleOdds };
   /** The run's set-up, first line of the trace. */
   readonly header: string;
-  act(op: Op, s: Step): void;
+  act(op: Exclude<Op, HandleOp>, s: Step): void;
   check(s: Step, last: boolean): void;
 }): void {
   const trace = [o.header];
   let n = 0;
   try {
     for (n = 1; n <= o.steps; n++) {
-      const op = o.rng.weighted(o.ops);
+      const op = o.target.rng.weighted(o.ops);
       let desc: string = op;
       const s: Step = {
         n,
@@ -150,7 +157,7 @@ export function runSteps<Op extends string>(o: {
           desc = d;
         },
       };
-      o.act(op, s);
+      if (!handleStep(op, s, o.target, o.odds)) o.act(op as Exclude<Op, HandleOp>, s);
       trace.push(`${n}: ${desc}`);
       o.check(s, n === o.steps);
     }
@@ -215,12 +222,12 @@ export interface HandleTarget<M extends HandledMessage> {
  * model's: DeleteMessage and ChangeMessageVisibility with a random handle (sometimes right at the
  * 12 h limit or past it), and PurgeQueue. False for any other operation.
  */
-export function handleStep<M extends HandledMessage & { readonly lastReceiveAt: number }>(
+function handleStep<M extends HandledMessage & { readonly lastReceiveAt: number }>(
   op: string,
   s: Step,
   t: HandleTarget<M>,
   odds: { readonly delete: HandleOdds; readonly visibility: HandleOdds },
-): op is 'delete' | 'visibility' | 'purge' {
+): op is HandleOp {
   const { rng, model, q, foreign } = t;
   switch (op) {
     case 'delete': {

@@ -70,7 +70,6 @@ import {
   coreOutcome,
   foreignHandle,
   modelWorld,
-  handleStep,
   assertReceivedAsModelled,
   isOutcome,
   type LiveState,
@@ -685,7 +684,6 @@ function run(seed: number, steps: number): void {
 
   const foreign = foreignHandle(store, clock, `other-${seed}`, { groupId: 'g0', deduplicationId: 'x' });
 
-  const target = { rng, model, q, foreign };
   let sent = 0;
   let lastSequence = 0n;
   let lastDlqSequence = 0n;
@@ -693,18 +691,12 @@ function run(seed: number, steps: number): void {
     env: 'FIFO_MODEL',
     seed,
     steps,
-    rng,
     clock,
     ops: OPS,
+    target: { rng, model, q, foreign },
+    odds: { delete: { older: 0.3, bogus: 0.06 }, visibility: { older: 0.2, bogus: 0.06, atLimit: 0.25 } },
     header: `queue groups=${groups.length} DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention} ContentBasedDeduplication=${contentBased} DeduplicationScope=${scope} maxReceiveCount=${maxReceiveCount ?? '-'}`,
     act: (op, s) => {
-      if (
-        handleStep(op, s, target, {
-          delete: { older: 0.3, bogus: 0.06 },
-          visibility: { older: 0.2, bogus: 0.06, atLimit: 0.25 },
-        })
-      )
-        return;
       const { now } = s;
       switch (op) {
         case 'send': {

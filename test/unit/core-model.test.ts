@@ -32,7 +32,6 @@ import {
   Coverage,
   foreignHandle,
   modelWorld,
-  handleStep,
   assertReceivedAsModelled,
   isOutcome,
   MAX_VISIBILITY_MS,
@@ -189,24 +188,17 @@ function run(seed: number, steps: number): void {
 
   const foreign = foreignHandle(store, clock, `other-${seed}`, null);
 
-  const target = { rng, model, q, foreign };
   let sent = 0;
   runSteps({
     env: 'MODEL',
     seed,
     steps,
-    rng,
     clock,
     ops: OPS,
+    target: { rng, model, q, foreign },
+    odds: { delete: { older: 0.35, bogus: 0.08 }, visibility: { older: 0.2, bogus: 0.08, atLimit: 0.3 } },
     header: `queue DelaySeconds=${delay} VisibilityTimeout=${visibility} Retention=${retention}`,
     act: (op, s) => {
-      if (
-        handleStep(op, s, target, {
-          delete: { older: 0.35, bogus: 0.08 },
-          visibility: { older: 0.2, bogus: 0.08, atLimit: 0.3 },
-        })
-      )
-        return;
       const { now } = s;
       switch (op) {
         case 'send': {
