@@ -4,6 +4,7 @@
  * driver: seeds, the step loop with its replay trace, and the steps standard and FIFO queues share.
  */
 import assert from 'node:assert/strict';
+import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
@@ -107,6 +108,32 @@ export function modelRuns(
     steps: Number(process.env[`${env}_STEPS`] ?? o.steps),
     replaying: seed !== undefined,
   };
+}
+
+/**
+ * Registers one test per seed (`run` it for the run's steps), then, unless one seed is replayed or
+ * the runs are short, a test that every rule in `rules` decided an outcome somewhere.
+ */
+export function modelTests(o: {
+  readonly runs: ReturnType<typeof modelRuns>;
+  /** What the runs act on and what they are checked against, for the test names. */
+  readonly on: string;
+  readonly against: string;
+  readonly coverage: Coverage;
+  readonly rules: readonly string[];
+  run(seed: number, steps: number): void;
+}): void {
+  const { seeds, steps, replaying } = o.runs;
+  for (const seed of seeds) {
+    void test(`Given seed ${seed}, when ${steps} random operations run on ${o.on}, then the core agrees with ${o.against} at every step`, () => {
+      o.run(seed, steps);
+    });
+  }
+  if (!replaying && steps >= 400) {
+    void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
+      o.coverage.assertAllHit(o.rules);
+    });
+  }
 }
 
 /** One step of a run: `where` names it in a failure; `note` says what it did, for the trace. */

@@ -77,6 +77,7 @@ import {
   MIN,
   type ModelMessage as BaseMessage,
   modelRuns,
+  modelTests,
   OK,
   type Outcome,
   PURGE_INTERVAL_MS,
@@ -96,11 +97,7 @@ const ATTEMPT_WINDOW_MS = 5 * MIN;
 /** The dead-letter queue keeps the default MessageRetentionPeriod, 4 days. */
 const DLQ_RETENTION_MS = 345_600 * S;
 
-const {
-  seeds: SEEDS,
-  steps: STEPS,
-  replaying,
-} = modelRuns('FIFO_MODEL', { base: 0xf1f0, count: 50, steps: 400 });
+const RUNS = modelRuns('FIFO_MODEL', { base: 0xf1f0, count: 50, steps: 400 });
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -964,12 +961,6 @@ function run(seed: number, steps: number): void {
   if (lastDlqSequence > 0n) coverage.hit('dead-letter queue: SequenceNumbers checked');
 }
 
-for (const seed of SEEDS) {
-  void test(`Given seed ${seed}, when ${STEPS} random operations run on a FIFO queue, then the core agrees with the model of the FIFO rules at every step`, () => {
-    run(seed, STEPS);
-  });
-}
-
 const EXPECTED_RULES = [
   'send: new, not delayed',
   'send: new, delayed by the queue',
@@ -1046,11 +1037,14 @@ const EXPECTED_RULES = [
   ),
 ];
 
-if (!replaying && STEPS >= 400) {
-  void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
-    coverage.assertAllHit(EXPECTED_RULES);
-  });
-}
+modelTests({
+  runs: RUNS,
+  on: 'a FIFO queue',
+  against: 'the model of the FIFO rules',
+  coverage,
+  rules: EXPECTED_RULES,
+  run,
+});
 
 /**
  * A divergence the model found: the core told whether an attempt's message "had its visibility

@@ -24,7 +24,6 @@
  * Replay one seed: MODEL_SEED=<seed> [MODEL_STEPS=<n>] node --import tsx --test test/unit/core-model.test.ts
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { randomDelaySeconds, randomVisibilitySeconds } from '../support/rng.js';
 import {
   ACCOUNT,
@@ -37,6 +36,7 @@ import {
   MAX_VISIBILITY_MS,
   type ModelMessage as BaseMessage,
   modelRuns,
+  modelTests,
   OK,
   type Outcome,
   PURGE_INTERVAL_MS,
@@ -49,7 +49,7 @@ import {
 } from '../support/model.js';
 import { sendOne } from '../support/queue.js';
 
-const { seeds: SEEDS, steps: STEPS, replaying } = modelRuns('MODEL', { base: 0x5eed, count: 50, steps: 400 });
+const RUNS = modelRuns('MODEL', { base: 0x5eed, count: 50, steps: 400 });
 
 // ---- what the runs exercised ------------------------------------------------------------------
 
@@ -290,12 +290,6 @@ function run(seed: number, steps: number): void {
   });
 }
 
-for (const seed of SEEDS) {
-  void test(`Given seed ${seed}, when ${STEPS} random operations run on a standard queue, then the core agrees with the model of the SQS rules at every step`, () => {
-    run(seed, STEPS);
-  });
-}
-
 const EXPECTED_RULES = [
   'send: delayed by the queue',
   'send: delayed by the message',
@@ -337,8 +331,11 @@ const EXPECTED_RULES = [
   'advance: to a deadline plus 1 ms',
 ];
 
-if (!replaying && STEPS >= 400) {
-  void test('Given every seed ran, when the rules that decided their outcomes are counted, then each was exercised', () => {
-    coverage.assertAllHit(EXPECTED_RULES);
-  });
-}
+modelTests({
+  runs: RUNS,
+  on: 'a standard queue',
+  against: 'the model of the SQS rules',
+  coverage,
+  rules: EXPECTED_RULES,
+  run,
+});
