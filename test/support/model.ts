@@ -160,7 +160,7 @@ export function runSteps<
   readonly seed: number;
   readonly steps: number;
   readonly clock: { now(): number };
-  readonly ops: ReadonlyArray<readonly [Op, number]>;
+  readonly ops: Readonly<Record<Op, number>>;
   readonly target: HandleTarget<M>;
   readonly odds: { readonly delete: HandleOdds; readonly visibility: HandleOdds };
   /** The run's set-up, first line of the trace. */
@@ -365,6 +365,19 @@ function snapshotOf(
     visibleAt: state === 'visible' ? null : visibleAt,
   };
 }
+
+/** The rules QueueModel decides, which every queue model's runs must reach. */
+export const QUEUE_MODEL_RULES: readonly string[] = [
+  ...['deleted', 'expired', 'purged'].flatMap((gone) => [
+    `delete: message ${gone} already`,
+    `visibility: message ${gone}`,
+  ]),
+  ...['delete', 'visibility'].map((action) => `${action}: foreign or malformed handle`),
+  ...['changed', 'set to 0', 'exactly 12 h after the receive', 'beyond 12 h after the receive'].map(
+    (rule) => `visibility: ${rule}`,
+  ),
+  ...['messages removed', 'within 60 s of the last'].map((rule) => `purge: ${rule}`),
+];
 
 /**
  * The reference model's bookkeeping that does not depend on the queue type: every message ever
