@@ -50,40 +50,20 @@ export class Rng {
 /** Receipt handles no queue gave: malformed ones (a test adds one from another queue). */
 const MALFORMED_HANDLES = ['not-a-receipt-handle', '', Buffer.from('a:b:c').toString('base64')];
 
+/** 0 (weight `zero`), 1 to `short` (weight `shortWeight`), or up to `max` (weight 1). */
+function zeroShortLong(rng: Rng, zero: number, shortWeight: number, short: number, max: number): number {
+  const how = rng.weighted({ zero, short: shortWeight, long: 1 });
+  return how === 'zero' ? 0 : how === 'short' ? rng.int(1, short) : rng.int(short + 1, max);
+}
+
 /** A DelaySeconds value: 0, short, or up to the 15 min maximum. */
 export function randomDelaySeconds(rng: Rng): number {
-  switch (
-    rng.weighted([
-      ['zero', 4],
-      ['short', 3],
-      ['long', 1],
-    ])
-  ) {
-    case 'zero':
-      return 0;
-    case 'short':
-      return rng.int(1, 60);
-    case 'long':
-      return rng.int(61, 900);
-  }
+  return zeroShortLong(rng, 4, 3, 60, 900);
 }
 
 /** A visibility timeout in whole seconds, as the API takes it: 0, short, or up to the 12 h limit. */
 export function randomVisibilitySeconds(rng: Rng): number {
-  switch (
-    rng.weighted([
-      ['zero', 2],
-      ['short', 6],
-      ['long', 1],
-    ])
-  ) {
-    case 'zero':
-      return 0;
-    case 'short':
-      return rng.int(1, 120);
-    case 'long':
-      return rng.int(121, 43_200);
-  }
+  return zeroShortLong(rng, 2, 6, 120, 43_200);
 }
 
 /** A MessageRetentionPeriod in seconds: the 4-day default, or minutes to hours so messages expire. */
