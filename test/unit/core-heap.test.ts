@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { IndexedHeap, type HeapItem } from '../../src/core/heap.js';
+import { Rng } from '../support/rng.js';
 
 interface Item extends HeapItem {
   readonly id: number;
@@ -11,16 +12,19 @@ function item(heapKey: number): Item {
   return { id: nextId++, heapKey, heapIndex: -1 };
 }
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+/** A heap holding an item for each key, pushed in that order. */
+function heapOf(...keys: number[]): { heap: IndexedHeap<Item>; items: Item[] } {
+  const heap = new IndexedHeap<Item>();
+  const items = keys.map(item);
+  for (const it of items) heap.push(it);
+  return { heap, items };
+}
+
+/** The keys popped until the heap is empty. */
+function drain(heap: IndexedHeap<Item>): number[] {
+  const keys: number[] = [];
+  for (let it = heap.pop(); it !== undefined; it = heap.pop()) keys.push(it.heapKey);
+  return keys;
 }
 
 /** Every item sits where its heapIndex says, and no child is smaller than its parent. */
@@ -43,33 +47,23 @@ void test('Given an empty heap, when popped or peeked, then both give undefined 
 });
 
 void test('Given items pushed in any order, when popped until empty, then they come out by ascending key', () => {
-  const heap = new IndexedHeap<Item>();
-  for (const k of [5, 3, 9, 1, 7, 3, 0, 8]) heap.push(item(k));
-  const keys: number[] = [];
-  for (let it = heap.pop(); it !== undefined; it = heap.pop()) keys.push(it.heapKey);
-  assert.deepEqual(keys, [0, 1, 3, 3, 5, 7, 8, 9]);
+  const { heap } = heapOf(5, 3, 9, 1, 7, 3, 0, 8);
+  assert.deepEqual(drain(heap), [0, 1, 3, 3, 5, 7, 8, 9]);
 });
 
 void test('Given an item in the middle of the heap, when removed, then it leaves with heapIndex -1 and the rest stay ordered', () => {
-  const heap = new IndexedHeap<Item>();
-  const items = [4, 2, 6, 1, 5, 3].map(item);
-  for (const it of items) heap.push(it);
+  const { heap, items } = heapOf(4, 2, 6, 1, 5, 3);
   const victim = items[4] as Item; // key 5
   heap.remove(victim);
   assert.equal(victim.heapIndex, -1);
   assert.equal(heap.size, 5);
   assertHeapInvariants(heap, 'after remove');
-  const keys: number[] = [];
-  for (let it = heap.pop(); it !== undefined; it = heap.pop()) keys.push(it.heapKey);
-  assert.deepEqual(keys, [1, 2, 3, 4, 6]);
+  assert.deepEqual(drain(heap), [1, 2, 3, 4, 6]);
 });
 
 void test('Given an item already removed, when removed again, then the heap is unchanged', () => {
-  const heap = new IndexedHeap<Item>();
-  const a = item(1);
-  const b = item(2);
-  heap.push(a);
-  heap.push(b);
+  const { heap, items } = heapOf(1, 2);
+  const [a, b] = items as [Item, Item];
   heap.remove(a);
   heap.remove(a);
   assert.equal(heap.size, 1);
@@ -77,12 +71,9 @@ void test('Given an item already removed, when removed again, then the heap is u
 });
 
 void test('Given an item of another heap at the same index, when removed from this heap, then this heap is unchanged', () => {
-  const heap = new IndexedHeap<Item>();
-  const other = new IndexedHeap<Item>();
-  const mine = item(1);
-  const foreign = item(0);
-  heap.push(mine);
-  other.push(foreign);
+  const { heap, items } = heapOf(1);
+  const { items: others } = heapOf(0);
+  const [mine, foreign] = [...items, ...others] as [Item, Item];
   heap.remove(foreign);
   assert.equal(heap.size, 1);
   assert.equal(heap.peek(), mine);
@@ -90,9 +81,7 @@ void test('Given an item of another heap at the same index, when removed from th
 });
 
 void test('Given a filled heap, when cleared, then it is empty and every former item has heapIndex -1', () => {
-  const heap = new IndexedHeap<Item>();
-  const items = [3, 1, 2].map(item);
-  for (const it of items) heap.push(it);
+  const { heap, items } = heapOf(3, 1, 2);
   heap.clear();
   assert.equal(heap.size, 0);
   assert.equal(heap.peek(), undefined);
@@ -101,7 +90,8 @@ void test('Given a filled heap, when cleared, then it is empty and every former 
 
 void test('Given random pushes, pops and removals, when compared with a sorted-array model, then every peek, pop and size agrees', () => {
   for (let seed = 1; seed <= 40; seed++) {
-    const rand = prng(seed);
+    const rng = new Rng(seed);
+    const rand = (): number => rng.next();
     const heap = new IndexedHeap<Item>();
     // The model: the items in the heap, kept sorted by key (ties in insertion order).
     let model: Item[] = [];
