@@ -82,6 +82,14 @@ function resultOf(p: Pending): Message[] | undefined {
   return p.result;
 }
 
+/** Unanswered until 1 ms before `ms` from now; at `ms`, answered with messages of these bodies. */
+async function answeredAt(w: Pending, ms: number, expected: string[]): Promise<void> {
+  await advance(ms - 1);
+  assert.equal(resultOf(w), undefined, `answered before ${ms} ms`);
+  await advance(1);
+  assert.deepEqual(bodies(resultOf(w)), expected);
+}
+
 function bodies(messages: Message[] | undefined): string[] | undefined {
   return messages?.map((m) => m.body);
 }
@@ -130,10 +138,7 @@ void test('Given a message delayed 5 s before the waiter came, when its delay en
   const q = queue();
   sendOne(q, msg('late', { delaySeconds: 5 }), clock.now());
   const w = wait(q);
-  await advance(5 * S - 1);
-  assert.equal(resultOf(w), undefined);
-  await advance(1);
-  assert.deepEqual(bodies(resultOf(w)), ['late']);
+  await answeredAt(w, 5 * S, ['late']);
 });
 
 void test('Given a waiter and a message delayed 5 s, when the delay runs, then the queue is not polled before the deadline', async () => {
@@ -152,10 +157,7 @@ void test('Given a waiter, when a message delayed 5 s is sent after it started, 
   const w = wait(q);
   await advance(1 * S);
   sendOne(q, msg('late', { delaySeconds: 5 }), clock.now());
-  await advance(5 * S - 1);
-  assert.equal(resultOf(w), undefined);
-  await advance(1);
-  assert.deepEqual(bodies(resultOf(w)), ['late']);
+  await answeredAt(w, 5 * S, ['late']);
 });
 
 void test('Given a waiter and a delayed message, when an earlier-delayed message is sent, then the waiter is woken at the earlier deadline', async () => {
@@ -172,10 +174,7 @@ void test('Given an in-flight message, when its visibility timeout expires while
   sendOne(q, msg('again'), clock.now());
   q.receive(1, 5 * S, clock.now());
   const w = wait(q);
-  await advance(5 * S - 1);
-  assert.equal(resultOf(w), undefined);
-  await advance(1);
-  assert.deepEqual(bodies(resultOf(w)), ['again']);
+  await answeredAt(w, 5 * S, ['again']);
   assert.equal(resultOf(w)?.[0]?.receiveCount, 2);
 });
 
