@@ -143,29 +143,25 @@ void test('Given content-based deduplication, when an explicit deduplication id 
   assert.equal(second.messageId, first.messageId);
 });
 
-void test('Given DeduplicationScope queue, when one deduplication id is sent in two groups, then the second is a duplicate', () => {
-  const { q, clock } = fifo({ DeduplicationScope: 'queue' });
-  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
-  const b = q.sendMessage(msg('group-b', 'same'), clock.now());
-  assert.equal(b.messageId, a.messageId);
-  assert.equal(q.size, 1);
-});
+const SCOPE_CASES = [
+  { scope: 'queue', groups: ['group-a', 'group-b'], when: 'is sent in two groups', duplicate: true },
+  { scope: 'messageGroup', groups: ['group-a', 'group-b'], when: 'is sent in two groups', duplicate: false },
+  {
+    scope: 'messageGroup',
+    groups: ['group-a', 'group-a'],
+    when: 'is sent twice in the same group',
+    duplicate: true,
+  },
+] as const;
 
-void test('Given DeduplicationScope messageGroup, when one deduplication id is sent in two groups, then both are stored', () => {
-  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
-  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
-  const b = q.sendMessage(msg('group-b', 'same'), clock.now());
-  assert.notEqual(b.messageId, a.messageId);
-  assert.equal(q.size, 2);
-});
-
-void test('Given DeduplicationScope messageGroup, when one deduplication id is sent twice in the same group, then the second is a duplicate', () => {
-  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
-  const a = q.sendMessage(msg('group-a', 'same'), clock.now());
-  const b = q.sendMessage(msg('group-a', 'same'), clock.now());
-  assert.equal(b.messageId, a.messageId);
-  assert.equal(q.size, 1);
-});
+for (const c of SCOPE_CASES) {
+  void test(`Given DeduplicationScope ${c.scope}, when one deduplication id ${c.when}, then ${c.duplicate ? 'the second is a duplicate' : 'both are stored'}`, () => {
+    const { q, clock } = fifo({ DeduplicationScope: c.scope });
+    const [first, second] = c.groups.map((g) => q.sendMessage(msg(g, 'same'), clock.now()));
+    assert.equal(second?.messageId === first?.messageId, c.duplicate);
+    assert.equal(q.size, c.duplicate ? 1 : 2);
+  });
+}
 
 void test('Given DeduplicationScope messageGroup, when group ids and deduplication ids could spell the same pair, then they are still told apart', () => {
   const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
