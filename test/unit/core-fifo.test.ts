@@ -45,6 +45,19 @@ function fifo(attributes: Record<string, string> = {}): { q: Queue; clock: Manua
   return { q: queue, clock, store };
 }
 
+/** Sends messages named `group:name` in order: deduplication id and body the name. */
+function sendAs(q: Queue, clock: ManualClock, messages: string): void {
+  for (const m of messages.split(' ')) {
+    const [group = '', name = ''] = m.split(':');
+    q.sendMessage(msg(group, name, name), clock.now());
+  }
+}
+
+/** The bodies a receive of up to `max` messages returns now. */
+function receiveBodies(q: Queue, clock: ManualClock, max: number): string[] {
+  return bodies(q.receive(max, undefined, clock.now()));
+}
+
 function bodies(messages: Message[]): string[] {
   return messages.map((m) => m.body);
 }
@@ -196,42 +209,36 @@ void test('Given a clock that goes back, when messages are sent, then SequenceNu
 void test('Given several messages in one group, when received with room for all, then they come in send order', () => {
   const { q, clock } = fifo();
   for (const b of ['1', '2', '3']) q.sendMessage(msg('g', b, b), clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['1', '2', '3']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['1', '2', '3']);
 });
 
 void test('Given two groups, when received with room for all, then the older group comes first, all its messages in order, then the other', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2', 'b1']);
+  sendAs(q, clock, 'a:a1 b:b1 a:a2');
+  assert.deepEqual(receiveBodies(q, clock, 10), ['a1', 'a2', 'b1']);
 });
 
 void test('Given a group with a message in flight, when received again, then nothing of that group comes but other groups do', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
-  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
-  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['b1']);
+  sendAs(q, clock, 'a:a1 a:a2 b:b1');
+  assert.deepEqual(receiveBodies(q, clock, 1), ['a1']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['b1']);
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
 });
 
 void test('Given a locked group, when its in-flight message is deleted, then the next message of the group is received', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  sendAs(q, clock, 'a:a1 a:a2');
   const [a1] = q.receive(1, undefined, clock.now());
   assert.ok(a1);
   q.deleteMessage(q.receiptHandle(a1), clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a2']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['a2']);
 });
 
 void test('Given a locked group, when the visibility timeout of its message expires, then that message is redelivered first, before the later ones', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
-  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
+  sendAs(q, clock, 'a:a1 a:a2');
+  assert.deepEqual(receiveBodies(q, clock, 1), ['a1']);
   clock.advance(30 * S);
   const again = q.receive(10, undefined, clock.now());
   assert.deepEqual(bodies(again), ['a1', 'a2']);
@@ -240,12 +247,11 @@ void test('Given a locked group, when the visibility timeout of its message expi
 
 void test('Given a locked group, when its message is made visible with ChangeMessageVisibility 0, then the group is receivable again, in order', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  sendAs(q, clock, 'a:a1 a:a2');
   const [a1] = q.receive(1, undefined, clock.now());
   assert.ok(a1);
   q.changeVisibility(q.receiptHandle(a1), 0, clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['a1', 'a2']);
 });
 
 void test('Given two in-flight messages of one group, when only one is deleted, then the group stays locked', () => {
@@ -272,31 +278,30 @@ void test('Given a locked group with waiting messages, when its last in-flight m
 
 void test('Given a receive with a zero visibility timeout, when it returns a group, then it does not return that group twice in the same call', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  sendAs(q, clock, 'a:a1 a:a2');
   assert.deepEqual(bodies(q.receive(10, 0, clock.now())), ['a1', 'a2']);
   assert.deepEqual(bodies(q.receive(10, 0, clock.now())), ['a1', 'a2']);
 });
 
 void test('Given a FIFO message whose visibility expired, when it is deleted with its old receipt handle, then InvalidParameterValue and the group stays as it was', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   const [a1] = q.receive(1, undefined, clock.now());
   assert.ok(a1);
   const stale = q.receiptHandle(a1);
   clock.advance(30 * S);
   throwsCode(() => q.deleteMessage(stale, clock.now()), 'InvalidParameterValue');
-  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['a1']);
+  assert.deepEqual(receiveBodies(q, clock, 1), ['a1']);
 });
 
 void test('Given a FIFO queue with a queue delay, when the first message of a group is still delayed, then later messages of the group wait for it', () => {
   const { q, clock } = fifo({ DelaySeconds: '10' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   q.setAttributes({ DelaySeconds: '0' }, clock.now());
-  q.sendMessage(msg('a', 'a2', 'a2'), clock.now());
+  sendAs(q, clock, 'a:a2');
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
   clock.advance(10 * S);
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['a1', 'a2']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['a1', 'a2']);
 });
 
 void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is a new message (AWS, recorded)', () => {
@@ -341,8 +346,7 @@ void test('Given many groups, when all their messages are received and deleted, 
 
 void test('Given a receive with a ReceiveRequestAttemptId, when it is retried within 5 minutes, then the same messages and receipt handles come back', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '600' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  sendAs(q, clock, 'a:a1 b:b1');
   const first = q.receive(10, undefined, clock.now(), 'attempt-1');
   const handles = first.map((m) => q.receiptHandle(m));
   clock.advance(RECEIVE_ATTEMPT_WINDOW_MS - 1);
@@ -356,7 +360,7 @@ void test('Given a receive with a ReceiveRequestAttemptId, when it is retried wi
 
 void test('Given a retried ReceiveRequestAttemptId, when it returns the messages again, then their visibility timeout starts again', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   q.receive(1, undefined, clock.now(), 'attempt-1');
   clock.advance(20 * S);
   q.receive(1, undefined, clock.now(), 'attempt-1');
@@ -367,7 +371,7 @@ void test('Given a retried ReceiveRequestAttemptId, when it returns the messages
 
 void test('Given a ReceiveRequestAttemptId used 5 minutes ago, when it is used again, then it is a new receive, not a replay', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '43200' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   assert.equal(q.receive(10, undefined, clock.now(), 'attempt-1').length, 1);
   clock.advance(RECEIVE_ATTEMPT_WINDOW_MS);
   // The message is still in flight (12 h) and its group locked: a new receive gets nothing.
@@ -376,8 +380,7 @@ void test('Given a ReceiveRequestAttemptId used 5 minutes ago, when it is used a
 
 void test('Given a ReceiveRequestAttemptId whose message was deleted since, when retried, then it receives anew', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  sendAs(q, clock, 'a:a1 b:b1');
   const [a1] = q.receive(1, undefined, clock.now(), 'attempt-1');
   assert.ok(a1);
   q.deleteMessage(q.receiptHandle(a1), clock.now());
@@ -386,7 +389,7 @@ void test('Given a ReceiveRequestAttemptId whose message was deleted since, when
 
 void test('Given a ReceiveRequestAttemptId whose message had its visibility changed since, when retried, then it receives anew', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   const [a1] = q.receive(1, undefined, clock.now(), 'attempt-1');
   assert.ok(a1);
   const handle = q.receiptHandle(a1);
@@ -396,7 +399,7 @@ void test('Given a ReceiveRequestAttemptId whose message had its visibility chan
 
 void test('Given a ReceiveRequestAttemptId whose messages became visible again, when retried, then they come with new receipt handles', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
+  sendAs(q, clock, 'a:a1');
   const [first] = q.receive(1, undefined, clock.now(), 'attempt-1');
   assert.ok(first);
   const handle = q.receiptHandle(first);
@@ -409,8 +412,7 @@ void test('Given a ReceiveRequestAttemptId whose messages became visible again, 
 
 void test('Given two ReceiveRequestAttemptIds, when each is retried, then each gets its own messages', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'a1', 'a1'), clock.now());
-  q.sendMessage(msg('b', 'b1', 'b1'), clock.now());
+  sendAs(q, clock, 'a:a1 b:b1');
   assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'x')), ['a1']);
   assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'y')), ['b1']);
   assert.deepEqual(bodies(q.receive(1, undefined, clock.now(), 'x')), ['a1']);
@@ -440,9 +442,9 @@ function sendEach(q: Queue, clock: ManualClock, names: string): void {
 void test('Given a group whose in-flight message came back by timeout, when received, then the group that was waiting before it comes first (AWS, recorded)', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
   sendEach(q, clock, 'g1-a g1-b g3-c');
-  assert.deepEqual(bodies(q.receive(1, undefined, clock.now())), ['g1-a']);
+  assert.deepEqual(receiveBodies(q, clock, 1), ['g1-a']);
   clock.advance(30 * S);
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g3-c', 'g1-a', 'g1-b']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g3-c', 'g1-a', 'g1-b']);
 });
 
 void test('Given a group whose in-flight message is set visible (ChangeMessageVisibility 0), when received, then the waiting group comes first', () => {
@@ -452,7 +454,7 @@ void test('Given a group whose in-flight message is set visible (ChangeMessageVi
   // Ties (the same millisecond) go by the first message's send order: the clock moves on here.
   clock.advance(1);
   q.changeVisibility(q.receiptHandle(m as Message), 0, clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g2-b', 'g1-a']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g2-b', 'g1-a']);
 });
 
 void test('Given receives with VisibilityTimeout 0, when received again, then the groups take turns', () => {
@@ -472,7 +474,7 @@ void test('Given a group whose in-flight messages were deleted, when received, t
   const [m] = q.receive(1, undefined, clock.now());
   clock.advance(1);
   q.deleteMessage(q.receiptHandle(m as Message), clock.now());
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g2-c', 'g1-b']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g2-c', 'g1-b']);
 });
 
 void test('Given two in-flight messages of a group, when one is extended and the other times out, then the whole group stays locked', () => {
@@ -484,5 +486,5 @@ void test('Given two in-flight messages of a group, when one is extended and the
   clock.advance(30 * S);
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
   clock.advance(70 * S);
-  assert.deepEqual(bodies(q.receive(10, undefined, clock.now())), ['g1-a', 'g1-b']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g1-a', 'g1-b']);
 });
