@@ -248,48 +248,52 @@ void test('Given a queue with a RedrivePolicy, when it is set to the empty strin
 
 // ---- RedriveAllowPolicy ---------------------------------------------------------------------
 
-void test('Given a DLQ with RedriveAllowPolicy denyAll, when a source names it, then InvalidParameterValue', () => {
-  const { store, create } = setup();
-  const dlq = create('dlq', { RedriveAllowPolicy: '{"redrivePermission":"denyAll"}' });
-  const src = create('src');
-  throwsCode(
-    () => store.setAttributes(src, { RedrivePolicy: redrive(dlq, 3) }),
-    'InvalidParameterValue',
-    /denyAll/,
-  );
-});
+const ALLOW_CASES: ReadonlyArray<{
+  readonly name: string;
+  /** The DLQ's RedriveAllowPolicy, given the ARNs of the source and of another queue. */
+  readonly policy: (arns: { src: string; other: string }) => object;
+  /** The refusal's message, or null when the source may name the DLQ. */
+  readonly refused: RegExp | null;
+}> = [
+  {
+    name: 'Given a DLQ with RedriveAllowPolicy denyAll, when a source names it, then InvalidParameterValue',
+    policy: () => ({ redrivePermission: 'denyAll' }),
+    refused: /denyAll/,
+  },
+  {
+    name: 'Given a DLQ allowing byQueue other sources, when a source not in its list names it, then InvalidParameterValue',
+    policy: ({ other }) => ({ redrivePermission: 'byQueue', sourceQueueArns: [other] }),
+    refused: /byQueue/,
+  },
+  {
+    name: 'Given a DLQ allowing byQueue a source, when that source names it, then the policy is set',
+    policy: ({ src }) => ({ redrivePermission: 'byQueue', sourceQueueArns: [src] }),
+    refused: null,
+  },
+  {
+    name: 'Given a DLQ with RedriveAllowPolicy allowAll, when any source names it, then the policy is set',
+    policy: () => ({ redrivePermission: 'allowAll' }),
+    refused: null,
+  },
+];
 
-void test('Given a DLQ allowing byQueue other sources, when a source not in its list names it, then InvalidParameterValue', () => {
-  const { store, create } = setup();
-  const other = create('other');
-  const dlq = create('dlq', {
-    RedriveAllowPolicy: JSON.stringify({ redrivePermission: 'byQueue', sourceQueueArns: [other.arn] }),
+for (const c of ALLOW_CASES) {
+  void test(c.name, () => {
+    const { store, create } = setup();
+    const src = create('src');
+    const other = create('other');
+    const dlq = create('dlq', {
+      RedriveAllowPolicy: JSON.stringify(c.policy({ src: src.arn, other: other.arn })),
+    });
+    const set = (): void => store.setAttributes(src, { RedrivePolicy: redrive(dlq, 3) });
+    if (c.refused !== null) {
+      throwsCode(set, 'InvalidParameterValue', c.refused);
+    } else {
+      set();
+      assert.equal(src.redrive?.deadLetterTargetArn, dlq.arn);
+    }
   });
-  const src = create('src');
-  throwsCode(
-    () => store.setAttributes(src, { RedrivePolicy: redrive(dlq, 3) }),
-    'InvalidParameterValue',
-    /byQueue/,
-  );
-});
-
-void test('Given a DLQ allowing byQueue a source, when that source names it, then the policy is set', () => {
-  const { store, create } = setup();
-  const src = create('src');
-  const dlq = create('dlq', {
-    RedriveAllowPolicy: JSON.stringify({ redrivePermission: 'byQueue', sourceQueueArns: [src.arn] }),
-  });
-  store.setAttributes(src, { RedrivePolicy: redrive(dlq, 3) });
-  assert.equal(src.redrive?.deadLetterTargetArn, dlq.arn);
-});
-
-void test('Given a DLQ with RedriveAllowPolicy allowAll, when any source names it, then the policy is set', () => {
-  const { store, create } = setup();
-  const dlq = create('dlq', { RedriveAllowPolicy: '{"redrivePermission":"allowAll"}' });
-  const src = create('src');
-  store.setAttributes(src, { RedrivePolicy: redrive(dlq, 3) });
-  assert.ok(src.redrive);
-});
+}
 
 void test('Given a RedriveAllowPolicy, when byQueue has no ARNs, more than 10, or another permission has ARNs, then InvalidParameterValue', () => {
   const { store, create } = setup();
