@@ -28,40 +28,51 @@ function redrive(dlq: Queue, maxReceiveCount: number | string): string {
   return JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount });
 }
 
+/**
+ * A source queue `src` that moves a message to `dlq` after `maxReceiveCount` receives (visibility 0
+ * unless given, so each receive can take it again), and `receive()`: one message from `src`.
+ */
+function redriven(
+  maxReceiveCount: number,
+  o: { visibility?: string; dlq?: Record<string, string> } = {},
+): ReturnType<typeof setup> & { dlq: Queue; src: Queue; receive: () => ReturnType<Queue['receive']> } {
+  const s = setup();
+  const dlq = s.create('dlq', o.dlq);
+  const src = s.create('src', {
+    RedrivePolicy: redrive(dlq, maxReceiveCount),
+    VisibilityTimeout: o.visibility ?? '0',
+  });
+  return { ...s, dlq, src, receive: () => src.receive(1, undefined, s.clock.now()) };
+}
+
 // ---- the move -------------------------------------------------------------------------------
 
 void test('Given maxReceiveCount 2, when a message is received twice, then it is delivered both times and stays in the source', () => {
-  const { clock, create } = setup();
-  const dlq = create('dlq');
-  const src = create('src', { RedrivePolicy: redrive(dlq, 2), VisibilityTimeout: '0' });
+  const { clock, dlq, src, receive } = redriven(2);
   sendOne(src, msg('poison'), clock.now());
-  assert.equal(src.receive(1, undefined, clock.now()).length, 1);
-  assert.equal(src.receive(1, undefined, clock.now()).length, 1);
+  assert.equal(receive().length, 1);
+  assert.equal(receive().length, 1);
   assert.equal(src.size, 1);
   assert.equal(dlq.size, 0);
 });
 
 void test('Given maxReceiveCount 2, when a message is received the third time, then it moves to the DLQ instead of being delivered', () => {
-  const { clock, create } = setup();
-  const dlq = create('dlq');
-  const src = create('src', { RedrivePolicy: redrive(dlq, 2), VisibilityTimeout: '0' });
+  const { clock, dlq, src, receive } = redriven(2);
   sendOne(src, msg('poison'), clock.now());
-  src.receive(1, undefined, clock.now());
-  src.receive(1, undefined, clock.now());
-  assert.deepEqual(src.receive(1, undefined, clock.now()), []);
+  receive();
+  receive();
+  assert.deepEqual(receive(), []);
   assert.equal(src.size, 0);
   assert.equal(dlq.size, 1);
 });
 
 void test('Given a message moved to the DLQ, when received there, then it keeps its id, body, attributes, SentTimestamp and receive count, and names its source', () => {
-  const { clock, create } = setup();
-  const dlq = create('dlq');
-  const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
+  const { clock, dlq, src, receive } = redriven(1);
   const attributes = { a: { DataType: 'String', StringValue: 'v' } };
   const sent = sendOne(src, msg('poison', { attributes, md5OfAttributes: 'md5-attrs' }), clock.now());
-  src.receive(1, undefined, clock.now());
+  receive();
   clock.advance(5 * S);
-  src.receive(1, undefined, clock.now());
+  receive();
   const [moved] = dlq.receive(1, undefined, clock.now());
   assert.ok(moved);
   assert.equal(moved.id, sent.id);
@@ -74,11 +85,9 @@ void test('Given a message moved to the DLQ, when received there, then it keeps 
 });
 
 void test('Given a message over the count ahead of a fresh one, when received, then the first moves and the fresh one is delivered in the same call', () => {
-  const { clock, create } = setup();
-  const dlq = create('dlq');
-  const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
+  const { clock, dlq, src, receive } = redriven(1);
   sendOne(src, msg('poison'), clock.now());
-  src.receive(1, undefined, clock.now());
+  receive();
   sendOne(src, msg('fresh'), clock.now());
   assert.deepEqual(
     src.receive(10, undefined, clock.now()).map((m) => m.body),
@@ -88,24 +97,23 @@ void test('Given a message over the count ahead of a fresh one, when received, t
 });
 
 void test('Given a RedrivePolicy whose DLQ was deleted since, when a message goes over the count, then it is delivered as usual', () => {
-  const { store, clock, create } = setup();
-  const dlq = create('dlq');
-  const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '0' });
+  const { store, clock, dlq, src, receive } = redriven(1);
   sendOne(src, msg('poison'), clock.now());
-  src.receive(1, undefined, clock.now());
+  receive();
   store.delete(dlq);
-  assert.equal(src.receive(1, undefined, clock.now()).length, 1);
+  assert.equal(receive().length, 1);
 });
 
 void test('Given a message moved to a standard DLQ, when its retention (counted from the original send) passes, then it expires there though newer messages stay', () => {
-  const { clock, create } = setup();
-  const dlq = create('dlq', { MessageRetentionPeriod: '120' });
-  const src = create('src', { RedrivePolicy: redrive(dlq, 1), VisibilityTimeout: '30' });
+  const { clock, dlq, src, receive } = redriven(1, {
+    visibility: '30',
+    dlq: { MessageRetentionPeriod: '120' },
+  });
   sendOne(src, msg('old'), clock.now());
-  src.receive(1, undefined, clock.now());
+  receive();
   clock.advance(60 * S);
   sendOne(dlq, msg('direct'), clock.now());
-  src.receive(1, undefined, clock.now()); // moves 'old', sent 60 s ago, behind 'direct'
+  receive(); // moves 'old', sent 60 s ago, behind 'direct'
   assert.equal(dlq.size, 2);
   clock.advance(59 * S);
   assert.equal(dlq.counts(clock.now()).visible, 2);
