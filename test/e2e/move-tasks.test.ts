@@ -75,46 +75,48 @@ async function until(sourceArn: string, status: string): Promise<ListMessageMove
 
 const drain = async (url: string): Promise<string[]> => (await sqs.drain(url)).sort();
 
+/** The ARN of a queue that does not exist, beside the queue `arn` names. */
+const missingQueueArn = (arn: string): string => arn.replace(/[^:]+$/, uniqueName('nope'));
+
+const invalidParameterValue = (call: Promise<unknown>): Promise<void> =>
+  expectSdkError(call, { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 });
+
+const resourceNotFound = (call: Promise<unknown>): Promise<void> =>
+  expectSdkError(call, { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 });
+
+/** A source ARN of no queue must be ResourceNotFoundException (404) to `command`. */
+async function unknownSource(
+  command: (sourceArn: string) => StartMessageMoveTaskCommand | ListMessageMoveTasksCommand,
+): Promise<void> {
+  const q = await queue(uniqueName('any'));
+  await resourceNotFound(sqs.client.send(command(missingQueueArn(q.arn))));
+}
+
 describe('StartMessageMoveTask errors', () => {
   test('Given a queue that is no DLQ, When a move task is started on it, Then InvalidParameterValue (400)', async () => {
     const q = await queue(uniqueName('plain'));
-    await expectSdkError(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn })), {
-      name: 'InvalidParameterValue',
-      code: 'InvalidParameterValue',
-      status: 400,
-    });
+    await invalidParameterValue(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: q.arn })));
   });
 
   test('Given a source ARN of no queue, When a move task is started, Then ResourceNotFoundException (404)', async () => {
-    const q = await queue(uniqueName('any'));
-    await expectSdkError(
-      sqs.client.send(
-        new StartMessageMoveTaskCommand({ SourceArn: q.arn.replace(/[^:]+$/, uniqueName('nope')) }),
-      ),
-      { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 },
-    );
+    await unknownSource((SourceArn) => new StartMessageMoveTaskCommand({ SourceArn }));
   });
 
   test('Given a DestinationArn of no queue, When a move task is started, Then ResourceNotFoundException (404)', async () => {
     const { dlq } = await deadLetters(1);
-    await expectSdkError(
+    await resourceNotFound(
       sqs.client.send(
-        new StartMessageMoveTaskCommand({
-          SourceArn: dlq.arn,
-          DestinationArn: dlq.arn.replace(/[^:]+$/, uniqueName('nope')),
-        }),
+        new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, DestinationArn: missingQueueArn(dlq.arn) }),
       ),
-      { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 },
     );
   });
 
   test('Given MaxNumberOfMessagesPerSecond 501, When a move task is started, Then InvalidParameterValue (400)', async () => {
     const { dlq } = await deadLetters(1);
-    await expectSdkError(
+    await invalidParameterValue(
       sqs.client.send(
         new StartMessageMoveTaskCommand({ SourceArn: dlq.arn, MaxNumberOfMessagesPerSecond: 501 }),
       ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
     );
   });
 });
@@ -158,11 +160,7 @@ describe('moving messages', () => {
     assert.equal(running?.Status, 'RUNNING');
     assert.equal(running?.TaskHandle, TaskHandle);
     assert.equal(running?.MaxNumberOfMessagesPerSecond, 1);
-    await expectSdkError(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn })), {
-      name: 'InvalidParameterValue',
-      code: 'InvalidParameterValue',
-      status: 400,
-    });
+    await invalidParameterValue(sqs.client.send(new StartMessageMoveTaskCommand({ SourceArn: dlq.arn })));
     const cancel = await sqs.client.send(new CancelMessageMoveTaskCommand({ TaskHandle }));
     assert.equal(typeof cancel.ApproximateNumberOfMessagesMoved, 'number');
     const cancelled = await until(dlq.arn, 'CANCELLED');
@@ -170,21 +168,13 @@ describe('moving messages', () => {
   });
 
   test('Given a handle that is not one, When cancelled, Then InvalidParameterValue (400)', async () => {
-    await expectSdkError(sqs.client.send(new CancelMessageMoveTaskCommand({ TaskHandle: 'not-a-handle' })), {
-      name: 'InvalidParameterValue',
-      code: 'InvalidParameterValue',
-      status: 400,
-    });
+    await invalidParameterValue(
+      sqs.client.send(new CancelMessageMoveTaskCommand({ TaskHandle: 'not-a-handle' })),
+    );
   });
 
   test('Given a source ARN of no queue, When its tasks are listed, Then ResourceNotFoundException (404)', async () => {
-    const q = await queue(uniqueName('any'));
-    await expectSdkError(
-      sqs.client.send(
-        new ListMessageMoveTasksCommand({ SourceArn: q.arn.replace(/[^:]+$/, uniqueName('nope')) }),
-      ),
-      { name: 'ResourceNotFoundException', code: 'ResourceNotFoundException', status: 404 },
-    );
+    await unknownSource((SourceArn) => new ListMessageMoveTasksCommand({ SourceArn }));
   });
 });
 

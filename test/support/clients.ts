@@ -101,14 +101,17 @@ export function sdkClient(url: string): SqsTestClient {
         return buffers(output) as Output;
       } catch (e) {
         const err = e as {
-          Code?: string;
           name: string;
           message: string;
           $metadata?: { httpStatusCode?: number };
+          $response?: { headers?: Record<string, string | undefined> };
         };
         if (err.$metadata === undefined) throw e; // not a service error
+        // err.Code may come from the body when the header is missing; only the header is the
+        // Query code the server chose, so a server that forgot it fails the test.
+        const queryCode = err.$response?.headers?.['x-amzn-query-error']?.split(';')[0];
         throw new ServiceError(
-          err.Code ?? err.name,
+          queryCode ?? err.name,
           err.$metadata.httpStatusCode ?? 0,
           err.message,
           err.name,
@@ -135,6 +138,19 @@ function decodeCliBlobs(value: unknown, key = ''): unknown {
   return value;
 }
 
+/** The actions whose output aws-cli would otherwise page through and merge. */
+const PAGINATED = new Set(['ListQueues', 'ListDeadLetterSourceQueues']);
+
+/**
+ * The SDK's input as aws-cli 2.9's model names it: that model predates
+ * `MessageSystemAttributeNames`, which the service reads as the older `AttributeNames`.
+ */
+function cliInput(action: string, input: Record<string, unknown>): Record<string, unknown> {
+  if (action !== 'ReceiveMessage' || !('MessageSystemAttributeNames' in input)) return input;
+  const { MessageSystemAttributeNames, ...rest } = input;
+  return { ...rest, AttributeNames: MessageSystemAttributeNames };
+}
+
 /** aws-cli v2 reads blob members of `--cli-input-json` as base64. */
 function encodeCliBlobs(value: unknown): unknown {
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
@@ -155,9 +171,11 @@ export function cliClient(url: string): SqsTestClient {
       const command = action.replace(/([a-z])([A-Z])/g, '$1-$2').toLowerCase();
       // A file, not an argument: one argument may not exceed 128 KiB and a body may be 1 MiB.
       const file = join(tmpdir(), `shared-sqs-cli-input-${process.pid}-${++inputFiles}.json`);
-      writeFileSync(file, JSON.stringify(encodeCliBlobs(input)));
+      writeFileSync(file, JSON.stringify(encodeCliBlobs(cliInput(action, input))));
       try {
-        const res = await awsCli(url, [command, '--cli-input-json', `file://${file}`], { debug: true });
+        const args = [command, '--cli-input-json', `file://${file}`];
+        if (PAGINATED.has(action)) args.push('--no-paginate');
+        const res = await awsCli(url, args, { debug: true });
         if (res.code === 0) return decodeCliBlobs(res.json ?? {}) as Output;
         if (res.errorCode === undefined || res.status === undefined) {
           throw new Error(
@@ -187,7 +205,7 @@ export const AWS_CLI: ClientKind = { name: 'aws-cli 2.9 (Query)', protocol: 'que
 export interface ScenarioContext {
   /** Which client the tests run over: known when the tests are declared. */
   readonly kind: ClientKind;
-  /** The client whose calls are under test (made by the file's before hook). */
+  /** The client whose calls are under test (made on first use, once the server is up). */
   readonly client: SqsTestClient;
   /** Set-up and checks (SDK over JSON, whatever the client): not what is under test. */
   readonly sqs: SharedServer;
@@ -205,15 +223,14 @@ export function withClient(
 ): void {
   const fixture = sharedServer({ hooks: tests });
   let client: SqsTestClient | undefined;
-  tests.before(() => {
-    client = kind.connect(fixture.server.url);
-  });
+  // Made on first use, not in a before hook: under Node 20 such a hook may run before
+  // sharedServer's, when the server has no URL yet.
   tests.after(() => client?.close());
   register(
     {
       kind,
       get client(): SqsTestClient {
-        assert.ok(client, 'the client is made by the before hook');
+        client ??= kind.connect(fixture.server.url);
         return client;
       },
       sqs: fixture,
