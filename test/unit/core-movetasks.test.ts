@@ -250,12 +250,26 @@ async function advance(w: ManualStore, ms: number): Promise<void> {
   }
 }
 
-void test('Given a task at 2 messages per second, when the driver runs it for a second and a half, then about three have moved and it completes later', async () => {
+/** Mocked timers, a DLQ holding `messages`, and how to start a task from it and make a driver. */
+function driverWorld(messages: number): {
+  w: ManualStore;
+  start: (rate: number | undefined) => ReturnType<ManualStore['store']['startMoveTask']>;
+  driver: () => MoveTaskRunner;
+} {
   mock.timers.enable({ apis: ['setTimeout'] });
   const w = world();
-  const { dlq } = setupDlq(w, 6);
-  const runner = new MoveTaskRunner(w.store, w.clock);
-  const task = w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, 2);
+  const { dlq } = setupDlq(w, messages);
+  return {
+    w,
+    start: (rate) => w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, rate),
+    driver: () => new MoveTaskRunner(w.store, w.clock),
+  };
+}
+
+void test('Given a task at 2 messages per second, when the driver runs it for a second and a half, then about three have moved and it completes later', async () => {
+  const { w, start, driver } = driverWorld(6);
+  const runner = driver();
+  const task = start(2);
   runner.start(task);
   await advance(w, 1500);
   assert.ok(task.moved >= 3 && task.moved <= 4, `moved ${task.moved}`);
@@ -267,11 +281,9 @@ void test('Given a task at 2 messages per second, when the driver runs it for a 
 });
 
 void test('Given a running task under the driver, when cancelled and woken, then it is CANCELLED at once', async () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  const w = world();
-  const { dlq } = setupDlq(w, 10);
-  const runner = new MoveTaskRunner(w.store, w.clock);
-  const task = w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, 1);
+  const { w, start, driver } = driverWorld(10);
+  const runner = driver();
+  const task = start(1);
   runner.start(task);
   await advance(w, 10);
   w.store.cancelMoveTask(ACCOUNT, task.handle);
@@ -283,22 +295,18 @@ void test('Given a running task under the driver, when cancelled and woken, then
 });
 
 void test('Given a store holding a RUNNING task (as after a reload), when a driver is made for it, then it picks the task up', async () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  const w = world();
-  const { dlq } = setupDlq(w, 3);
-  const task = w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, undefined);
-  const runner = new MoveTaskRunner(w.store, w.clock);
+  const { w, start, driver } = driverWorld(3);
+  const task = start(undefined);
+  const runner = driver();
   await advance(w, 10);
   assert.equal(task.status, 'COMPLETED');
   runner.close();
 });
 
 void test('Given a closed driver, when time passes, then its tasks do not move', async () => {
-  mock.timers.enable({ apis: ['setTimeout'] });
-  const w = world();
-  const { dlq } = setupDlq(w, 3);
-  const runner = new MoveTaskRunner(w.store, w.clock);
-  const task = w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, 1);
+  const { w, start, driver } = driverWorld(3);
+  const runner = driver();
+  const task = start(1);
   runner.close();
   runner.start(task);
   await advance(w, 5 * S);
