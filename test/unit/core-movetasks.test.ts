@@ -255,22 +255,34 @@ function driverWorld(messages: number): {
   w: ManualStore;
   start: (rate: number | undefined) => ReturnType<ManualStore['store']['startMoveTask']>;
   driver: () => MoveTaskRunner;
+  /** A driver running a new task at `rate`. */
+  running: (rate: number) => {
+    runner: MoveTaskRunner;
+    task: ReturnType<ManualStore['store']['startMoveTask']>;
+  };
 } {
   mock.timers.enable({ apis: ['setTimeout'] });
   const w = world();
   const { dlq } = setupDlq(w, messages);
+  const start = (rate: number | undefined): ReturnType<ManualStore['store']['startMoveTask']> =>
+    w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, rate);
+  const driver = (): MoveTaskRunner => new MoveTaskRunner(w.store, w.clock);
   return {
     w,
-    start: (rate) => w.store.startMoveTask(ACCOUNT, dlq.arn, undefined, rate),
-    driver: () => new MoveTaskRunner(w.store, w.clock),
+    start,
+    driver,
+    running: (rate) => {
+      const runner = driver();
+      const task = start(rate);
+      runner.start(task);
+      return { runner, task };
+    },
   };
 }
 
 void test('Given a task at 2 messages per second, when the driver runs it for a second and a half, then about three have moved and it completes later', async () => {
-  const { w, start, driver } = driverWorld(6);
-  const runner = driver();
-  const task = start(2);
-  runner.start(task);
+  const { w, running } = driverWorld(6);
+  const { runner, task } = running(2);
   await advance(w, 1500);
   assert.ok(task.moved >= 3 && task.moved <= 4, `moved ${task.moved}`);
   assert.equal(task.status, 'RUNNING');
@@ -281,10 +293,8 @@ void test('Given a task at 2 messages per second, when the driver runs it for a 
 });
 
 void test('Given a running task under the driver, when cancelled and woken, then it is CANCELLED at once', async () => {
-  const { w, start, driver } = driverWorld(10);
-  const runner = driver();
-  const task = start(1);
-  runner.start(task);
+  const { w, running } = driverWorld(10);
+  const { runner, task } = running(1);
   await advance(w, 10);
   w.store.cancelMoveTask(ACCOUNT, task.handle);
   runner.wake(task);
