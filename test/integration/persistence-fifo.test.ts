@@ -53,6 +53,25 @@ function create(store: QueueStore, name: string, attrs: Record<string, string> =
   return store.create({ accountId: ACCOUNT, region: 'us-east-1', name }, { ...fifo, ...attrs }, {}).queue;
 }
 
+/** A fresh prefix holding `src`, whose messages go to `dlq` on their second receive. */
+async function openWithRedrive(): Promise<{
+  keys: Keys;
+  clock: ManualClock;
+  a: Opened;
+  dlq: Queue;
+  src: Queue;
+}> {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const dlq = create(a.store, 'dlq');
+  const src = create(a.store, 'src', {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    VisibilityTimeout: '0',
+  });
+  return { keys, clock, a, dlq, src };
+}
+
 function queue(store: QueueStore, name: string): Queue {
   const q = store.get(ACCOUNT, name);
   assert.ok(q, `${name} was loaded`);
@@ -150,14 +169,7 @@ void test('Given a receive with a ReceiveRequestAttemptId, when reloaded and ret
 });
 
 void test('Given a message moved to a DLQ, when reloaded, then it still names its source queue', async () => {
-  const keys = keysFor(uniquePrefix());
-  const clock = new ManualClock();
-  const a = await open(keys, clock);
-  const dlq = create(a.store, 'dlq');
-  const src = create(a.store, 'src', {
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
-    VisibilityTimeout: '0',
-  });
+  const { keys, clock, a, src } = await openWithRedrive();
   sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
   src.receive(1, undefined, clock.now());
@@ -170,14 +182,7 @@ void test('Given a message moved to a DLQ, when reloaded, then it still names it
 });
 
 void test('Given a move task that ran part way, when reloaded, then it is listed with its progress and still RUNNING', async () => {
-  const keys = keysFor(uniquePrefix());
-  const clock = new ManualClock();
-  const a = await open(keys, clock);
-  const dlq = create(a.store, 'dlq');
-  const src = create(a.store, 'src', {
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
-    VisibilityTimeout: '0',
-  });
+  const { keys, clock, a, dlq, src } = await openWithRedrive();
   for (let i = 0; i < 3; i++) sendOne(src, msg(`m${i}`), clock.now());
   src.receive(10, undefined, clock.now());
   src.receive(10, undefined, clock.now());

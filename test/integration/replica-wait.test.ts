@@ -242,10 +242,7 @@ test(
         sdk.send(
           new SendMessageBatchCommand({
             QueueUrl: queueUrl,
-            Entries: [
-              { Id: 'a', MessageBody: 'a' },
-              { Id: 'b', MessageBody: 'b' },
-            ],
+            Entries: ['a', 'b'].map((id) => ({ Id: id, MessageBody: id })),
           }),
         ),
     ]) {

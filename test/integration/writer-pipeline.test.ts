@@ -132,6 +132,15 @@ async function unpause(): Promise<void> {
   await redis.server.client.call('CLIENT', 'UNPAUSE');
 }
 
+/** Holds back the answer to the next call sent until `release()`; `first` is that call's number. */
+function holdNextCall(o: Opened): { first: number; release: () => void } {
+  const first = o.t.sent;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  o.t.hold = (n) => (n === first ? held : undefined);
+  return { first, release };
+}
+
 /** How each promise settled, in the order they did. */
 function settledOrder(promises: Record<string, Promise<void>>): string[] {
   const order: string[] = [];
@@ -284,10 +293,7 @@ test('Given the chain key changed behind the writer, when its next call runs, th
 
 test("Given batch k's answer is late, when batch k+1's answer comes first, then k+1 resolves only after k", async () => {
   const o = await open();
-  const first = o.t.sent;
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  o.t.hold = (n) => (n === first ? held : undefined);
+  const { first, release } = holdNextCall(o);
   const commits: Record<string, Promise<void>> = {};
   for (const name of ['A', 'B']) {
     send(o, name);
@@ -306,10 +312,7 @@ test("Given batch k's answer is late, when batch k+1's answer comes first, then 
 test('Given a failure seen while an earlier call is unanswered, when that call is answered, then its batch still resolves, before the failed one rejects', async () => {
   let token = 'tok';
   const o = await open(() => token);
-  const first = o.t.sent;
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  o.t.hold = (n) => (n === first ? held : undefined);
+  const { release } = holdNextCall(o);
   const commits: Record<string, Promise<void>> = {};
   for (const name of ['A', 'B']) {
     token = name === 'B' ? 'stale' : 'tok';

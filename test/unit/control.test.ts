@@ -99,6 +99,24 @@ void describe('control plane: /health and /ready', () => {
   });
 });
 
+/** Observes durations for one action and protocol, scrapes, and reads that label set's buckets. */
+async function durationBuckets(
+  t: TestContext,
+  action: string,
+  protocol: 'json' | 'query',
+  seconds: readonly number[],
+): Promise<{ text: string; labels: Record<string, string>; bucket: (le: string) => number | undefined }> {
+  const { app, metrics } = controlPlane(t);
+  for (const s of seconds) metrics.observeRequest(action, protocol, 200, s);
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  const labels = { action, protocol };
+  return {
+    text,
+    labels,
+    bucket: (le) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le }),
+  };
+}
+
 void describe('control plane: /metrics', () => {
   void test('Given a scrape, when GET /metrics, then the content type is the registry one', async (t) => {
     const { app, metrics } = controlPlane(t);
@@ -125,32 +143,19 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given observed durations, when scraping, then the histogram has their count, sum and buckets', async (t) => {
-    const { app, metrics } = controlPlane(t);
-    metrics.observeRequest('ReceiveMessage', 'json', 200, 0.00004);
-    metrics.observeRequest('ReceiveMessage', 'json', 200, 20.01);
-    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-    const labels = { action: 'ReceiveMessage', protocol: 'json' };
-    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    const { text, labels, bucket } = await durationBuckets(t, 'ReceiveMessage', 'json', [0.00004, 20.01]);
     assert.equal(sample(text, 'sqs_request_duration_seconds_count', labels), 2);
     assert.equal(sample(text, 'sqs_request_duration_seconds_sum', labels), 0.00004 + 20.01);
     assert.deepEqual([bucket('0.00005'), bucket('10'), bucket('25'), bucket('+Inf')], [1, 1, 2, 2]);
   });
 
   void test('Given a duration equal to a bucket bound, when scraping, then that bucket (le) includes it', async (t) => {
-    const { app, metrics } = controlPlane(t);
-    metrics.observeRequest('SendMessage', 'json', 200, 0.001);
-    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-    const labels = { action: 'SendMessage', protocol: 'json' };
-    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    const { bucket } = await durationBuckets(t, 'SendMessage', 'json', [0.001]);
     assert.deepEqual([bucket('0.0005'), bucket('0.001')], [0, 1]);
   });
 
   void test('Given a duration above the last bound, when scraping, then only +Inf counts it', async (t) => {
-    const { app, metrics } = controlPlane(t);
-    metrics.observeRequest('ReceiveMessage', 'query', 200, 30);
-    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-    const labels = { action: 'ReceiveMessage', protocol: 'query' };
-    const bucket = (le: string) => sample(text, 'sqs_request_duration_seconds_bucket', { ...labels, le });
+    const { bucket } = await durationBuckets(t, 'ReceiveMessage', 'query', [30]);
     assert.deepEqual([bucket('25'), bucket('+Inf')], [0, 1]);
   });
 

@@ -62,12 +62,21 @@ function call(
 
 const QUEUE_URL = 'http://localhost:4100/000000000000/q';
 
+/** A data plane holding one queue, `q` (at QUEUE_URL), created over the wire. */
+async function dataPlaneWithQueue(
+  t: TestContext,
+  options: Parameters<typeof dataPlane>[1] = {},
+): Promise<ReturnType<typeof dataPlane>> {
+  const plane = dataPlane(t, options);
+  assert.equal((await call(plane.app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  return plane;
+}
+
 void test(
   'Given 200 SendMessage requests in one turn, when they are answered together, then each gets its own 200 and every message is stored',
   { timeout: 10_000 },
   async (t) => {
-    const { app, services } = dataPlane(t);
-    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const { app, services } = await dataPlaneWithQueue(t);
     const replies = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
         call(app, 'SendMessage', { QueueUrl: QUEUE_URL, MessageBody: `m${i}` }),
@@ -89,8 +98,7 @@ void test(
   'Given a waiting long poll, when the data plane closes, then the poll is answered 200 with Connection: close',
   { timeout: 10_000 },
   async (t) => {
-    const { app, services } = dataPlane(t);
-    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const { app, services } = await dataPlaneWithQueue(t);
     const poll = call(app, 'ReceiveMessage', { QueueUrl: QUEUE_URL, WaitTimeSeconds: 20 });
     // The poll is parked once the poller counts it; then stop as main.ts does.
     while (services.poller.waiting === 0) await new Promise((r) => setImmediate(r));
@@ -170,8 +178,7 @@ function queryAt(
 
 for (const method of ['GET', 'POST'] as const) {
   void test(`Given a queue, when queue-level Query actions are sent to its URL by ${method}, then they act on that queue`, async (t) => {
-    const { app, services } = dataPlane(t);
-    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const { app, services } = await dataPlaneWithQueue(t);
     const empty = await queryAt(app, method, '/000000000000/q', 'Action=ReceiveMessage&Version=2012-11-05');
     assert.equal(empty.statusCode, 200, empty.body);
     assert.match(empty.body, /<ReceiveMessageResult\/>/);
@@ -195,8 +202,7 @@ for (const method of ['GET', 'POST'] as const) {
   });
 
   void test(`Given a queue's URL, when an account-level Query action is sent to it by ${method}, then 400 InvalidAction naming the action`, async (t) => {
-    const { app } = dataPlane(t);
-    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const { app } = await dataPlaneWithQueue(t);
     for (const action of ['CreateQueue', 'ListQueues', 'GetQueueUrl']) {
       const r = await queryAt(app, method, '/000000000000/q', `Action=${action}&QueueName=x`);
       assert.equal(r.statusCode, 400, r.body);
@@ -210,8 +216,7 @@ for (const method of ['GET', 'POST'] as const) {
 }
 
 void test("Given a queue's URL, when it is fetched by GET with no query, then 404 with an UnknownOperationException body", async (t) => {
-  const { app } = dataPlane(t);
-  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  const { app } = await dataPlaneWithQueue(t);
   for (const url of ['/000000000000/q', '/000000000000/q?']) {
     const r = await app.inject({ method: 'GET', url });
     assert.equal(r.statusCode, 404, r.body);
@@ -221,8 +226,7 @@ void test("Given a queue's URL, when it is fetched by GET with no query, then 40
 });
 
 void test('Given a deleted queue, when a Query action is sent to its URL, then 400 NonExistentQueue', async (t) => {
-  const { app } = dataPlane(t);
-  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  const { app } = await dataPlaneWithQueue(t);
   assert.equal((await call(app, 'DeleteQueue', { QueueUrl: QUEUE_URL })).statusCode, 200);
   const r = await queryAt(app, 'GET', '/000000000000/q', 'Action=ReceiveMessage');
   assert.equal(r.statusCode, 400, r.body);
@@ -231,8 +235,7 @@ void test('Given a deleted queue, when a Query action is sent to its URL, then 4
 });
 
 void test("Given a Query request with Accept: application/json at a queue's URL, when answered, then in the Query API's JSON form", async (t) => {
-  const { app } = dataPlane(t);
-  assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+  const { app } = await dataPlaneWithQueue(t);
   const r = await app.inject({
     method: 'GET',
     url: '/000000000000/q?Action=ReceiveMessage',
@@ -252,8 +255,7 @@ void test("Given a Query request with Accept: application/json at a queue's URL,
 for (const protocol of ['json', 'query'] as const) {
   void test(`Given m1 received with VisibilityTimeout 3 and m2 sent 1.5 s later, when received after m1's timeout (${protocol}), then m1 comes first`, async (t) => {
     const clock = new ManualClock();
-    const { app } = dataPlane(t, { clock });
-    assert.equal((await call(app, 'CreateQueue', { QueueName: 'q' })).statusCode, 200);
+    const { app } = await dataPlaneWithQueue(t, { clock });
     const receiveOne = async (vt?: number): Promise<string | undefined> => {
       if (protocol === 'json') {
         const r = await call(app, 'ReceiveMessage', {

@@ -164,6 +164,18 @@ function instance(r: FakeRedis, id: string, extra: { load?: (term: Term) => Prom
   return inst;
 }
 
+/** One instance, `a`, on a fresh Redis, started and past its first attempt (leading, unless `load` fails). */
+async function started(
+  extra: { load?: (term: Term) => Promise<void> } = {},
+): Promise<{ clock: FakeTimers; r: FakeRedis; a: Instance }> {
+  const clock = new FakeTimers();
+  const r = new FakeRedis(clock);
+  const a = instance(r, 'a', extra);
+  a.elector.start();
+  await clock.advance(0);
+  return { clock, r, a };
+}
+
 /** Two instances on one Redis, announcing releases to each other as the pub/sub channel does. */
 function pair(r: FakeRedis): [Instance, Instance] {
   const a = instance(r, 'a');
@@ -216,11 +228,7 @@ test('Given two instances started at once, When they try the lock, Then exactly 
 });
 
 test('Given a leader whose renewals succeed, When many intervals pass, Then it stays leader in one term', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   for (let i = 0; i < 50; i++) {
     await clock.advance(INTERVAL);
     assert.equal(a.elector.leading, true, `still leading after ${i + 1} intervals`);
@@ -230,11 +238,7 @@ test('Given a leader whose renewals succeed, When many intervals pass, Then it s
 });
 
 test('Given a leader, When Redis stops answering, Then it demotes at ttl - interval after its last renewal, before the lock expires', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   await clock.advance(INTERVAL); // a renewal succeeds at t = 3000
   const lastRenewal = clock.now();
   r.down = true;
@@ -253,11 +257,7 @@ test('Given a leader, When Redis stops answering, Then it demotes at ttl - inter
 });
 
 test('Given a leader whose renewal never answers, When its deadline passes, Then it demotes without waiting for the answer', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, a } = await started();
   a.lock.hang = true;
   await clock.advance(TTL - INTERVAL);
   assert.equal(a.elector.state, 'follower');
@@ -265,11 +265,7 @@ test('Given a leader whose renewal never answers, When its deadline passes, Then
 });
 
 test('Given a leader paused past its deadline (SIGSTOP), When it resumes, Then `leading` is false before any timer has run', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, a } = await started();
   assert.equal(a.elector.leading, true);
 
   clock.freeze(TTL + 1);
@@ -282,11 +278,7 @@ test('Given a leader paused past its deadline (SIGSTOP), When it resumes, Then `
 });
 
 test('Given a leader, When the lock is taken by another token, Then the next renewal ends the term as lost', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   r.lock = '7:intruder';
   r.expiresAt = clock.now() + TTL;
 
@@ -297,11 +289,7 @@ test('Given a leader, When the lock is taken by another token, Then the next ren
 });
 
 test('Given a leader, When a write is fenced, Then it is a follower at once and its next term has a new epoch', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   // The lock went (e.g. lost in a Redis failover) and b took it, while a still believes it leads.
   r.epoch = 2;
   r.lock = '2:b';
@@ -319,11 +307,7 @@ test('Given a leader, When a write is fenced, Then it is a follower at once and 
 });
 
 test('Given a leader demoted on its deadline while Redis kept its token, When Redis answers again, Then it clears its own stale lock and leads in a new term', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   a.lock.hang = true;
   await clock.advance(TTL - INTERVAL);
   assert.equal(a.elector.state, 'follower');
@@ -336,11 +320,7 @@ test('Given a leader demoted on its deadline while Redis kept its token, When Re
 });
 
 test('Given a loading instance, When loading fails, Then the lock is released and it is a follower', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a', { load: () => Promise.reject(new Error('HSCAN failed')) });
-  a.elector.start();
-  await clock.advance(0);
+  const { r, a } = await started({ load: () => Promise.reject(new Error('HSCAN failed')) });
   assert.equal(a.elector.state, 'follower');
   assert.deepEqual(a.ends, [{ epoch: 1, reason: 'load-failed' }]);
   assert.deepEqual(r.released, ['1:a']);
@@ -405,11 +385,7 @@ test('Given a leader that steps down, When the release is announced, Then the fo
 });
 
 test('Given a lone leader that steps down, When nobody else takes the lock, Then it sits out one TTL before leading again', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   await a.elector.stepDown();
   const at = clock.now();
 
@@ -423,11 +399,7 @@ test('Given a lone leader that steps down, When nobody else takes the lock, Then
 });
 
 test('Given a leader, When it stops, Then the lock is released and no call is made afterwards', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const a = instance(r, 'a');
-  a.elector.start();
-  await clock.advance(0);
+  const { clock, r, a } = await started();
   await a.elector.stop();
   assert.equal(a.elector.state, 'stopped');
   assert.equal(r.current(), undefined);

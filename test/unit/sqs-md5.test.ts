@@ -50,77 +50,72 @@ describe('md5OfBody', () => {
   });
 });
 
-describe('md5OfMessageAttributes: published vectors', () => {
-  test('Given the API reference SendMessage attributes, when hashing, then the MD5OfMessageAttributes AWS shows', () => {
-    // API_SendMessage.html sample response: c48838208d2b4e14e3ca0093a8443f09.
-    assert.equal(
-      md5OfMessageAttributes({
-        my_attribute_name_1: { DataType: 'String', StringValue: 'my_attribute_value_1' },
-        my_attribute_name_2: { DataType: 'String', StringValue: 'my_attribute_value_2' },
-      }),
-      'c48838208d2b4e14e3ca0093a8443f09',
-    );
-  });
+const STRING_1: MessageAttributeValue = { DataType: 'String', StringValue: 'attribValue 1' };
+const CUSTOM_NUMBER: MessageAttributeValue = {
+  DataType: 'Number.float',
+  StringValue: '4563442423554324324264524243.32543234',
+};
+const BINARY: MessageAttributeValue = {
+  DataType: 'Binary',
+  BinaryValue: Buffer.from('Hello binary world!').toString('base64'),
+};
 
-  test('Given a String and a Number attribute from a recorded AWS ReceiveMessage, when hashing, then the recorded digest', () => {
+const RECORDED = {
+  attributes: {
+    Count: { DataType: 'Number', StringValue: '1' },
+    Foo: { DataType: 'String', StringValue: 'Bar' },
+  },
+  digest: '324758f82d026ac6ec5b31a3b192d1e3',
+};
+
+const PUBLISHED: readonly {
+  name: string;
+  attributes: Record<string, MessageAttributeValue>;
+  digest: string;
+}[] = [
+  {
+    // API_SendMessage.html sample response.
+    name: 'Given the API reference SendMessage attributes, when hashing, then the MD5OfMessageAttributes AWS shows',
+    attributes: {
+      my_attribute_name_1: { DataType: 'String', StringValue: 'my_attribute_value_1' },
+      my_attribute_name_2: { DataType: 'String', StringValue: 'my_attribute_value_2' },
+    },
+    digest: 'c48838208d2b4e14e3ca0093a8443f09',
+  },
+  {
     // boto's SQSMessageAttributesParsing test fixture, a ReceiveMessage response from AWS.
-    assert.equal(
-      md5OfMessageAttributes({
-        Count: { DataType: 'Number', StringValue: '1' },
-        Foo: { DataType: 'String', StringValue: 'Bar' },
-      }),
-      '324758f82d026ac6ec5b31a3b192d1e3',
-    );
-  });
-
+    name: 'Given a String and a Number attribute from a recorded AWS ReceiveMessage, when hashing, then the recorded digest',
+    ...RECORDED,
+  },
   // The next vectors are from the README of the npm package aws-md5-of-message-attributes.
-  test('Given a single String attribute, when hashing, then the published digest', () => {
-    assert.equal(
-      md5OfMessageAttributes({ attribName1: { DataType: 'String', StringValue: 'attribValue 1' } }),
-      '19e27d4e946b072f3f58da80d94fd778',
-    );
-  });
+  {
+    name: 'Given a single String attribute, when hashing, then the published digest',
+    attributes: { attribName1: STRING_1 },
+    digest: '19e27d4e946b072f3f58da80d94fd778',
+  },
+  {
+    name: 'Given a custom Number type, when hashing, then the suffix is part of the digest',
+    attributes: { customNumberTypeAttrib: CUSTOM_NUMBER },
+    digest: '9fe1b90bbd9965bdf77bac517c7d2495',
+  },
+  {
+    name: 'Given a Binary attribute, when hashing, then its decoded bytes are hashed with transport type 2',
+    attributes: { binaryAttribute: BINARY },
+    digest: '31a92b15d92f8db860eda32aceb656c3',
+  },
+  {
+    name: 'Given String, custom Number and Binary attributes together, when hashing, then the published digest',
+    attributes: { attribName1: STRING_1, customNumberTypeAttrib: CUSTOM_NUMBER, binaryAttribute: BINARY },
+    digest: 'c932db14a896c663f83c260297d594ff',
+  },
+];
 
-  test('Given a custom Number type, when hashing, then the suffix is part of the digest', () => {
-    assert.equal(
-      md5OfMessageAttributes({
-        customNumberTypeAttrib: {
-          DataType: 'Number.float',
-          StringValue: '4563442423554324324264524243.32543234',
-        },
-      }),
-      '9fe1b90bbd9965bdf77bac517c7d2495',
-    );
-  });
-
-  test('Given a Binary attribute, when hashing, then its decoded bytes are hashed with transport type 2', () => {
-    assert.equal(
-      md5OfMessageAttributes({
-        binaryAttribute: {
-          DataType: 'Binary',
-          BinaryValue: Buffer.from('Hello binary world!').toString('base64'),
-        },
-      }),
-      '31a92b15d92f8db860eda32aceb656c3',
-    );
-  });
-
-  test('Given String, custom Number and Binary attributes together, when hashing, then the published digest', () => {
-    assert.equal(
-      md5OfMessageAttributes({
-        attribName1: { DataType: 'String', StringValue: 'attribValue 1' },
-        customNumberTypeAttrib: {
-          DataType: 'Number.float',
-          StringValue: '4563442423554324324264524243.32543234',
-        },
-        binaryAttribute: {
-          DataType: 'Binary',
-          BinaryValue: Buffer.from('Hello binary world!').toString('base64'),
-        },
-      }),
-      'c932db14a896c663f83c260297d594ff',
-    );
-  });
+describe('md5OfMessageAttributes: published vectors', () => {
+  for (const { name, attributes, digest } of PUBLISHED) {
+    test(name, () => {
+      assert.equal(md5OfMessageAttributes(attributes), digest);
+    });
+  }
 });
 
 describe('md5OfMessageAttributes: encoding rules', () => {
@@ -190,13 +185,7 @@ describe('md5OfMessageAttributes: encoding rules', () => {
     md5OfMessageAttributes({
       big: { DataType: 'Binary', BinaryValue: Buffer.alloc(200_000, 1).toString('base64') },
     });
-    assert.equal(
-      md5OfMessageAttributes({
-        Count: { DataType: 'Number', StringValue: '1' },
-        Foo: { DataType: 'String', StringValue: 'Bar' },
-      }),
-      '324758f82d026ac6ec5b31a3b192d1e3',
-    );
+    assert.equal(md5OfMessageAttributes(RECORDED.attributes), RECORDED.digest);
   });
 
   test('Given a binary value as bytes instead of base64 text, when hashing, then the same digest', () => {
