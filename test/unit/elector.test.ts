@@ -186,6 +186,16 @@ function pair(r: FakeRedis): [Instance, Instance] {
   return [a, b];
 }
 
+/** A pair on a fresh Redis where `a` started first, past its first attempt, and then `b` started. */
+async function leaderAndFollower(): Promise<{ clock: FakeTimers; a: Instance; b: Instance }> {
+  const clock = new FakeTimers();
+  const [a, b] = pair(new FakeRedis(clock));
+  a.elector.start();
+  await clock.advance(0);
+  b.elector.start();
+  return { clock, a, b };
+}
+
 test('Given a free lock, When the elector starts, Then it goes follower → loading → leader with token 1:<id>', async () => {
   const clock = new FakeTimers();
   const r = new FakeRedis(clock);
@@ -341,12 +351,7 @@ test('Given a slow load longer than the TTL, When renewals succeed meanwhile, Th
 });
 
 test('Given a leader that dies (no answers, no release), When the follower keeps trying, Then it leads within ttl + interval of the last renewal, never before the lock expired', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const [a, b] = pair(r);
-  a.elector.start();
-  await clock.advance(0);
-  b.elector.start();
+  const { clock, a, b } = await leaderAndFollower();
   await clock.advance(INTERVAL); // a renews at 3000
   const lastRenewal = clock.now();
   a.lock.hang = true; // kill -9: nothing more reaches Redis from a
@@ -363,12 +368,7 @@ test('Given a leader that dies (no answers, no release), When the follower keeps
 });
 
 test('Given a leader that steps down, When the release is announced, Then the follower takes over at once and the old leader does not take it back', async () => {
-  const clock = new FakeTimers();
-  const r = new FakeRedis(clock);
-  const [a, b] = pair(r);
-  a.elector.start();
-  await clock.advance(0);
-  b.elector.start();
+  const { clock, a, b } = await leaderAndFollower();
   await clock.advance(INTERVAL / 2);
   assert.equal(a.elector.leading, true);
 
