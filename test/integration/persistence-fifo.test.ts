@@ -72,6 +72,23 @@ async function openWithRedrive(): Promise<{
   return { keys, clock, a, dlq, src };
 }
 
+/** A fresh prefix holding FIFO queue `q` with one message sent, so one deduplication record. */
+async function openWithRecord(): Promise<{
+  prefix: string;
+  keys: Keys;
+  clock: ManualClock;
+  a: Opened;
+  q: Queue;
+}> {
+  const prefix = uniquePrefix();
+  const keys = keysFor(prefix);
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo');
+  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  return { prefix, keys, clock, a, q };
+}
+
 function queue(store: QueueStore, name: string): Queue {
   const q = store.get(ACCOUNT, name);
   assert.ok(q, `${name} was loaded`);
@@ -101,12 +118,7 @@ void test('Given a FIFO message sent and deleted, when the state is reloaded, th
 });
 
 void test('Given deduplication records past their 5 minutes, when reloaded and ticked, then they are dropped from memory and from Redis', async () => {
-  const prefix = uniquePrefix();
-  const keys = keysFor(prefix);
-  const clock = new ManualClock();
-  const a = await open(keys, clock);
-  const q = create(a.store, 'q.fifo');
-  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  const { keys, clock, a, q } = await openWithRecord();
   await a.writer.commit();
   assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 1);
 
@@ -201,12 +213,7 @@ void test('Given a move task that ran part way, when reloaded, then it is listed
 });
 
 void test('Given a FIFO queue with records, when it is deleted, then none of its keys are left in Redis', async () => {
-  const prefix = uniquePrefix();
-  const keys = keysFor(prefix);
-  const clock = new ManualClock();
-  const a = await open(keys, clock);
-  const q = create(a.store, 'q.fifo');
-  q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
+  const { prefix, clock, a, q } = await openWithRecord();
   q.receive(1, undefined, clock.now(), 'attempt');
   await a.writer.commit();
   a.store.delete(q);
