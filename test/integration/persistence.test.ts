@@ -58,6 +58,13 @@ async function open(c: Redis, keys: Keys, clock = new ManualClock(), token?: str
   return { store, writer, clock, failures };
 }
 
+/** A connection, a fresh key prefix, and a server's store and writer opened on it. */
+async function fresh(): Promise<Opened & { c: Redis; keys: Keys }> {
+  const c = await client();
+  const keys = keysFor(uniquePrefix());
+  return { ...(await open(c, keys)), c, keys };
+}
+
 let ids = 0;
 function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
   ids++;
@@ -76,9 +83,7 @@ async function reload(c: Redis, keys: Keys, clock: ManualClock): Promise<QueueSt
 }
 
 test('Given every kind of change, when the state is reloaded from Redis, then it equals the state in memory field by field', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
 
   // Queues: created with attributes and tags, changed, tagged, untagged.
   const a = create(
@@ -157,9 +162,7 @@ test('Given every kind of change, when the state is reloaded from Redis, then it
 });
 
 test('Given a receipt handle issued before a restart, when used after it, then it still changes visibility and deletes', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
   const q = create(store, 'handles');
   sendOne(q, msg('hello'), clock.now());
   const [m] = q.receive(1, 30 * S, clock.now());
@@ -178,9 +181,7 @@ test('Given a receipt handle issued before a restart, when used after it, then i
 });
 
 test('Given an in-flight message, when the state is reloaded, then it stays hidden until its deadline and then comes back', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
   const q = create(store, 'inflight');
   sendOne(q, msg('hidden'), clock.now());
   sendOne(q, msg('visible'), clock.now());
@@ -207,9 +208,7 @@ test('Given an in-flight message, when the state is reloaded, then it stays hidd
 });
 
 test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted with AOF always, then none of them is lost', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { keys, store, writer, clock } = await fresh();
   const q = create(store, 'aof');
   await writer.commit();
 
@@ -411,9 +410,7 @@ test('Given Redis has another layout version or unversioned keys, when loading, 
 });
 
 test('Given a queue of 10,000 messages read in small chunks, when loaded, then every message is back in send order', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
   const q = create(store, 'many');
   const sent: string[] = [];
   for (let i = 0; i < 10_000; i++) sent.push(sendOne(q, msg(`b${i}`), clock.now()).id);
@@ -433,9 +430,7 @@ test('Given a queue of 10,000 messages read in small chunks, when loaded, then e
 });
 
 test('Given a queue of 50,000 messages, when it is purged, then its hash is gone after one commit', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
   const q = create(store, 'big');
   for (let i = 0; i < 50_000; i++) sendOne(q, msg('x'), clock.now());
   await writer.commit();
@@ -447,9 +442,7 @@ test('Given a queue of 50,000 messages, when it is purged, then its hash is gone
 });
 
 test('Given a queue whose deleted and sent messages collapse in one tick, when committed, then Redis holds exactly the survivors', async () => {
-  const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const { store, writer, clock } = await open(c, keys);
+  const { c, keys, store, writer, clock } = await fresh();
   const q = create(store, 'collapse', { VisibilityTimeout: '0' });
   const m1 = sendOne(q, msg('m1'), clock.now());
   for (let i = 0; i < 5; i++) q.receive(1, undefined, clock.now());
