@@ -891,7 +891,8 @@ async function fresh(): Promise<{
   store: QueueStore;
   clock: ManualClock;
   writer: Writer;
-  reload: () => Promise<QueueStore>;
+  /** Commits what is pending, loads what Redis then holds, and gives its queue `name`. */
+  reloaded: (name: string) => Promise<Queue>;
 }> {
   const keys = keysFor(uniquePrefix());
   const clock = new ManualClock();
@@ -899,18 +900,27 @@ async function fresh(): Promise<{
   await loadStore(redis.client, keys, store);
   const writer = new Writer({ redis: redis.client, keys, unavailable });
   writer.attach(store);
-  const reload = async (): Promise<QueueStore> => {
+  const reloaded = async (name: string): Promise<Queue> => {
+    await writer.commit();
     const s = new QueueStore(new ManualClock(clock.now()), STORE_OPTIONS);
     await loadStore(redis.client, keys, s);
-    return s;
+    return s.require(A, name);
   };
-  return { store, clock, writer, reload };
+  return { store, clock, writer, reloaded };
 }
 
 let knownIds = 0;
 function plain(extra: Partial<NewMessage> = {}): NewMessage {
   knownIds++;
   return { id: `known-${knownIds}`, body: `k${knownIds}`, md5OfBody: 'md5', senderId: A, ...extra };
+}
+
+/** A message's whole life within one batch of changes. */
+function sendReceiveDelete(q: Queue, message: NewMessage, now: number): void {
+  sendOne(q, message, now);
+  const [m] = q.receive(1, undefined, now);
+  assert.ok(m !== undefined, 'the message just sent is received');
+  q.deleteMessage(q.receiptHandle(m), now);
 }
 
 const at = (name: string): { accountId: string; region: string; name: string } => ({
@@ -920,33 +930,27 @@ const at = (name: string): { accountId: string; region: string; name: string } =
 });
 
 test("Given a message sent, received and deleted within one batch, when reloaded, then the queue's nextSequence is the one in memory", async () => {
-  const { store, clock, writer, reload } = await fresh();
+  const { store, clock, writer, reloaded } = await fresh();
   const q = store.create(at('seq'), {}, {}).queue;
   await writer.commit();
-  sendOne(q, plain(), clock.now());
-  const [m] = q.receive(1, undefined, clock.now());
-  q.deleteMessage(q.receiptHandle(m as Message), clock.now());
-  await writer.commit();
-  const loaded = (await reload()).require(A, 'seq');
+  sendReceiveDelete(q, plain(), clock.now());
+  const loaded = await reloaded('seq');
   assert.equal(loaded.nextSequence, q.nextSequence);
 });
 
 test('Given a FIFO message deleted and its deduplication record expired, when reloaded, then lastSequenceNumber is the one in memory', async () => {
-  const { store, clock, writer, reload } = await fresh();
+  const { store, clock, writer, reloaded } = await fresh();
   const q = store.create(at('last.fifo'), { FifoQueue: 'true' }, {}).queue;
   await writer.commit();
-  sendOne(q, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
-  const [m] = q.receive(1, undefined, clock.now());
-  q.deleteMessage(q.receiptHandle(m as Message), clock.now());
+  sendReceiveDelete(q, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
   clock.advance(5 * MIN);
   q.tick(clock.now());
-  await writer.commit();
-  const loaded = (await reload()).require(A, 'last.fifo');
+  const loaded = await reloaded('last.fifo');
   assert.equal(loaded.lastSequenceNumber, q.lastSequenceNumber);
 });
 
 test("Given a FIFO dead letter deleted, when reloaded within the same millisecond, then the next SequenceNumber is still above the dead letter's", async () => {
-  const { store, clock, writer, reload } = await fresh();
+  const { store, clock, writer, reloaded } = await fresh();
   const dlq = store.create(at('dead.fifo'), { FifoQueue: 'true' }, {}).queue;
   const src = store.create(
     at('src.fifo'),
@@ -963,9 +967,8 @@ test("Given a FIFO dead letter deleted, when reloaded within the same millisecon
   const [dead] = dlq.receive(1, undefined, clock.now());
   assert.ok(dead?.sequenceNumber !== undefined);
   dlq.deleteMessage(dlq.receiptHandle(dead), clock.now());
-  await writer.commit();
 
-  const loaded = (await reload()).require(A, 'dead.fifo');
+  const loaded = await reloaded('dead.fifo');
   const next = loaded.sendMessage(plain({ groupId: 'g', deduplicationId: 'x' }), clock.now());
   assert.ok(
     BigInt(next.sequenceNumber ?? 0) > BigInt(dead.sequenceNumber),
