@@ -172,6 +172,24 @@ function watch(store: QueueStore): void {
 
 const unavailable = (cause: Error): Error => new SqsError('ServiceUnavailable', cause.message);
 
+const SIMPLE_STEPS = [
+  'create',
+  'setAttributes',
+  'tags',
+  'receive',
+  'consume',
+  'changeVisibility',
+  'purge',
+  'deleteQueue',
+  'advance',
+  'moveTask',
+  'tenant',
+] as const;
+
+function isSimpleStep(kind: string): kind is (typeof SIMPLE_STEPS)[number] {
+  return (SIMPLE_STEPS as readonly string[]).includes(kind);
+}
+
 class Run {
   private readonly rng: Rng;
   private readonly keys: Keys;
@@ -276,33 +294,20 @@ class Run {
   }
 
   private async step(kind: string): Promise<void> {
+    // Most operations are a method of the same name.
+    if (isSimpleStep(kind)) {
+      this[kind]();
+      return;
+    }
     switch (kind) {
-      case 'create':
-        return this.create();
-      case 'setAttributes':
-        return this.setAttributes();
-      case 'tags':
-        return this.tags();
       case 'send':
         return this.send(1);
       case 'sendBatch':
         return this.send(this.rng.int(2, 10));
-      case 'receive':
-        return this.receive();
-      case 'consume':
-        return this.consume();
       case 'deleteNewest':
         return this.deleteMessage(true);
       case 'deleteOlder':
         return this.deleteMessage(false);
-      case 'changeVisibility':
-        return this.changeVisibility();
-      case 'purge':
-        return this.purge();
-      case 'deleteQueue':
-        return this.deleteQueue();
-      case 'advance':
-        return this.advance();
       case 'tick': {
         const i = this.pickQueue();
         if (i === undefined) return;
@@ -310,10 +315,6 @@ class Run {
         this.queue(i)?.tick(this.now);
         return;
       }
-      case 'moveTask':
-        return this.moveTask();
-      case 'tenant':
-        return this.tenant();
       case 'commit':
         this.note('commit');
         await this.writer.commit();
