@@ -268,12 +268,18 @@ void describe('The auth step: modes', () => {
     now: () => NOW,
   });
 
+  /** An identity of no tenant: what auth off gives, and a key of no tenant's. */
+  const untenanted = (accountId: string, region: string): object => ({
+    accountId,
+    region,
+    tenant: undefined,
+  });
+
   void test('Given auth off and no credentials, when authenticating, then the default account and region', () => {
-    assert.deepEqual(authenticate(options('off'), received(jsonRequest()), 'json'), {
-      accountId: '000000000000',
-      region: 'us-east-1',
-      tenant: undefined,
-    });
+    assert.deepEqual(
+      authenticate(options('off'), received(jsonRequest()), 'json'),
+      untenanted('000000000000', 'us-east-1'),
+    );
   });
 
   void test('Given auth off and a 12-digit access key id, when authenticating, then that account and the scope region, unverified', async () => {
@@ -283,11 +289,10 @@ void describe('The auth step: modes', () => {
       region: 'ap-south-1',
       signingDate: new Date(0),
     });
-    assert.deepEqual(authenticate(options('off'), received(r), 'json'), {
-      accountId: '123456789012',
-      region: 'ap-south-1',
-      tenant: undefined,
-    });
+    assert.deepEqual(
+      authenticate(options('off'), received(r), 'json'),
+      untenanted('123456789012', 'ap-south-1'),
+    );
   });
 
   void test("Given auth off and a tenant's key with a wrong secret, when authenticating, then the tenant's account (nothing is verified)", async () => {
@@ -302,11 +307,10 @@ void describe('The auth step: modes', () => {
   void test('Given auth off and a credential without a region part, when authenticating, then its account and the default region', () => {
     const r = received(jsonRequest());
     const headers = { ...r.headers, authorization: 'AWS4-HMAC-SHA256 Credential=123456789012/20260601' };
-    assert.deepEqual(authenticate(options('off'), { ...r, headers }, 'json'), {
-      accountId: '123456789012',
-      region: 'us-east-1',
-      tenant: undefined,
-    });
+    assert.deepEqual(
+      authenticate(options('off'), { ...r, headers }, 'json'),
+      untenanted('123456789012', 'us-east-1'),
+    );
   });
 
   void test('Given auth off and a presigned URL naming a 12-digit key, when authenticating, then that account and its region', () => {
@@ -315,11 +319,7 @@ void describe('The auth step: modes', () => {
       url: 'http://h/?Action=ListQueues&X-Amz-Credential=210987654321%2F20260601%2Feu-north-1%2Fsqs%2Faws4_request',
       headers: {},
     });
-    assert.deepEqual(authenticate(options('off'), r, 'query'), {
-      accountId: '210987654321',
-      region: 'eu-north-1',
-      tenant: undefined,
-    });
+    assert.deepEqual(authenticate(options('off'), r, 'query'), untenanted('210987654321', 'eu-north-1'));
   });
 
   void test('Given auth off and a key nobody has, when authenticating, then the default account', async () => {
