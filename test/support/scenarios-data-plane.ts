@@ -129,7 +129,7 @@ const queueScenarios: Scenario[] = [
       });
       const url = String(out.QueueUrl);
       assert.ok(url.endsWith(`/${name}`), `queue URL ends with the name: ${url}`);
-      const attrs = (await s.call('GetQueueAttributes', { QueueUrl: url, AttributeNames: ['All'] }))
+      const attrs = (await s.fixture('GetQueueAttributes', { QueueUrl: url, AttributeNames: ['All'] }))
         .Attributes as Record<string, string | undefined>;
       assert.equal(attrs.VisibilityTimeout, '45');
       assert.equal(attrs.DelaySeconds, '2');
@@ -140,7 +140,7 @@ const queueScenarios: Scenario[] = [
       assert.match(attrs.CreatedTimestamp ?? '', /^\d+$/);
       assert.match(attrs.LastModifiedTimestamp ?? '', /^\d+$/);
       assert.equal(attrs.ApproximateNumberOfMessages, '0');
-      const tags = await s.call('ListQueueTags', { QueueUrl: url });
+      const tags = await s.fixture('ListQueueTags', { QueueUrl: url });
       assert.deepEqual(tags.Tags, { team: 'queues', env: 'test' });
     },
   },
@@ -154,28 +154,10 @@ const queueScenarios: Scenario[] = [
     },
   },
   {
-    name: 'Given a queue, When CreateQueue with other attributes, Then QueueNameExists (QueueAlreadyExists, 400)',
-    async run(s) {
-      const name = uniqueName(`${s.ctx.kind.protocol}-exists`);
-      await s.ctx.sqs.createQueue(name, { VisibilityTimeout: '40' });
-      await s.fails(
-        'CreateQueue',
-        { QueueName: name, Attributes: { VisibilityTimeout: '41' } },
-        E.queueExists,
-      );
-    },
-  },
-  {
     name: 'Given a queue, When GetQueueUrl by name, Then the CreateQueue URL comes back',
     async run(s) {
       const url = await s.queue('geturl');
       assert.equal((await s.call('GetQueueUrl', { QueueName: queueName(url) })).QueueUrl, url);
-    },
-  },
-  {
-    name: 'Given no such queue, When GetQueueUrl, Then QueueDoesNotExist (AWS.SimpleQueueService.NonExistentQueue, 400)',
-    async run(s) {
-      await s.fails('GetQueueUrl', { QueueName: uniqueName('nosuch') }, E.noQueue);
     },
   },
   {
@@ -270,7 +252,7 @@ const queueScenarios: Scenario[] = [
         ReceiveMessageWaitTimeSeconds: '5',
       };
       await s.call('SetQueueAttributes', { QueueUrl: url, Attributes: want });
-      const out = await s.call('GetQueueAttributes', { QueueUrl: url, AttributeNames: Object.keys(want) });
+      const out = await s.fixture('GetQueueAttributes', { QueueUrl: url, AttributeNames: Object.keys(want) });
       assert.deepEqual(out.Attributes, want);
     },
   },
@@ -295,24 +277,14 @@ const queueScenarios: Scenario[] = [
     },
   },
   {
-    name: 'Given an unknown attribute name, When SetQueueAttributes, Then InvalidAttributeName (400)',
-    async run(s) {
-      const url = await s.queue('badattrname');
-      await s.fails(
-        'SetQueueAttributes',
-        { QueueUrl: url, Attributes: { NoSuchAttribute: '1' } },
-        E.badAttrName,
-      );
-    },
-  },
-  {
     name: 'Given a queue, When TagQueue and UntagQueue, Then ListQueueTags follows',
     async run(s) {
       const url = await s.queue('tags');
       const tags = async (): Promise<unknown> =>
-        (await s.call('ListQueueTags', { QueueUrl: url })).Tags ?? {};
+        (await s.fixture('ListQueueTags', { QueueUrl: url })).Tags ?? {};
       await s.call('TagQueue', { QueueUrl: url, Tags: { a: '1', b: '2', c: '3' } });
-      assert.deepEqual(await tags(), { a: '1', b: '2', c: '3' });
+      const listed = await s.call('ListQueueTags', { QueueUrl: url });
+      assert.deepEqual(listed.Tags, { a: '1', b: '2', c: '3' });
       await s.fixture('TagQueue', { QueueUrl: url, Tags: { a: 'one' } });
       await s.call('UntagQueue', { QueueUrl: url, TagKeys: ['b'] });
       assert.deepEqual(await tags(), { a: 'one', c: '3' });
@@ -487,42 +459,6 @@ const messageScenarios: Scenario[] = [
       assert.equal((await s.counts(url)).visible, 2);
     },
   },
-  ...(
-    [
-      [
-        'Given 11 entries, When SendMessageBatch, Then TooManyEntriesInBatchRequest (400)',
-        'batch-11',
-        E.tooMany,
-        Array.from({ length: 11 }, (_, i) => ({ Id: `e${i}`, MessageBody: `m${i}` })),
-      ],
-      [
-        'Given two entries with one Id, When SendMessageBatch, Then BatchEntryIdsNotDistinct (400)',
-        'batch-dup',
-        E.idsNotDistinct,
-        [
-          { Id: 'same', MessageBody: '1' },
-          { Id: 'same', MessageBody: '2' },
-        ],
-      ],
-      [
-        'Given entries adding up to more than 1 MiB, When SendMessageBatch, Then BatchRequestTooLong (400) and nothing is sent',
-        'batch-long',
-        E.tooLong,
-        [
-          { Id: 'a', MessageBody: 'h'.repeat(600 * 1024) },
-          { Id: 'b', MessageBody: 'h'.repeat(600 * 1024) },
-        ],
-      ],
-      ['Given no entries, When SendMessageBatch, Then EmptyBatchRequest (400)', 'batch-empty', E.empty, []],
-    ] as const
-  ).map(([name, prefix, want, Entries]): Scenario => ({
-    name,
-    async run(s) {
-      const url = await s.queue(prefix);
-      await s.fails('SendMessageBatch', { QueueUrl: url, Entries }, want);
-      assert.equal((await s.counts(url)).visible, 0, 'nothing is sent');
-    },
-  })),
   {
     name: 'Given 5 messages, When ReceiveMessage with MaxNumberOfMessages 3, Then at most 3 come back, and all 5 over several receives',
     async run(s) {
@@ -623,18 +559,6 @@ const messageScenarios: Scenario[] = [
       assert.deepEqual(await s.counts(url), { visible: 0, notVisible: 0, delayed: 0 });
     },
   },
-  ...(
-    [
-      ['DeleteMessage', {}],
-      ['ChangeMessageVisibility', { VisibilityTimeout: 5 }],
-    ] as const
-  ).map(([action, extra]): Scenario => ({
-    name: `Given a malformed receipt handle, When ${action}, Then ReceiptHandleIsInvalid (404)`,
-    async run(s) {
-      const url = await s.queue('badhandle');
-      await s.fails(action, { QueueUrl: url, ReceiptHandle: 'garbage', ...extra }, E.badHandle);
-    },
-  })),
   {
     name: 'Given an empty queue, When ReceiveMessage with WaitTimeSeconds 1, Then 200 with no messages',
     async run(s) {
@@ -668,13 +592,102 @@ const messageScenarios: Scenario[] = [
       await s.fails('PurgeQueue', { QueueUrl: url }, E.purging);
     },
   },
-  {
-    name: 'Given no such queue, When SendMessage, Then QueueDoesNotExist (400)',
+];
+
+/**
+ * A scenario whose one call under test, on a fresh queue (made with `attributes`), is refused with
+ * `want`, and nothing is sent.
+ */
+function refused(
+  name: string,
+  action: string,
+  input: (url: string) => Record<string, unknown>,
+  want: ErrorExpectation,
+  attributes?: Record<string, string>,
+): Scenario {
+  return {
+    name,
     async run(s) {
-      const url = `${s.ctx.sqs.server.url}/000000000000/${uniqueName('gone')}`;
-      await s.fails('SendMessage', { QueueUrl: url, MessageBody: 'x' }, E.noQueue);
+      const url = await s.queue(action, attributes);
+      await s.fails(action, input(url), want);
+      assert.equal((await s.counts(url)).visible, 0, 'nothing is sent');
     },
-  },
+  };
+}
+
+const refusals: Scenario[] = [
+  refused(
+    'Given a queue, When CreateQueue with other attributes, Then QueueNameExists (QueueAlreadyExists, 400)',
+    'CreateQueue',
+    (url) => ({ QueueName: queueName(url), Attributes: { VisibilityTimeout: '41' } }),
+    E.queueExists,
+    { VisibilityTimeout: '40' },
+  ),
+  refused(
+    'Given no such queue, When GetQueueUrl, Then QueueDoesNotExist (AWS.SimpleQueueService.NonExistentQueue, 400)',
+    'GetQueueUrl',
+    () => ({ QueueName: uniqueName('nosuch') }),
+    E.noQueue,
+  ),
+  refused(
+    'Given an unknown attribute name, When SetQueueAttributes, Then InvalidAttributeName (400)',
+    'SetQueueAttributes',
+    (url) => ({ QueueUrl: url, Attributes: { NoSuchAttribute: '1' } }),
+    E.badAttrName,
+  ),
+  refused(
+    'Given no such queue, When SendMessage, Then QueueDoesNotExist (400)',
+    'SendMessage',
+    (url) => ({ QueueUrl: `${url}-gone`, MessageBody: 'x' }),
+    E.noQueue,
+  ),
+  ...(
+    [
+      [
+        'Given 11 entries',
+        E.tooMany,
+        Array.from({ length: 11 }, (_, i) => ({ Id: `e${i}`, MessageBody: `m${i}` })),
+      ],
+      [
+        'Given two entries with one Id',
+        E.idsNotDistinct,
+        [
+          { Id: 'same', MessageBody: '1' },
+          { Id: 'same', MessageBody: '2' },
+        ],
+      ],
+      ['Given no entries', E.empty, []],
+    ] as const
+  ).map(([given, want, Entries]) =>
+    refused(
+      `${given}, When SendMessageBatch, Then ${want.name} (400)`,
+      'SendMessageBatch',
+      (url) => ({ QueueUrl: url, Entries }),
+      want,
+    ),
+  ),
+  refused(
+    'Given entries adding up to more than 1 MiB, When SendMessageBatch, Then BatchRequestTooLong (400) and nothing is sent',
+    'SendMessageBatch',
+    (url) => ({
+      QueueUrl: url,
+      Entries: ['a', 'b'].map((Id) => ({ Id, MessageBody: 'h'.repeat(600 * 1024) })),
+    }),
+    E.tooLong,
+  ),
+  ...(
+    [
+      ['DeleteMessage', {}],
+      ['ChangeMessageVisibility', { VisibilityTimeout: 5 }],
+    ] as const
+  ).map(([action, extra]) =>
+    refused(
+      `Given a malformed receipt handle, When ${action}, Then ReceiptHandleIsInvalid (404)`,
+      action,
+      (url) => ({ QueueUrl: url, ReceiptHandle: 'garbage', ...extra }),
+      E.badHandle,
+    ),
+  ),
 ];
 
 /**
@@ -720,6 +733,7 @@ export function dataPlaneScenarios(tests: FileTests, kind: ClientKind): SharedSe
   for (const [group, scenarios] of [
     ['queues', queueScenarios],
     ['messages', messageScenarios],
+    ['refusals', refusals],
   ] as const) {
     describe(`${kind.name}: ${group}`, () => {
       for (const scenario of scenarios) {
