@@ -34,6 +34,10 @@ interface Harness {
   readonly counters: MessageMetrics;
   readonly admin: AdminHandle;
   serving: boolean;
+  /** An authorized request to the admin API. */
+  delete(url: string): Promise<LightMyRequestResponse>;
+  get(url: string): Promise<LightMyRequestResponse>;
+  post(url: string): Promise<LightMyRequestResponse>;
 }
 
 function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Harness {
@@ -84,6 +88,9 @@ function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Har
     logLines,
     counters,
     admin,
+    delete: (url) => app.inject({ method: 'DELETE', url, headers: AUTH }),
+    get: (url) => app.inject({ method: 'GET', url, headers: AUTH }),
+    post: (url) => app.inject({ method: 'POST', url, headers: AUTH }),
     get serving() {
       return serving;
     },
@@ -132,14 +139,14 @@ void describe('admin API: tenants', () => {
     assert.equal(body.newKey.secretAccessKey.length, 40);
     assert.equal(h.store.tenants.byAccessKeyId(body.newKey.accessKeyId)?.tenant.name, 'team-a');
 
-    const list = await h.app.inject({ method: 'GET', url: '/admin/tenants', headers: AUTH });
+    const list = await h.get('/admin/tenants');
     assert.equal(list.statusCode, 200);
     assert.doesNotMatch(list.body, new RegExp(body.newKey.secretAccessKey.replace(/[+/=]/g, '.')));
     assert.deepEqual(
       list.json<{ tenants: { name: string }[] }>().tenants.map((x) => x.name),
       ['team-a'],
     );
-    const one = await h.app.inject({ method: 'GET', url: '/admin/tenants/team-a', headers: AUTH });
+    const one = await h.get('/admin/tenants/team-a');
     assert.equal(one.json<{ accountId: string }>().accountId, body.accountId);
   });
 
@@ -164,7 +171,7 @@ void describe('admin API: tenants', () => {
       payload: { name: 'r' },
     });
     const oldKey = created.json<{ newKey: { accessKeyId: string } }>().newKey.accessKeyId;
-    const added = await h.app.inject({ method: 'POST', url: '/admin/tenants/r/keys', headers: AUTH });
+    const added = await h.post('/admin/tenants/r/keys');
     assert.equal(added.statusCode, 201);
     const second = added.json<{ newKey: { accessKeyId: string } }>().newKey.accessKeyId;
     assert.equal(h.store.tenants.get('r')?.keys.length, 2);
@@ -181,18 +188,10 @@ void describe('admin API: tenants', () => {
     );
     assert.equal(h.store.tenants.byAccessKeyId(oldKey), undefined);
     assert.equal(h.store.tenants.byAccessKeyId(second), undefined);
-    const lastOne = await h.app.inject({
-      method: 'DELETE',
-      url: `/admin/tenants/r/keys/${third}`,
-      headers: AUTH,
-    });
+    const lastOne = await h.delete(`/admin/tenants/r/keys/${third}`);
     assert.equal(lastOne.statusCode, 400, 'a tenant keeps one key');
-    await h.app.inject({ method: 'POST', url: '/admin/tenants/r/keys', headers: AUTH });
-    const removed = await h.app.inject({
-      method: 'DELETE',
-      url: `/admin/tenants/r/keys/${third}`,
-      headers: AUTH,
-    });
+    await h.post('/admin/tenants/r/keys');
+    const removed = await h.delete(`/admin/tenants/r/keys/${third}`);
     assert.equal(removed.statusCode, 200);
     assert.equal(h.store.tenants.byAccessKeyId(third), undefined);
   });
@@ -222,7 +221,7 @@ void describe('admin API: tenants', () => {
     assert.equal(h.store.budget.limitOf('111111111111'), h.store.budget.limit * 0.25);
     for (const bad of [0, 1.5, 'half']) assert.equal((await put(bad)).statusCode, 400, String(bad));
     assert.equal(h.store.tenants.get('m')?.memoryShare, 0.25);
-    const memory = await h.app.inject({ method: 'GET', url: '/admin/memory', headers: AUTH });
+    const memory = await h.get('/admin/memory');
     const m = memory.json<{ usedBytes: number; refusing: boolean; tenants: { tenant: string | null }[] }>();
     assert.equal(m.usedBytes, h.store.budget.used);
     assert.equal(m.refusing, false);
@@ -243,21 +242,11 @@ void describe('admin API: tenants', () => {
       payload: { name: 'd', accountId: '111111111111' },
     });
     queue(h, 'q1');
-    assert.equal(
-      (await h.app.inject({ method: 'DELETE', url: '/admin/tenants/d', headers: AUTH })).statusCode,
-      409,
-    );
-    const res = await h.app.inject({
-      method: 'DELETE',
-      url: '/admin/tenants/d?deleteQueues=true',
-      headers: AUTH,
-    });
+    assert.equal((await h.delete('/admin/tenants/d')).statusCode, 409);
+    const res = await h.delete('/admin/tenants/d?deleteQueues=true');
     assert.deepEqual(res.json(), { deleted: 'd', queuesDeleted: 1 });
     assert.equal(h.store.size, 0);
-    assert.equal(
-      (await h.app.inject({ method: 'GET', url: '/admin/tenants/d', headers: AUTH })).statusCode,
-      404,
-    );
+    assert.equal((await h.get('/admin/tenants/d')).statusCode, 404);
   });
 });
 
@@ -270,7 +259,7 @@ void describe('admin API: queues', () => {
     send(h, a, 'one');
     send(h, a, 'two');
     a.receive(1, 30_000, h.clock.now());
-    const res = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    const res = await h.get('/admin/queues');
     const queues = res.json<{ queues: Record<string, unknown>[] }>().queues;
     assert.deepEqual(
       queues.map((q) => [q['tenant'], q['name'], q['visible'], q['inflight'], q['delayed']]),
@@ -280,27 +269,19 @@ void describe('admin API: queues', () => {
       ],
     );
     assert.equal(queues[1]?.['url'], 'http://sqs.test/111111111111/orders');
-    const filtered = await h.app.inject({ method: 'GET', url: '/admin/queues?tenant=team-a', headers: AUTH });
+    const filtered = await h.get('/admin/queues?tenant=team-a');
     assert.equal(filtered.json<{ queues: unknown[] }>().queues.length, 1);
   });
 
   void test('Given a queue, when its detail is asked, then attributes, tags and depths', async (t) => {
     const h = harness(t);
     queue(h, 'detail', '111111111111', { VisibilityTimeout: '45' });
-    const res = await h.app.inject({
-      method: 'GET',
-      url: '/admin/queues/111111111111/us-east-1/detail',
-      headers: AUTH,
-    });
+    const res = await h.get('/admin/queues/111111111111/us-east-1/detail');
     assert.equal(res.statusCode, 200);
     const body = res.json<{ attributes: Record<string, string>; arn: string }>();
     assert.equal(body.attributes['VisibilityTimeout'], '45');
     assert.equal(body.arn, 'arn:aws:sqs:us-east-1:111111111111:detail');
-    const missing = await h.app.inject({
-      method: 'GET',
-      url: '/admin/queues/111111111111/eu-west-1/detail',
-      headers: AUTH,
-    });
+    const missing = await h.get('/admin/queues/111111111111/eu-west-1/detail');
     assert.equal(missing.statusCode, 404);
   });
 
@@ -311,11 +292,7 @@ void describe('admin API: queues', () => {
     send(h, q, 'second');
     const [received] = q.receive(1, 30_000, h.clock.now());
     const before = { ...q.counts(h.clock.now()), receiveCount: received?.receiveCount };
-    const res = await h.app.inject({
-      method: 'GET',
-      url: '/admin/queues/111111111111/us-east-1/peek/messages',
-      headers: AUTH,
-    });
+    const res = await h.get('/admin/queues/111111111111/us-east-1/peek/messages');
     assert.equal(res.statusCode, 200);
     const body = res.json<{
       total: number;
@@ -330,11 +307,7 @@ void describe('admin API: queues', () => {
       ],
     );
     assert.deepEqual({ ...q.counts(h.clock.now()), receiveCount: received?.receiveCount }, before);
-    const bad = await h.app.inject({
-      method: 'GET',
-      url: '/admin/queues/111111111111/us-east-1/peek/messages?max=0',
-      headers: AUTH,
-    });
+    const bad = await h.get('/admin/queues/111111111111/us-east-1/peek/messages?max=0');
     assert.equal(bad.statusCode, 400);
   });
 
@@ -344,10 +317,10 @@ void describe('admin API: queues', () => {
     send(h, q, 'a');
     send(h, q, 'b');
     const url = '/admin/queues/111111111111/us-east-1/purge/purge';
-    const res = await h.app.inject({ method: 'POST', url, headers: AUTH });
+    const res = await h.post(url);
     assert.deepEqual(res.json(), { purged: 2 });
     assert.equal(q.size, 0);
-    assert.equal((await h.app.inject({ method: 'POST', url, headers: AUTH })).statusCode, 409);
+    assert.equal((await h.post(url)).statusCode, 409);
   });
 
   void test('Given a dead-letter queue with messages, when redriven, then they go back to their source', async (t) => {
@@ -360,33 +333,21 @@ void describe('admin API: queues', () => {
     src.receive(1, 0, h.clock.now());
     src.receive(1, 0, h.clock.now());
     assert.equal(dlq.size, 1, 'moved to the DLQ on the second receive');
-    const res = await h.app.inject({
-      method: 'POST',
-      url: '/admin/queues/111111111111/us-east-1/dlq/redrive',
-      headers: AUTH,
-    });
+    const res = await h.post('/admin/queues/111111111111/us-east-1/dlq/redrive');
     assert.equal(res.statusCode, 202, res.body);
     assert.equal(res.json<{ toMove: number }>().toMove, 1);
     // The move task runs on the runner's timers: bounded wait for it to finish.
     for (let i = 0; i < 200 && dlq.size > 0; i++) await new Promise((r) => setTimeout(r, 5));
     assert.equal(dlq.size, 0);
     assert.equal(src.size, 1);
-    const notDlq = await h.app.inject({
-      method: 'POST',
-      url: '/admin/queues/111111111111/us-east-1/src/redrive',
-      headers: AUTH,
-    });
+    const notDlq = await h.post('/admin/queues/111111111111/us-east-1/src/redrive');
     assert.equal(notDlq.statusCode, 400);
   });
 
   void test('Given a queue, when deleted, then it is gone', async (t) => {
     const h = harness(t);
     queue(h, 'del');
-    const res = await h.app.inject({
-      method: 'DELETE',
-      url: '/admin/queues/111111111111/us-east-1/del',
-      headers: AUTH,
-    });
+    const res = await h.delete('/admin/queues/111111111111/us-east-1/del');
     assert.equal(res.statusCode, 200);
     assert.equal(h.store.size, 0);
   });
@@ -394,16 +355,16 @@ void describe('admin API: queues', () => {
   void test('Given an instance that is not serving, when tenants or queues are asked, then 503', async (t) => {
     const h = harness(t);
     h.serving = false;
-    const res = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    const res = await h.get('/admin/queues');
     assert.equal(res.statusCode, 503);
     assert.equal(res.json<{ error: string }>().error, 'NotServing');
   });
 
   void test('Given the leader routes, when called without leader election, then single-instance answers', async (t) => {
     const h = harness(t);
-    const res = await h.app.inject({ method: 'GET', url: '/admin/leader', headers: AUTH });
+    const res = await h.get('/admin/leader');
     assert.equal(res.json<{ leaderElection: boolean }>().leaderElection, false);
-    const step = await h.app.inject({ method: 'POST', url: '/admin/leader/step-down', headers: AUTH });
+    const step = await h.post('/admin/leader/step-down');
     assert.equal(step.statusCode, 409);
   });
 });
@@ -526,8 +487,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
     send(h, q, 'two');
     send(h, q, 'three');
     q.receive(1, 30_000, h.clock.now());
-    const del = (id: string) =>
-      h.app.inject({ method: 'DELETE', url: `${base}/del/messages/${id}`, headers: AUTH });
+    const del = (id: string) => h.delete(`${base}/del/messages/${id}`);
     const inflight = await del('id-one');
     assert.equal(inflight.statusCode, 200, inflight.body);
     assert.deepEqual(inflight.json(), { deleted: 'id-one' });
@@ -551,7 +511,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
     }
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 1);
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 0, 'the group is locked');
-    const res = await h.app.inject({ method: 'DELETE', url: `${base}/g.fifo/messages/id-a`, headers: AUTH });
+    const res = await h.delete(`${base}/g.fifo/messages/id-a`);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(
       q.receive(10, 30_000, h.clock.now()).map((m) => m.body),
@@ -602,7 +562,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
       },
     });
     assert.equal(src.statusCode, 201, src.body);
-    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?tenant=team-a', headers: AUTH });
+    const list = await h.get('/admin/queues?tenant=team-a');
     const queues = list.json<{
       queues: { name: string; deadLetterTarget: string | null; deadLetterSources: string[] }[];
     }>().queues;
@@ -664,11 +624,7 @@ void describe('admin API: what the page charts', () => {
     h.counters.count('deleted', 'team-a', 'us-east-1', 'busy', 1);
     h.clock.advance(5_000);
     h.admin.sample();
-    const res = await h.app.inject({
-      method: 'GET',
-      url: `/admin/queues/111111111111/us-east-1/busy`,
-      headers: AUTH,
-    });
+    const res = await h.get(`/admin/queues/111111111111/us-east-1/busy`);
     const { history } = res.json<{
       history: Record<string, number[]> & { intervalSeconds: number; end: number };
     }>();
@@ -683,7 +639,7 @@ void describe('admin API: what the page charts', () => {
     assert.deepEqual(history['delayed'], [0, 0, 0]);
 
     // The listing merges 4 samples into a point: counts added, depths their largest.
-    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
+    const list = await h.get('/admin/queues?history=true');
     assert.deepEqual(list.json<{ queues: { history: unknown }[] }>().queues[0]?.history, {
       intervalSeconds: 20,
       end: history.end,
@@ -694,7 +650,7 @@ void describe('admin API: what the page charts', () => {
       inflight: [1],
       delayed: [0],
     });
-    const plain = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    const plain = await h.get('/admin/queues');
     assert.equal('history' in (plain.json<{ queues: object[] }>().queues[0] ?? {}), false);
   });
 
@@ -707,16 +663,14 @@ void describe('admin API: what the page charts', () => {
       h.clock.advance(5_000);
     }
     const history = async () =>
-      (
-        await h.app.inject({ method: 'GET', url: '/admin/queues/111111111111/us-east-1/long', headers: AUTH })
-      ).json<{
+      (await h.get('/admin/queues/111111111111/us-east-1/long')).json<{
         history: { sent: number[] } | null;
       }>().history;
     const full = await history();
     assert.equal(full?.sent.length, 120);
     assert.deepEqual(full?.sent.slice(0, 2), [10, 11]);
     assert.equal(full?.sent.at(-1), 129);
-    const list = await h.app.inject({ method: 'GET', url: '/admin/queues?history=true', headers: AUTH });
+    const list = await h.get('/admin/queues?history=true');
     const merged = list.json<{ queues: { history: { sent: number[] } }[] }>().queues[0]?.history.sent;
     assert.equal(merged?.length, 30);
     assert.deepEqual([merged?.[0], merged?.at(-1)], [10 + 11 + 12 + 13, 126 + 127 + 128 + 129]);
@@ -739,7 +693,7 @@ void describe('admin API: what the page charts', () => {
     send(h, q, 'old');
     h.clock.advance(90_500);
     send(h, q, 'new');
-    const list = await h.app.inject({ method: 'GET', url: '/admin/queues', headers: AUTH });
+    const list = await h.get('/admin/queues');
     assert.deepEqual(
       list
         .json<{ queues: { name: string; oldestMessageAgeSeconds: number | null }[] }>()
