@@ -119,6 +119,13 @@ function teamA(h: Harness): void {
   );
 }
 
+/** A queue of account 111111111111 holding a message for each body, sent in order. */
+function queueWith(h: Harness, name: string, ...bodies: string[]): ReturnType<typeof queue> {
+  const q = queue(h, name);
+  for (const body of bodies) send(h, q, body);
+  return q;
+}
+
 function send(h: Harness, q: ReturnType<typeof queue>, body: string) {
   return q.sendMessage({ id: `id-${body}`, body, md5OfBody: 'md5', senderId: q.accountId }, h.clock.now());
 }
@@ -191,8 +198,7 @@ void describe('admin API: tenants', () => {
     const lastOne = await h.delete(`/admin/tenants/r/keys/${third}`);
     assert.equal(lastOne.statusCode, 400, 'a tenant keeps one key');
     await h.post('/admin/tenants/r/keys');
-    const removed = await h.delete(`/admin/tenants/r/keys/${third}`);
-    assert.equal(removed.statusCode, 200);
+    assert.equal((await h.delete(`/admin/tenants/r/keys/${third}`)).statusCode, 200);
     assert.equal(h.store.tenants.byAccessKeyId(third), undefined);
   });
 
@@ -281,15 +287,12 @@ void describe('admin API: queues', () => {
     const body = res.json<{ attributes: Record<string, string>; arn: string }>();
     assert.equal(body.attributes['VisibilityTimeout'], '45');
     assert.equal(body.arn, 'arn:aws:sqs:us-east-1:111111111111:detail');
-    const missing = await h.get('/admin/queues/111111111111/eu-west-1/detail');
-    assert.equal(missing.statusCode, 404);
+    assert.equal((await h.get('/admin/queues/111111111111/eu-west-1/detail')).statusCode, 404);
   });
 
   void test('Given messages in flight and visible, when peeked, then all are shown and nothing changes', async (t) => {
     const h = harness(t);
-    const q = queue(h, 'peek');
-    send(h, q, 'first');
-    send(h, q, 'second');
+    const q = queueWith(h, 'peek', 'first', 'second');
     const [received] = q.receive(1, 30_000, h.clock.now());
     const before = { ...q.counts(h.clock.now()), receiveCount: received?.receiveCount };
     const res = await h.get('/admin/queues/111111111111/us-east-1/peek/messages');
@@ -307,15 +310,12 @@ void describe('admin API: queues', () => {
       ],
     );
     assert.deepEqual({ ...q.counts(h.clock.now()), receiveCount: received?.receiveCount }, before);
-    const bad = await h.get('/admin/queues/111111111111/us-east-1/peek/messages?max=0');
-    assert.equal(bad.statusCode, 400);
+    assert.equal((await h.get('/admin/queues/111111111111/us-east-1/peek/messages?max=0')).statusCode, 400);
   });
 
   void test('Given a queue with messages, when purged, then it is empty; again within 60 s, 409', async (t) => {
     const h = harness(t);
-    const q = queue(h, 'purge');
-    send(h, q, 'a');
-    send(h, q, 'b');
+    const q = queueWith(h, 'purge', 'a', 'b');
     const url = '/admin/queues/111111111111/us-east-1/purge/purge';
     const res = await h.post(url);
     assert.deepEqual(res.json(), { purged: 2 });
@@ -340,15 +340,13 @@ void describe('admin API: queues', () => {
     for (let i = 0; i < 200 && dlq.size > 0; i++) await new Promise((r) => setTimeout(r, 5));
     assert.equal(dlq.size, 0);
     assert.equal(src.size, 1);
-    const notDlq = await h.post('/admin/queues/111111111111/us-east-1/src/redrive');
-    assert.equal(notDlq.statusCode, 400);
+    assert.equal((await h.post('/admin/queues/111111111111/us-east-1/src/redrive')).statusCode, 400);
   });
 
   void test('Given a queue, when deleted, then it is gone', async (t) => {
     const h = harness(t);
     queue(h, 'del');
-    const res = await h.delete('/admin/queues/111111111111/us-east-1/del');
-    assert.equal(res.statusCode, 200);
+    assert.equal((await h.delete('/admin/queues/111111111111/us-east-1/del')).statusCode, 200);
     assert.equal(h.store.size, 0);
   });
 
@@ -364,8 +362,7 @@ void describe('admin API: queues', () => {
     const h = harness(t);
     const res = await h.get('/admin/leader');
     assert.equal(res.json<{ leaderElection: boolean }>().leaderElection, false);
-    const step = await h.post('/admin/leader/step-down');
-    assert.equal(step.statusCode, 409);
+    assert.equal((await h.post('/admin/leader/step-down')).statusCode, 409);
   });
 });
 
@@ -482,10 +479,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
 
   void test('Given messages visible and in flight, when one is deleted by id, then only it goes; again, 404', async (t) => {
     const h = harness(t);
-    const q = queue(h, 'del');
-    send(h, q, 'one');
-    send(h, q, 'two');
-    send(h, q, 'three');
+    const q = queueWith(h, 'del', 'one', 'two', 'three');
     q.receive(1, 30_000, h.clock.now());
     const del = (id: string) => h.delete(`${base}/del/messages/${id}`);
     const inflight = await del('id-one');
@@ -511,8 +505,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
     }
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 1);
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 0, 'the group is locked');
-    const res = await h.delete(`${base}/g.fifo/messages/id-a`);
-    assert.equal(res.statusCode, 200);
+    assert.equal((await h.delete(`${base}/g.fifo/messages/id-a`)).statusCode, 200);
     assert.deepEqual(
       q.receive(10, 30_000, h.clock.now()).map((m) => m.body),
       ['b'],
