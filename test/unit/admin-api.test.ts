@@ -37,7 +37,7 @@ interface Harness {
   /** An authorized request to the admin API. */
   delete(url: string): Promise<LightMyRequestResponse>;
   get(url: string): Promise<LightMyRequestResponse>;
-  post(url: string): Promise<LightMyRequestResponse>;
+  post(url: string, payload?: object): Promise<LightMyRequestResponse>;
 }
 
 function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Harness {
@@ -90,7 +90,8 @@ function harness(t: TestContext, storeOptions: { maxMemory?: number } = {}): Har
     admin,
     delete: (url) => app.inject({ method: 'DELETE', url, headers: AUTH }),
     get: (url) => app.inject({ method: 'GET', url, headers: AUTH }),
-    post: (url) => app.inject({ method: 'POST', url, headers: AUTH }),
+    post: (url, payload) =>
+      app.inject({ method: 'POST', url, headers: AUTH, ...(payload === undefined ? {} : { payload }) }),
     get serving() {
       return serving;
     },
@@ -133,12 +134,7 @@ function send(h: Harness, q: ReturnType<typeof queue>, body: string) {
 void describe('admin API: tenants', () => {
   void test('Given the token, when a tenant is created, then 201 with a generated key whose secret is shown once', async (t) => {
     const h = harness(t);
-    const res = await h.app.inject({
-      method: 'POST',
-      url: '/admin/tenants',
-      headers: AUTH,
-      payload: { name: 'team-a' },
-    });
+    const res = await h.post('/admin/tenants', { name: 'team-a' });
     assert.equal(res.statusCode, 201);
     const body = res.json<{ accountId: string; newKey: { accessKeyId: string; secretAccessKey: string } }>();
     assert.match(body.accountId, /^\d{12}$/);
@@ -159,8 +155,7 @@ void describe('admin API: tenants', () => {
 
   void test('Given a taken name or account, when creating, then 409; a bad name, 400; no name, 400', async (t) => {
     const h = harness(t);
-    const create = (payload: object) =>
-      h.app.inject({ method: 'POST', url: '/admin/tenants', headers: AUTH, payload });
+    const create = (payload: object) => h.post('/admin/tenants', payload);
     assert.equal((await create({ name: 'a', accountId: '111111111111' })).statusCode, 201);
     assert.equal((await create({ name: 'a', accountId: '222222222222' })).statusCode, 409);
     assert.equal((await create({ name: 'b', accountId: '111111111111' })).statusCode, 409);
@@ -171,23 +166,13 @@ void describe('admin API: tenants', () => {
 
   void test('Given a tenant, when its keys are rotated, then the new key works; with replace the old one stops', async (t) => {
     const h = harness(t);
-    const created = await h.app.inject({
-      method: 'POST',
-      url: '/admin/tenants',
-      headers: AUTH,
-      payload: { name: 'r' },
-    });
+    const created = await h.post('/admin/tenants', { name: 'r' });
     const oldKey = created.json<{ newKey: { accessKeyId: string } }>().newKey.accessKeyId;
     const added = await h.post('/admin/tenants/r/keys');
     assert.equal(added.statusCode, 201);
     const second = added.json<{ newKey: { accessKeyId: string } }>().newKey.accessKeyId;
     assert.equal(h.store.tenants.get('r')?.keys.length, 2);
-    const replaced = await h.app.inject({
-      method: 'POST',
-      url: '/admin/tenants/r/keys',
-      headers: AUTH,
-      payload: { replace: true },
-    });
+    const replaced = await h.post('/admin/tenants/r/keys', { replace: true });
     const third = replaced.json<{ newKey: { accessKeyId: string } }>().newKey.accessKeyId;
     assert.deepEqual(
       h.store.tenants.get('r')?.keys.map((k) => k.accessKeyId),
@@ -204,12 +189,7 @@ void describe('admin API: tenants', () => {
 
   void test('Given a tenant, when its memory share is set, shown and cleared, then the budget uses it; a share out of (0, 1] is 400', async (t) => {
     const h = harness(t);
-    await h.app.inject({
-      method: 'POST',
-      url: '/admin/tenants',
-      headers: AUTH,
-      payload: { name: 'm', accountId: '111111111111' },
-    });
+    await h.post('/admin/tenants', { name: 'm', accountId: '111111111111' });
     send(h, queue(h, 'q'), 'x'.repeat(1000));
     const put = (memoryShare: unknown) =>
       h.app.inject({
@@ -241,12 +221,7 @@ void describe('admin API: tenants', () => {
 
   void test('Given a tenant with queues, when deleted, then 409 unless deleteQueues=true, which deletes them too', async (t) => {
     const h = harness(t);
-    await h.app.inject({
-      method: 'POST',
-      url: '/admin/tenants',
-      headers: AUTH,
-      payload: { name: 'd', accountId: '111111111111' },
-    });
+    await h.post('/admin/tenants', { name: 'd', accountId: '111111111111' });
     queue(h, 'q1');
     assert.equal((await h.delete('/admin/tenants/d')).statusCode, 409);
     const res = await h.delete('/admin/tenants/d?deleteQueues=true');
@@ -401,8 +376,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
   void test('Given a FIFO queue, when sent with a group and deduplication id twice, then one message, the second a duplicate; without a group, MissingParameter', async (t) => {
     const h = harness(t);
     const q = queue(h, 'f.fifo', '111111111111', { FifoQueue: 'true' });
-    const send = (payload: object) =>
-      h.app.inject({ method: 'POST', url: `${base}/f.fifo/messages`, headers: AUTH, payload });
+    const send = (payload: object) => h.post(`${base}/f.fifo/messages`, payload);
     const first = await send({ body: 'a', groupId: 'g1', deduplicationId: 'd1' });
     assert.equal(first.statusCode, 201, first.body);
     const again = await send({ body: 'a', groupId: 'g1', deduplicationId: 'd1' });
@@ -448,25 +422,14 @@ void describe('admin API: send, delete one message, create a queue', () => {
       assert.equal(typeof res.json<{ error: string }>().error, 'string');
     }
     assert.equal(q.size, 0);
-    const missing = await h.app.inject({
-      method: 'POST',
-      url: `${base}/nope/messages`,
-      headers: AUTH,
-      payload: { body: 'x' },
-    });
+    const missing = await h.post(`${base}/nope/messages`, { body: 'x' });
     assert.equal(missing.statusCode, 404);
   });
 
   void test('Given a server over its memory budget, when the admin API sends, then 429 RequestThrottled and nothing is stored', async (t) => {
     const h = harness(t, { maxMemory: 64 * 1024 });
     const q = queue(h, 'full');
-    const send = () =>
-      h.app.inject({
-        method: 'POST',
-        url: `${base}/full/messages`,
-        headers: AUTH,
-        payload: { body: 'x'.repeat(8_000) },
-      });
+    const send = () => h.post(`${base}/full/messages`, { body: 'x'.repeat(8_000) });
     let res = await send();
     for (let i = 0; i < 100 && res.statusCode === 201; i++) res = await send();
     assert.equal(res.statusCode, 429, res.body);
@@ -514,8 +477,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
 
   void test('Given a queue definition, when created, then 201 in the default account and region; the same again 200; other attributes 409', async (t) => {
     const h = harness(t);
-    const create = (payload: object) =>
-      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    const create = (payload: object) => h.post('/admin/queues', payload);
     const res = await create({ name: 'made', attributes: { VisibilityTimeout: 45 }, tags: { team: 'a' } });
     assert.equal(res.statusCode, 201, res.body);
     const made = res.json<{ accountId: string; region: string; arn: string; url: string }>();
@@ -533,8 +495,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
   void test('Given a tenant, when a FIFO queue with a dead-letter queue is created for it, then both are in its account and the listing links them', async (t) => {
     const h = harness(t);
     teamA(h);
-    const create = (payload: object) =>
-      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    const create = (payload: object) => h.post('/admin/queues', payload);
     const dlq = await create({
       tenant: 'team-a',
       region: 'eu-west-1',
@@ -570,8 +531,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
 
   void test('Given bad queue definitions, when created, then 400 (or 404 for an unknown tenant) and nothing is made', async (t) => {
     const h = harness(t);
-    const create = (payload: object) =>
-      h.app.inject({ method: 'POST', url: '/admin/queues', headers: AUTH, payload });
+    const create = (payload: object) => h.post('/admin/queues', payload);
     for (const payload of [
       {},
       { name: 'bad name' },
