@@ -14,23 +14,16 @@
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { describe, test } from 'node:test';
+import { uniqueName } from '../support/server.js';
+import { sharedServer } from '../support/sqs.js';
 import { md5Hex } from '../support/md5.js';
 import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../support/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 const JSON_10 = 'application/x-amz-json-1.0';
 
-let server: RunningServer;
-
-before(async () => {
-  server = await startServer();
-});
-
-after(async () => {
-  await server?.stop();
-});
+const sqs = sharedServer();
 
 interface Req {
   readonly label: string;
@@ -72,7 +65,7 @@ async function send(req: Req): Promise<Seen> {
   const headers: OutgoingHttpHeaders = { ...(req.headers ?? {}) };
   if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
   try {
-    return await rawHttp(server.url, {
+    return await rawHttp(sqs.server.url, {
       method: req.method ?? 'POST',
       path: req.path ?? '/',
       headers,
@@ -120,7 +113,7 @@ function problemWith(req: Req, res: Seen): string | undefined {
 
 /** The server still answers a valid ListQueues in both protocols, and the process is alive. */
 async function expectStillServing(): Promise<void> {
-  assert.ok(server.alive(), `the server process died:\n${server.logs().slice(-3000)}`);
+  assert.ok(sqs.server.alive(), `the server process died:\n${sqs.server.logs().slice(-3000)}`);
   const q = await send({
     label: 'ListQueues (Query)',
     headers: { 'content-type': FORM },
@@ -702,7 +695,11 @@ describe('seeded random garbage', () => {
   );
 
   test('Then the server logged no internal failure', () => {
-    assert.doesNotMatch(server.logs(), /InternalFailure|unexpected error/i, server.logs().slice(-3000));
+    assert.doesNotMatch(
+      sqs.server.logs(),
+      /InternalFailure|unexpected error/i,
+      sqs.server.logs().slice(-3000),
+    );
   });
 });
 
@@ -811,7 +808,7 @@ describe('invalid UTF-8 is refused, not rewritten', () => {
  */
 describe('errors below SQS: the HTTP parser', () => {
   function rawExchange(request: Buffer): Promise<string> {
-    const { hostname, port } = new URL(server.url);
+    const { hostname, port } = new URL(sqs.server.url);
     return new Promise((resolve, reject) => {
       const socket = connect({ host: hostname, port: Number(port) });
       const chunks: Buffer[] = [];
