@@ -18,6 +18,7 @@ import { describe, test } from 'node:test';
 import { uniqueName } from '../support/server.js';
 import { sharedServer } from '../support/sqs.js';
 import { md5Hex } from '../support/md5.js';
+import { Rng } from '../support/rng.js';
 import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../support/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
@@ -409,18 +410,6 @@ describe('JSON protocol: malformed bodies', () => {
 // Seeded random garbage
 // ---------------------------------------------------------------------------------------------
 
-/** mulberry32: small, seeded, good enough to vary inputs reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const SEED = 0x5e1f_5eed;
 const RANDOM_REQUESTS = 300;
 
@@ -667,7 +656,8 @@ describe('seeded random garbage', () => {
     `Given ${RANDOM_REQUESTS} random bodies and headers (seed ${SEED.toString(16)}), Then every answer is an AWS-shaped 4xx and the server still serves`,
     { timeout: 60_000 },
     async () => {
-      const next = garbageFactory(prng(SEED));
+      const rng = new Rng(SEED);
+      const next = garbageFactory(() => rng.next());
       // Every failure is collected, grouped by what came back, so one run shows every kind of defect.
       const failures = new Map<string, { count: number; example: string }>();
       for (let i = 0; i < RANDOM_REQUESTS; i++) {
