@@ -11,7 +11,7 @@ import {
   RemovePermissionCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../support/assertions.js';
+import { expectSdkError, policyDocument, type PolicyStatement } from '../support/assertions.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedServer } from '../support/sqs.js';
@@ -19,14 +19,6 @@ import { sharedServer } from '../support/sqs.js';
 const { after, before, test } = testsRequiring('aws');
 
 const sqs = sharedServer({ hooks: { before, after } });
-
-interface Statement {
-  Sid: string;
-  Effect: string;
-  Principal: { AWS: string | string[] };
-  Action: string | string[];
-  Resource: string;
-}
 
 const createQueue = (attributes: Record<string, string> = {}): Promise<string> =>
   sqs.createQueue(uniqueName('perm'), attributes);
@@ -38,10 +30,10 @@ async function attributes(url: string): Promise<Record<string, string>> {
   return out.Attributes ?? {};
 }
 
-async function statements(url: string): Promise<Statement[]> {
+async function statements(url: string): Promise<PolicyStatement[]> {
   const policy = (await attributes(url)).Policy;
   assert.ok(policy, 'the queue has a Policy');
-  return (JSON.parse(policy) as { Statement: Statement[] }).Statement;
+  return policyDocument(policy).Statement;
 }
 
 describe('AddPermission and RemovePermission (JSON)', () => {
@@ -199,7 +191,7 @@ describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
       '--attribute-names',
       'Policy',
     ]);
-    const policy = JSON.parse((out.Attributes as { Policy: string }).Policy) as { Statement: Statement[] };
+    const policy = policyDocument((out.Attributes as { Policy: string }).Policy);
     assert.deepEqual(policy.Statement[0]?.Action, ['SQS:SendMessage', 'SQS:ReceiveMessage']);
     assert.deepEqual(policy.Statement[0]?.Principal.AWS, [
       'arn:aws:iam::111122223333:root',
