@@ -52,6 +52,9 @@ const grant = (url: string, label: string, actions: string[]): Promise<unknown> 
     }),
   );
 
+const setAttributes = (url: string, attributes: Record<string, string>): Promise<unknown> =>
+  sqs.client.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
+
 /** These errors are all modelled by their Query code: the SDK's name is the code. */
 const serviceError = (code: string, status: number): SdkErrorExpectation => ({ name: code, code, status });
 
@@ -122,9 +125,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
       Version: '2012-10-17',
       Statement: [{ Sid: 'own', Effect: 'Allow', Principal: '*', Action: 'sqs:*' }],
     };
-    await sqs.client.send(
-      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: JSON.stringify(own) } }),
-    );
+    await setAttributes(url, { Policy: JSON.stringify(own) });
     await grant(url, 'added', ['SendMessage']);
     assert.deepEqual(
       (await statements(url)).map((s) => s.Sid),
@@ -189,12 +190,7 @@ describe('encryption attributes', () => {
   test('Given KmsMasterKeyId and SqsManagedSseEnabled true together, When set, Then InvalidAttributeName (400)', async () => {
     const url = await createQueue();
     await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: url,
-          Attributes: { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' },
-        }),
-      ),
+      setAttributes(url, { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' }),
       serviceError('InvalidAttributeName', 400),
     );
   });
