@@ -20,6 +20,7 @@ import { sqsClient, startServer, type RunningServer } from './server.js';
 import { queryOk, xmlAttributes, xmlText } from './wire.js';
 
 type ServerOptions = Parameters<typeof startServer>[0];
+type Attributes = Record<string, string>;
 
 /** The file's hooks: node:test's, or testsRequiring(...)'s, which skip with the file's tests. */
 interface Hooks {
@@ -92,14 +93,27 @@ export async function queueArn(client: SQSClient, url: string): Promise<string> 
   return arn;
 }
 
-/** Creates the queue and reads its ARN (a redrive policy names queues by ARN). */
-export async function createQueueWithArn(
+/** A queue as a redrive policy needs it: its URL, and its ARN (a redrive policy names queues by ARN). */
+export interface QueueWithArn {
+  readonly url: string;
+  readonly arn: string;
+}
+
+async function withArn(
+  created: Promise<string>,
+  arnOf: (url: string) => Promise<string>,
+): Promise<QueueWithArn> {
+  const url = await created;
+  return { url, arn: await arnOf(url) };
+}
+
+/** Creates the queue and reads its ARN. */
+export function createQueueWithArn(
   client: SQSClient,
   name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const url = await createQueue(client, name, attributes);
-  return { url, arn: await queueArn(client, url) };
+  attributes: Attributes = {},
+): Promise<QueueWithArn> {
+  return withArn(createQueue(client, name, attributes), (url) => queueArn(client, url));
 }
 
 export interface Counts {
@@ -168,18 +182,20 @@ export async function queryCreateQueue(
   return url;
 }
 
-export async function queryCreateQueueWithArn(
-  serverUrl: string,
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const url = await queryCreateQueue(serverUrl, name, attributes);
+export async function queryQueueArn(serverUrl: string, url: string): Promise<string> {
   const attrs = xmlAttributes(
     await queryOk(serverUrl, { Action: 'GetQueueAttributes', QueueUrl: url, 'AttributeName.1': 'QueueArn' }),
   );
-  const arn = attrs.QueueArn;
-  assert.ok(arn, 'GetQueueAttributes returned the QueueArn');
-  return { url, arn };
+  assert.ok(attrs.QueueArn, 'GetQueueAttributes returned the QueueArn');
+  return attrs.QueueArn;
+}
+
+export function queryCreateQueueWithArn(
+  serverUrl: string,
+  name: string,
+  attributes: Attributes = {},
+): Promise<QueueWithArn> {
+  return withArn(queryCreateQueue(serverUrl, name, attributes), (url) => queryQueueArn(serverUrl, url));
 }
 
 /** A RedrivePolicy attribute value. */
