@@ -398,21 +398,27 @@ test("message attributes sent with SendMessage reach the handler when the consum
   assert.deepEqual(await counts(queueUrl), { visible: '0', notVisible: '0' }, 'queue empty afterwards');
 });
 
-test('stop() while a long poll is outstanding: waits for it, then emits stopped and polls no more', async () => {
-  const queueUrl = await createQueue('consumer-stop');
-  // Long polls left by earlier tests' consumers have ended (each waited at most 1 s).
+/** A started consumer on a new empty queue, once its long poll (of `waitTimeSeconds`) is parked on the server. */
+async function consumerInLongPoll(prefix: string, waitTimeSeconds: number): Promise<Harness> {
+  const queueUrl = await createQueue(prefix);
+  // Long polls left by earlier tests' consumers have ended (each waited at most 1 s), so the one
+  // counted below is this consumer's.
   await waitFor(
     'no long polls parked on the server',
     async () => (await longPollWaiters(shared.server)) === 0,
   );
-
   const h = makeConsumer({
     queueUrl,
-    waitTimeSeconds: 2,
+    waitTimeSeconds,
     handleMessage: (message) => Promise.resolve(message),
   });
   h.consumer.start();
   await waitForLongPollWaiters(shared.server, 1, DEADLINE_MS);
+  return h;
+}
+
+test('stop() while a long poll is outstanding: waits for it, then emits stopped and polls no more', async () => {
+  const h = await consumerInLongPoll('consumer-stop', 2);
   assert.equal(h.consumer.status.isPolling, true, 'the consumer is in its ReceiveMessage');
 
   await h.stop();
@@ -448,19 +454,7 @@ test('stop() while a long poll is outstanding: waits for it, then emits stopped 
 });
 
 test('stop({ abort: true }) during a 20 s long poll: aborted, then stopped, without waiting the poll out', async () => {
-  const queueUrl = await createQueue('consumer-abort');
-  await waitFor(
-    'no long polls parked on the server',
-    async () => (await longPollWaiters(shared.server)) === 0,
-  );
-
-  const h = makeConsumer({
-    queueUrl,
-    waitTimeSeconds: 20,
-    handleMessage: (message) => Promise.resolve(message),
-  });
-  h.consumer.start();
-  await waitForLongPollWaiters(shared.server, 1, DEADLINE_MS);
+  const h = await consumerInLongPoll('consumer-abort', 20);
 
   // Bounded by DEADLINE_MS, shorter than the 20 s poll: only the abort can end it in time.
   await h.stop({ abort: true });
