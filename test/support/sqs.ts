@@ -28,6 +28,12 @@ interface Hooks {
   readonly after: typeof nodeAfter;
 }
 
+/** What a before hook made, for a fixture's getter: the file's tests run after it. */
+function made<T>(value: T | undefined, what: string): T {
+  assert.ok(value, what);
+  return value;
+}
+
 /** A server started before the file's tests and stopped after them, with an SDK client on it. */
 export interface SharedServer {
   readonly server: RunningServer;
@@ -55,12 +61,10 @@ export function sharedServer(opts: { hooks?: Hooks; server?: ServerOptions } = {
   });
   const fixture: SharedServer = {
     get server(): RunningServer {
-      assert.ok(server, 'the server is started by the before hook');
-      return server;
+      return made(server, 'the server is started by the before hook');
     },
     get client(): SQSClient {
-      assert.ok(client, 'the client is made by the before hook');
-      return client;
+      return made(client, 'the client is made by the before hook');
     },
     createQueue: (name, attributes) => createQueue(fixture.client, name, attributes),
     createQueueWithArn: (name, attributes) => createQueueWithArn(fixture.client, name, attributes),
@@ -229,15 +233,13 @@ export function sharedRedis(hooks: Hooks, opts: { aof: boolean }): SharedRedis {
   });
   const fixture: SharedRedis = {
     get server(): TestRedis {
-      assert.ok(server, 'redis-server is started by the before hook');
-      return server;
+      return made(server, 'redis-server is started by the before hook');
     },
     get url(): string {
       return fixture.server.url;
     },
     get client(): Redis {
-      assert.ok(client, 'the client is made by the before hook');
-      return client;
+      return made(client, 'the client is made by the before hook');
     },
     async connect(o = {}): Promise<Redis> {
       const c = await connectRedis({ url: fixture.url, ...o });
