@@ -112,13 +112,11 @@ async function withArn(
 }
 
 /** Creates the queue and reads its ARN. */
-export function createQueueWithArn(
-  client: SQSClient,
-  name: string,
-  attributes: Attributes = {},
-): Promise<QueueWithArn> {
-  return withArn(createQueue(client, name, attributes), (url) => queueArn(client, url));
-}
+/** Creates a queue through `via` (an SDK client, or a server URL for Query) and reads its ARN. */
+type CreateWithArn<Via> = (via: Via, name: string, attributes?: Attributes) => Promise<QueueWithArn>;
+
+export const createQueueWithArn: CreateWithArn<SQSClient> = (client, name, attributes = {}) =>
+  withArn(createQueue(client, name, attributes), (url) => queueArn(client, url));
 
 export interface Counts {
   readonly visible: number;
@@ -194,13 +192,8 @@ export async function queryQueueArn(serverUrl: string, url: string): Promise<str
   return attrs.QueueArn;
 }
 
-export function queryCreateQueueWithArn(
-  serverUrl: string,
-  name: string,
-  attributes: Attributes = {},
-): Promise<QueueWithArn> {
-  return withArn(queryCreateQueue(serverUrl, name, attributes), (url) => queryQueueArn(serverUrl, url));
-}
+export const queryCreateQueueWithArn: CreateWithArn<string> = (serverUrl, name, attributes = {}) =>
+  withArn(queryCreateQueue(serverUrl, name, attributes), (url) => queryQueueArn(serverUrl, url));
 
 /** A RedrivePolicy attribute value. */
 export const redrivePolicy = (deadLetterTargetArn: string, maxReceiveCount: number): string =>
