@@ -111,7 +111,6 @@ async function withArn(
   return { url, arn: await arnOf(url) };
 }
 
-/** Creates the queue and reads its ARN. */
 /** Creates a queue through `via` (an SDK client, or a server URL for Query) and reads its ARN. */
 type CreateWithArn<Via> = (via: Via, name: string, attributes?: Attributes) => Promise<QueueWithArn>;
 
