@@ -2,10 +2,10 @@
  * `shared-sqs admin ...` as users run it (bin/shared-sqs.js), against a running server.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { runToEnd } from '../support/process.js';
 import { cleanEnv, sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 
 const BIN = fileURLToPath(new URL('../../bin/shared-sqs.js', import.meta.url));
@@ -19,20 +19,7 @@ after(() => server.stop());
 
 function admin(args: string[], token = TOKEN): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = cleanEnv({ SHARED_SQS_ADMIN_URL: server.controlUrl, SHARED_SQS_ADMIN_TOKEN: token });
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, 'admin', ...args],
-      { env, timeout: 20_000, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        resolve({
-          code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
+  return runToEnd(process.execPath, [BIN, 'admin', ...args], { env, timeout: 20_000 });
 }
 
 test('Given a server, when a tenant is created and listed with the CLI, then a table shows it and --json its keys', async () => {

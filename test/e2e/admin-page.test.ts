@@ -10,9 +10,6 @@
  * for something to appear on the page, bounded by playwright's timeouts, never a sleep.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -21,13 +18,13 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { openBrowser, type Browser } from '../support/browser.js';
 import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('chromium');
 
-const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'page-test-token';
 const WAIT_MS = 10_000;
 /** Waits that span server samples (every 5 s): two of them, and the page's refresh. */
@@ -37,32 +34,18 @@ const REGION = 'us-east-1';
 
 let server: RunningServer;
 let context: BrowserContext;
-let profile: string;
+let browser: Browser;
 let sqs: SQSClient;
 
 before(async () => {
   server = await startServer({ env: { SHARED_SQS_ADMIN_TOKEN: TOKEN } });
   sqs = sqsClient(server.url);
-  profile = mkdtempSync(join(tmpdir(), 'ssq-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 1000 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-  context.setDefaultTimeout(WAIT_MS);
+  browser = await openBrowser(WAIT_MS, { viewport: { width: 1400, height: 1000 } });
+  context = browser.context;
 });
 
 after(async () => {
-  await context?.close();
-  if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await server?.stop();
 });
 

@@ -4,7 +4,6 @@
  * and the 403s a bad signature gets; tenants cannot reach each other's queues.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import {
   SendMessageCommand,
   SQSClient,
 } from '@aws-sdk/client-sqs';
+import { runToEnd } from '../support/process.js';
 import { awsToolEnv, DEBIAN_AWS, startServer, type RunningServer } from '../support/server.js';
 import { requires, testsRequiring } from '../support/requires.js';
 import * as sqsCommands from '@aws-sdk/client-sqs';
@@ -98,20 +98,11 @@ function cli(
   region = 'us-east-1',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const env = { ...awsToolEnv(), AWS_ACCESS_KEY_ID: t.accessKeyId, AWS_SECRET_ACCESS_KEY: t.secretAccessKey };
-  return new Promise((resolve) => {
-    execFile(
-      DEBIAN_AWS,
-      ['--endpoint-url', server.url, '--region', region, '--output', 'json', 'sqs', ...args],
-      { env, timeout: 30_000, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        resolve({
-          code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1,
-          stdout,
-          stderr,
-        });
-      },
-    );
-  });
+  return runToEnd(
+    DEBIAN_AWS,
+    ['--endpoint-url', server.url, '--region', region, '--output', 'json', 'sqs', ...args],
+    { env, timeout: 30_000 },
+  );
 }
 
 void describe('auth on: signed by the real clients', () => {

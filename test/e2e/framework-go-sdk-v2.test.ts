@@ -10,7 +10,8 @@
 import assert from 'node:assert/strict';
 import { md5OfAttributes } from '../support/md5.js';
 import { testsRequiring } from '../support/requires.js';
-import { startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { uniqueName } from '../support/server.js';
+import { sharedServer } from '../support/sqs.js';
 import { lastJsonLine, run } from './frameworks/child.js';
 
 const { test, before, after } = testsRequiring('aws-sdk-go-v2');
@@ -23,15 +24,7 @@ const GO_ENV = {
   GOFLAGS: '',
 };
 
-let server: RunningServer;
-
-before(async () => {
-  server = await startServer();
-});
-
-after(async () => {
-  await server?.stop();
-});
+const sqs = sharedServer({ hooks: { before, after } });
 
 interface GoAttribute {
   DataType: string;
@@ -55,12 +48,12 @@ test('Go SDK v2: send with attributes and receive; the SDK validates the body MD
   const result = await run(
     'go',
     ['run', 'go-sdk-v2.go', queue],
-    { ...GO_ENV, SHARED_SQS_URL: server.url },
+    { ...GO_ENV, SHARED_SQS_URL: sqs.server.url },
     120_000,
   );
   const out = lastJsonLine('go run go-sdk-v2.go', result) as GoOutput;
 
-  assert.equal(out.queueUrl, `${server.url}/000000000000/${queue}`);
+  assert.equal(out.queueUrl, `${sqs.server.url}/000000000000/${queue}`);
   assert.equal(out.received.length, 1, 'the message came back');
   const [m] = out.received;
   assert.ok(m !== undefined);

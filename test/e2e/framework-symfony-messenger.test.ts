@@ -6,30 +6,15 @@
  * handler and acknowledges (deletes) it.
  */
 import assert from 'node:assert/strict';
-import {
-  CreateQueueCommand,
-  GetQueueAttributesCommand,
-  GetQueueUrlCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { testsRequiring } from '../support/requires.js';
-import { sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { uniqueName } from '../support/server.js';
+import { sharedServer } from '../support/sqs.js';
 import { lastJsonLine, run } from './frameworks/child.js';
 
 const { test, before, after } = testsRequiring('symfony-messenger-sqs');
 
-let server: RunningServer;
-let client: SQSClient;
-
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const sqs = sharedServer({ hooks: { before, after } });
 
 test('Symfony Messenger: a message dispatched to the SQS transport is consumed by a Worker and deleted', async () => {
   const queue = uniqueName('symfony');
@@ -37,7 +22,7 @@ test('Symfony Messenger: a message dispatched to the SQS transport is consumed b
   const result = await run(
     'php',
     ['symfony-messenger.php', queue, text],
-    { SHARED_SQS_HOST_PORT: `127.0.0.1:${server.port}` },
+    { SHARED_SQS_HOST_PORT: `127.0.0.1:${sqs.server.port}` },
     30_000,
   );
   const out = lastJsonLine('php symfony-messenger.php', result) as { handled: string[]; left: number };
@@ -46,8 +31,8 @@ test('Symfony Messenger: a message dispatched to the SQS transport is consumed b
   assert.equal(result.stderr, '', 'no PHP warnings or deprecations');
 
   // auto_setup created the queue; the Worker's ack deleted the message.
-  const { QueueUrl } = await client.send(new GetQueueUrlCommand({ QueueName: queue }));
-  const { Attributes } = await client.send(
+  const { QueueUrl } = await sqs.client.send(new GetQueueUrlCommand({ QueueName: queue }));
+  const { Attributes } = await sqs.client.send(
     new GetQueueAttributesCommand({
       QueueUrl,
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
@@ -61,7 +46,7 @@ test('Symfony Messenger: a message dispatched to the SQS transport is consumed b
 
 test('Symfony Messenger: with the account in the DSN path, the transport finds an existing queue by GetQueueUrl with QueueOwnerAWSAccountId', async () => {
   const queue = uniqueName('symfony-account');
-  const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: queue }));
+  const { QueueUrl } = await sqs.client.send(new CreateQueueCommand({ QueueName: queue }));
   assert.ok(QueueUrl);
   const account = new URL(QueueUrl).pathname.split('/')[1];
   assert.equal(account, '000000000000');
@@ -69,7 +54,7 @@ test('Symfony Messenger: with the account in the DSN path, the transport finds a
   const result = await run(
     'php',
     ['symfony-messenger.php', `${account}/${queue}`, 'to an account'],
-    { SHARED_SQS_HOST_PORT: `127.0.0.1:${server.port}` },
+    { SHARED_SQS_HOST_PORT: `127.0.0.1:${sqs.server.port}` },
     30_000,
   );
   const out = lastJsonLine('php symfony-messenger.php', result) as { handled: string[]; left: number };

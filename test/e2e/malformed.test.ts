@@ -14,23 +14,17 @@
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { describe, test } from 'node:test';
+import { uniqueName } from '../support/server.js';
+import { sharedServer } from '../support/sqs.js';
 import { md5Hex } from '../support/md5.js';
+import { Rng } from '../support/rng.js';
 import { jsonErrorType, queryErrorCode, rawHttp, xmlText } from '../support/wire.js';
 
 const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 const JSON_10 = 'application/x-amz-json-1.0';
 
-let server: RunningServer;
-
-before(async () => {
-  server = await startServer();
-});
-
-after(async () => {
-  await server?.stop();
-});
+const sqs = sharedServer();
 
 interface Req {
   readonly label: string;
@@ -72,7 +66,7 @@ async function send(req: Req): Promise<Seen> {
   const headers: OutgoingHttpHeaders = { ...(req.headers ?? {}) };
   if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
   try {
-    return await rawHttp(server.url, {
+    return await rawHttp(sqs.server.url, {
       method: req.method ?? 'POST',
       path: req.path ?? '/',
       headers,
@@ -120,7 +114,7 @@ function problemWith(req: Req, res: Seen): string | undefined {
 
 /** The server still answers a valid ListQueues in both protocols, and the process is alive. */
 async function expectStillServing(): Promise<void> {
-  assert.ok(server.alive(), `the server process died:\n${server.logs().slice(-3000)}`);
+  assert.ok(sqs.server.alive(), `the server process died:\n${sqs.server.logs().slice(-3000)}`);
   const q = await send({
     label: 'ListQueues (Query)',
     headers: { 'content-type': FORM },
@@ -416,18 +410,6 @@ describe('JSON protocol: malformed bodies', () => {
 // Seeded random garbage
 // ---------------------------------------------------------------------------------------------
 
-/** mulberry32: small, seeded, good enough to vary inputs reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const SEED = 0x5e1f_5eed;
 const RANDOM_REQUESTS = 300;
 
@@ -674,7 +656,8 @@ describe('seeded random garbage', () => {
     `Given ${RANDOM_REQUESTS} random bodies and headers (seed ${SEED.toString(16)}), Then every answer is an AWS-shaped 4xx and the server still serves`,
     { timeout: 60_000 },
     async () => {
-      const next = garbageFactory(prng(SEED));
+      const rng = new Rng(SEED);
+      const next = garbageFactory(() => rng.next());
       // Every failure is collected, grouped by what came back, so one run shows every kind of defect.
       const failures = new Map<string, { count: number; example: string }>();
       for (let i = 0; i < RANDOM_REQUESTS; i++) {
@@ -702,7 +685,11 @@ describe('seeded random garbage', () => {
   );
 
   test('Then the server logged no internal failure', () => {
-    assert.doesNotMatch(server.logs(), /InternalFailure|unexpected error/i, server.logs().slice(-3000));
+    assert.doesNotMatch(
+      sqs.server.logs(),
+      /InternalFailure|unexpected error/i,
+      sqs.server.logs().slice(-3000),
+    );
   });
 });
 
@@ -811,7 +798,7 @@ describe('invalid UTF-8 is refused, not rewritten', () => {
  */
 describe('errors below SQS: the HTTP parser', () => {
   function rawExchange(request: Buffer): Promise<string> {
-    const { hostname, port } = new URL(server.url);
+    const { hostname, port } = new URL(sqs.server.url);
     return new Promise((resolve, reject) => {
       const socket = connect({ host: hostname, port: Number(port) });
       const chunks: Buffer[] = [];

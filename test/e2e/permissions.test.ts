@@ -11,7 +11,12 @@ import {
   RemovePermissionCommand,
   SetQueueAttributesCommand,
 } from '@aws-sdk/client-sqs';
-import { expectSdkError } from '../support/assertions.js';
+import {
+  expectSdkError,
+  policyDocument,
+  type PolicyStatement,
+  type SdkErrorExpectation,
+} from '../support/assertions.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedServer } from '../support/sqs.js';
@@ -19,14 +24,6 @@ import { sharedServer } from '../support/sqs.js';
 const { after, before, test } = testsRequiring('aws');
 
 const sqs = sharedServer({ hooks: { before, after } });
-
-interface Statement {
-  Sid: string;
-  Effect: string;
-  Principal: { AWS: string | string[] };
-  Action: string | string[];
-  Resource: string;
-}
 
 const createQueue = (attributes: Record<string, string> = {}): Promise<string> =>
   sqs.createQueue(uniqueName('perm'), attributes);
@@ -38,23 +35,33 @@ async function attributes(url: string): Promise<Record<string, string>> {
   return out.Attributes ?? {};
 }
 
-async function statements(url: string): Promise<Statement[]> {
+async function statements(url: string): Promise<PolicyStatement[]> {
   const policy = (await attributes(url)).Policy;
   assert.ok(policy, 'the queue has a Policy');
-  return (JSON.parse(policy) as { Statement: Statement[] }).Statement;
+  return policyDocument(policy).Statement;
 }
+
+/** AddPermission for the one account these tests grant to. */
+const grant = (url: string, label: string, actions: string[]): Promise<unknown> =>
+  sqs.client.send(
+    new AddPermissionCommand({
+      QueueUrl: url,
+      Label: label,
+      AWSAccountIds: ['111122223333'],
+      Actions: actions,
+    }),
+  );
+
+const setAttributes = (url: string, attributes: Record<string, string>): Promise<unknown> =>
+  sqs.client.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
+
+/** These errors are all modelled by their Query code: the SDK's name is the code. */
+const serviceError = (code: string, status: number): SdkErrorExpectation => ({ name: code, code, status });
 
 describe('AddPermission and RemovePermission (JSON)', () => {
   test('Given a queue, When a permission is added, Then GetQueueAttributes returns it as a Policy statement', async () => {
     const url = await createQueue();
-    await sqs.client.send(
-      new AddPermissionCommand({
-        QueueUrl: url,
-        Label: 'senders',
-        AWSAccountIds: ['111122223333'],
-        Actions: ['SendMessage'],
-      }),
-    );
+    await grant(url, 'senders', ['SendMessage']);
     const [s] = await statements(url);
     assert.equal(s?.Sid, 'senders');
     assert.equal(s?.Effect, 'Allow');
@@ -66,14 +73,7 @@ describe('AddPermission and RemovePermission (JSON)', () => {
   test('Given two permissions, When one is removed, Then the other stays; when the last goes, Then there is no Policy', async () => {
     const url = await createQueue();
     for (const label of ['one', 'two']) {
-      await sqs.client.send(
-        new AddPermissionCommand({
-          QueueUrl: url,
-          Label: label,
-          AWSAccountIds: ['111122223333'],
-          Actions: ['ReceiveMessage'],
-        }),
-      );
+      await grant(url, label, ['ReceiveMessage']);
     }
     await sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'one' }));
     assert.deepEqual(
@@ -86,36 +86,14 @@ describe('AddPermission and RemovePermission (JSON)', () => {
 
   test('Given a label in use, When added again, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
-    const add = (): Promise<unknown> =>
-      sqs.client.send(
-        new AddPermissionCommand({
-          QueueUrl: url,
-          Label: 'dup',
-          AWSAccountIds: ['111122223333'],
-          Actions: ['*'],
-        }),
-      );
+    const add = (): Promise<unknown> => grant(url, 'dup', ['*']);
     await add();
-    await expectSdkError(add(), {
-      name: 'InvalidParameterValue',
-      code: 'InvalidParameterValue',
-      status: 400,
-    });
+    await expectSdkError(add(), serviceError('InvalidParameterValue', 400));
   });
 
   test('Given an action only the owner may call, When granted, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
-    await expectSdkError(
-      sqs.client.send(
-        new AddPermissionCommand({
-          QueueUrl: url,
-          Label: 'x',
-          AWSAccountIds: ['111122223333'],
-          Actions: ['DeleteQueue'],
-        }),
-      ),
-      { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-    );
+    await expectSdkError(grant(url, 'x', ['DeleteQueue']), serviceError('InvalidParameterValue', 400));
   });
 
   test('Given eight actions, When granted, Then OverLimit (403)', async () => {
@@ -130,26 +108,15 @@ describe('AddPermission and RemovePermission (JSON)', () => {
       'PurgeQueue',
       'ListDeadLetterSourceQueues',
     ];
-    await expectSdkError(
-      sqs.client.send(
-        new AddPermissionCommand({
-          QueueUrl: url,
-          Label: 'x',
-          AWSAccountIds: ['111122223333'],
-          Actions: actions,
-        }),
-      ),
-      { name: 'OverLimit', code: 'OverLimit', status: 403 },
-    );
+    await expectSdkError(grant(url, 'x', actions), serviceError('OverLimit', 403));
   });
 
   test('Given a label not in the Policy, When removed, Then InvalidParameterValue (400)', async () => {
     const url = await createQueue();
-    await expectSdkError(sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'nope' })), {
-      name: 'InvalidParameterValue',
-      code: 'InvalidParameterValue',
-      status: 400,
-    });
+    await expectSdkError(
+      sqs.client.send(new RemovePermissionCommand({ QueueUrl: url, Label: 'nope' })),
+      serviceError('InvalidParameterValue', 400),
+    );
   });
 
   test('Given a Policy set with SetQueueAttributes, When a permission is added, Then both statements are there', async () => {
@@ -158,17 +125,8 @@ describe('AddPermission and RemovePermission (JSON)', () => {
       Version: '2012-10-17',
       Statement: [{ Sid: 'own', Effect: 'Allow', Principal: '*', Action: 'sqs:*' }],
     };
-    await sqs.client.send(
-      new SetQueueAttributesCommand({ QueueUrl: url, Attributes: { Policy: JSON.stringify(own) } }),
-    );
-    await sqs.client.send(
-      new AddPermissionCommand({
-        QueueUrl: url,
-        Label: 'added',
-        AWSAccountIds: ['111122223333'],
-        Actions: ['SendMessage'],
-      }),
-    );
+    await setAttributes(url, { Policy: JSON.stringify(own) });
+    await grant(url, 'added', ['SendMessage']);
     assert.deepEqual(
       (await statements(url)).map((s) => s.Sid),
       ['own', 'added'],
@@ -199,7 +157,7 @@ describe('AddPermission and RemovePermission (Query, aws-cli)', () => {
       '--attribute-names',
       'Policy',
     ]);
-    const policy = JSON.parse((out.Attributes as { Policy: string }).Policy) as { Statement: Statement[] };
+    const policy = policyDocument((out.Attributes as { Policy: string }).Policy);
     assert.deepEqual(policy.Statement[0]?.Action, ['SQS:SendMessage', 'SQS:ReceiveMessage']);
     assert.deepEqual(policy.Statement[0]?.Principal.AWS, [
       'arn:aws:iam::111122223333:root',
@@ -232,13 +190,8 @@ describe('encryption attributes', () => {
   test('Given KmsMasterKeyId and SqsManagedSseEnabled true together, When set, Then InvalidAttributeName (400)', async () => {
     const url = await createQueue();
     await expectSdkError(
-      sqs.client.send(
-        new SetQueueAttributesCommand({
-          QueueUrl: url,
-          Attributes: { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' },
-        }),
-      ),
-      { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
+      setAttributes(url, { KmsMasterKeyId: 'k', SqsManagedSseEnabled: 'true' }),
+      serviceError('InvalidAttributeName', 400),
     );
   });
 

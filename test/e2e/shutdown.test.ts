@@ -10,7 +10,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startServer, uniqueName, waitForLongPollWaiters, type RunningServer } from '../support/server.js';
-import { jsonPost, queryOk, queryPost, rawHttp, xmlText, xmlTexts } from '../support/wire.js';
+import { queryCreateQueue } from '../support/sqs.js';
+import { jsonPost, queryPost, rawHttp, xmlTexts } from '../support/wire.js';
 
 const STEP_MS = 10_000;
 
@@ -33,17 +34,18 @@ after(async () => {
   await server?.stop();
 });
 
+/** A server of the test's own (it is stopped by SIGTERM), with one queue, stopped after the file at the latest. */
+async function serverWithQueue(prefix: string): Promise<{ s: RunningServer; queueUrl: string }> {
+  const s = await startServer();
+  server = s;
+  return { s, queueUrl: await queryCreateQueue(s.url, uniqueName(prefix)) };
+}
+
 test(
   'Given 20 s long polls waiting (JSON and Query), When SIGTERM, Then each is answered 200 with no messages and the process exits 0',
   { timeout: 30_000 },
   async () => {
-    const s = await startServer();
-    server = s;
-    const queueUrl = xmlText(
-      await queryOk(s.url, { Action: 'CreateQueue', QueueName: uniqueName('shutdown') }),
-      'QueueUrl',
-    );
-    assert.ok(queueUrl);
+    const { s, queueUrl } = await serverWithQueue('shutdown');
 
     const jsonPoll = jsonPost(s.url, 'AmazonSQS.ReceiveMessage', { QueueUrl: queueUrl, WaitTimeSeconds: 20 });
     const queryPoll = queryPost(s.url, {
@@ -77,13 +79,7 @@ test(
   'Given a 20 s long poll on a connection the client closes after the answer, When SIGTERM, Then it is answered 200 with no messages and the process exits 0',
   { timeout: 30_000 },
   async () => {
-    const s = await startServer();
-    server = s;
-    const queueUrl = xmlText(
-      await queryOk(s.url, { Action: 'CreateQueue', QueueName: uniqueName('shutdown-close') }),
-      'QueueUrl',
-    );
-    assert.ok(queueUrl);
+    const { s, queueUrl } = await serverWithQueue('shutdown-close');
     const body = JSON.stringify({ QueueUrl: queueUrl, WaitTimeSeconds: 20 });
     const poll = rawHttp(s.url, {
       method: 'POST',

@@ -9,7 +9,7 @@
  * the tests wait for consumer events or conditions, each with a deadline.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, test } from 'node:test';
+import { afterEach, test } from 'node:test';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
@@ -17,33 +17,15 @@ import {
   SendMessageCommand,
   type Message,
   type MessageAttributeValue,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { Consumer, type ConsumerOptions } from 'sqs-consumer';
 import { md5OfAttributes } from '../support/md5.js';
-import {
-  longPollWaiters,
-  sqsClient,
-  startServer,
-  uniqueName,
-  waitForLongPollWaiters,
-  type RunningServer,
-} from '../support/server.js';
+import { longPollWaiters, sqsClient, uniqueName, waitForLongPollWaiters } from '../support/server.js';
+import { sharedServer } from '../support/sqs.js';
 
 const DEADLINE_MS = 15_000;
 
-let server: RunningServer;
-let client: SQSClient;
-
-before(async () => {
-  server = await startServer();
-  client = sqsClient(server.url);
-});
-
-after(async () => {
-  client?.destroy();
-  await server?.stop();
-});
+const shared = sharedServer();
 
 // ---------------------------------------------------------------------------------------------
 // Consumers, and what they sent
@@ -99,7 +81,7 @@ const WATCHED_EVENTS = [
  * and event recorded. Started by the caller; stopped by the caller or, at the latest, by afterEach.
  */
 function makeConsumer(options: Omit<ConsumerOptions, 'sqs' | 'region'>): Harness {
-  const sqs = sqsClient(server.url);
+  const sqs = sqsClient(shared.server.url);
   const calls: Call[] = [];
   const errors: Error[] = [];
   const events: string[] = [];
@@ -184,7 +166,7 @@ function makeConsumer(options: Omit<ConsumerOptions, 'sqs' | 'region'>): Harness
 // ---------------------------------------------------------------------------------------------
 
 async function createQueue(prefix: string): Promise<string> {
-  const out = await client.send(new CreateQueueCommand({ QueueName: uniqueName(prefix) }));
+  const out = await shared.client.send(new CreateQueueCommand({ QueueName: uniqueName(prefix) }));
   assert.ok(out.QueueUrl, 'CreateQueue returned a QueueUrl');
   return out.QueueUrl;
 }
@@ -192,7 +174,7 @@ async function createQueue(prefix: string): Promise<string> {
 async function sendBodies(queueUrl: string, bodies: readonly string[]): Promise<void> {
   for (let i = 0; i < bodies.length; i += 10) {
     const chunk = bodies.slice(i, i + 10);
-    const out = await client.send(
+    const out = await shared.client.send(
       new SendMessageBatchCommand({
         QueueUrl: queueUrl,
         Entries: chunk.map((body, j) => ({ Id: `m${i + j}`, MessageBody: body })),
@@ -203,7 +185,7 @@ async function sendBodies(queueUrl: string, bodies: readonly string[]): Promise<
 }
 
 async function counts(queueUrl: string): Promise<{ visible: string; notVisible: string }> {
-  const out = await client.send(
+  const out = await shared.client.send(
     new GetQueueAttributesCommand({
       QueueUrl: queueUrl,
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
@@ -378,7 +360,7 @@ test("message attributes sent with SendMessage reach the handler when the consum
     blob: { DataType: 'Binary', BinaryValue: Uint8Array.from([0, 1, 2, 254, 255]) },
     kind: { DataType: 'String.custom', StringValue: 'é ünïcödé' },
   };
-  const sent = await client.send(
+  const sent = await shared.client.send(
     new SendMessageCommand({
       QueueUrl: queueUrl,
       MessageBody: 'with-attributes',
@@ -416,18 +398,27 @@ test("message attributes sent with SendMessage reach the handler when the consum
   assert.deepEqual(await counts(queueUrl), { visible: '0', notVisible: '0' }, 'queue empty afterwards');
 });
 
-test('stop() while a long poll is outstanding: waits for it, then emits stopped and polls no more', async () => {
-  const queueUrl = await createQueue('consumer-stop');
-  // Long polls left by earlier tests' consumers have ended (each waited at most 1 s).
-  await waitFor('no long polls parked on the server', async () => (await longPollWaiters(server)) === 0);
-
+/** A started consumer on a new empty queue, once its long poll (of `waitTimeSeconds`) is parked on the server. */
+async function consumerInLongPoll(prefix: string, waitTimeSeconds: number): Promise<Harness> {
+  const queueUrl = await createQueue(prefix);
+  // Long polls left by earlier tests' consumers have ended (each waited at most 1 s), so the one
+  // counted below is this consumer's.
+  await waitFor(
+    'no long polls parked on the server',
+    async () => (await longPollWaiters(shared.server)) === 0,
+  );
   const h = makeConsumer({
     queueUrl,
-    waitTimeSeconds: 2,
+    waitTimeSeconds,
     handleMessage: (message) => Promise.resolve(message),
   });
   h.consumer.start();
-  await waitForLongPollWaiters(server, 1, DEADLINE_MS);
+  await waitForLongPollWaiters(shared.server, 1, DEADLINE_MS);
+  return h;
+}
+
+test('stop() while a long poll is outstanding: waits for it, then emits stopped and polls no more', async () => {
+  const h = await consumerInLongPoll('consumer-stop', 2);
   assert.equal(h.consumer.status.isPolling, true, 'the consumer is in its ReceiveMessage');
 
   await h.stop();
@@ -456,20 +447,14 @@ test('stop() while a long poll is outstanding: waits for it, then emits stopped 
     'every ReceiveMessage was answered',
   );
   assert.equal(receives.at(-1)?.input.WaitTimeSeconds, 2, 'the consumer long-polled');
-  await waitFor('the long poll gone from the server', async () => (await longPollWaiters(server)) === 0);
+  await waitFor(
+    'the long poll gone from the server',
+    async () => (await longPollWaiters(shared.server)) === 0,
+  );
 });
 
 test('stop({ abort: true }) during a 20 s long poll: aborted, then stopped, without waiting the poll out', async () => {
-  const queueUrl = await createQueue('consumer-abort');
-  await waitFor('no long polls parked on the server', async () => (await longPollWaiters(server)) === 0);
-
-  const h = makeConsumer({
-    queueUrl,
-    waitTimeSeconds: 20,
-    handleMessage: (message) => Promise.resolve(message),
-  });
-  h.consumer.start();
-  await waitForLongPollWaiters(server, 1, DEADLINE_MS);
+  const h = await consumerInLongPoll('consumer-abort', 20);
 
   // Bounded by DEADLINE_MS, shorter than the 20 s poll: only the abort can end it in time.
   await h.stop({ abort: true });
@@ -491,7 +476,7 @@ test('stop({ abort: true }) during a 20 s long poll: aborted, then stopped, with
   // The server noticed the client went away: its parked poll is gone long before its 20 s.
   await waitFor(
     'the aborted long poll gone from the server',
-    async () => (await longPollWaiters(server)) === 0,
+    async () => (await longPollWaiters(shared.server)) === 0,
     10_000,
   );
 });

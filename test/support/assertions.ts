@@ -80,3 +80,23 @@ export async function expectCliError(
   assert.equal(res.status, status, 'HTTP status');
   if (message !== undefined) assert.equal(res.errorMessage, message, 'message printed by the CLI');
 }
+
+/** One statement of a queue's Policy as AddPermission writes it (src/core/policy.ts). */
+export interface PolicyStatement {
+  Sid: string;
+  Effect: string;
+  Principal: { AWS: string | string[] };
+  Action: string | string[];
+  Resource: string;
+}
+
+export interface PolicyDocument {
+  Version: string;
+  Id: string;
+  Statement: PolicyStatement[];
+}
+
+/** A Policy attribute value, read as the document AddPermission writes. */
+export function policyDocument(policy: string): PolicyDocument {
+  return JSON.parse(policy) as PolicyDocument;
+}

@@ -15,12 +15,19 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** `timeoutMs` bounds every wait of playwright's (for an element, a navigation, a function). */
-export async function openBrowser(timeoutMs: number): Promise<Browser> {
+/**
+ * `timeoutMs` bounds every wait of playwright's (for an element, a navigation, a function); a
+ * `viewport` large enough keeps a wide page's screenshot from cutting it off.
+ */
+export async function openBrowser(
+  timeoutMs: number,
+  opts: { viewport?: { width: number; height: number } } = {},
+): Promise<Browser> {
   const profile = mkdtempSync(join(tmpdir(), 'ssq-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
+    ...(opts.viewport ? { viewport: opts.viewport } : {}),
     args: [
       '--no-sandbox',
       '--disable-gpu',

@@ -5,12 +5,36 @@
  * every child when the parent exits (`track`). scripts/bench.ts imports this module; nothing here
  * imports scripts/.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+
+/** What a finished command printed, and its exit code (-1 when it did not exit with one: killed, not found). */
+export interface RunResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `file` to the end (killed after `timeout` ms) and resolves with its output; never rejects. */
+export function runToEnd(
+  file: string,
+  args: readonly string[],
+  opts: { env: NodeJS.ProcessEnv; timeout: number },
+): Promise<RunResult> {
+  return new Promise((resolve) => {
+    execFile(file, args, { ...opts, encoding: 'utf8' }, (error, stdout, stderr) => {
+      resolve({
+        code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1,
+        stdout,
+        stderr,
+      });
+    });
+  });
+}
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -20,11 +20,18 @@ import { sqsClient, startServer, type RunningServer } from './server.js';
 import { queryOk, xmlAttributes, xmlText } from './wire.js';
 
 type ServerOptions = Parameters<typeof startServer>[0];
+type Attributes = Record<string, string>;
 
 /** The file's hooks: node:test's, or testsRequiring(...)'s, which skip with the file's tests. */
 interface Hooks {
   readonly before: typeof nodeBefore;
   readonly after: typeof nodeAfter;
+}
+
+/** What a before hook made, for a fixture's getter: the file's tests run after it. */
+function made<T>(value: T | undefined, what: string): T {
+  assert.ok(value, what);
+  return value;
 }
 
 /** A server started before the file's tests and stopped after them, with an SDK client on it. */
@@ -54,12 +61,10 @@ export function sharedServer(opts: { hooks?: Hooks; server?: ServerOptions } = {
   });
   const fixture: SharedServer = {
     get server(): RunningServer {
-      assert.ok(server, 'the server is started by the before hook');
-      return server;
+      return made(server, 'the server is started by the before hook');
     },
     get client(): SQSClient {
-      assert.ok(client, 'the client is made by the before hook');
-      return client;
+      return made(client, 'the client is made by the before hook');
     },
     createQueue: (name, attributes) => createQueue(fixture.client, name, attributes),
     createQueueWithArn: (name, attributes) => createQueueWithArn(fixture.client, name, attributes),
@@ -92,15 +97,25 @@ export async function queueArn(client: SQSClient, url: string): Promise<string> 
   return arn;
 }
 
-/** Creates the queue and reads its ARN (a redrive policy names queues by ARN). */
-export async function createQueueWithArn(
-  client: SQSClient,
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const url = await createQueue(client, name, attributes);
-  return { url, arn: await queueArn(client, url) };
+/** A queue as a redrive policy needs it: its URL, and its ARN (a redrive policy names queues by ARN). */
+export interface QueueWithArn {
+  readonly url: string;
+  readonly arn: string;
 }
+
+async function withArn(
+  created: Promise<string>,
+  arnOf: (url: string) => Promise<string>,
+): Promise<QueueWithArn> {
+  const url = await created;
+  return { url, arn: await arnOf(url) };
+}
+
+/** Creates a queue through `via` (an SDK client, or a server URL for Query) and reads its ARN. */
+type CreateWithArn<Via> = (via: Via, name: string, attributes?: Attributes) => Promise<QueueWithArn>;
+
+export const createQueueWithArn: CreateWithArn<SQSClient> = (client, name, attributes = {}) =>
+  withArn(createQueue(client, name, attributes), (url) => queueArn(client, url));
 
 export interface Counts {
   readonly visible: number;
@@ -168,19 +183,16 @@ export async function queryCreateQueue(
   return url;
 }
 
-export async function queryCreateQueueWithArn(
-  serverUrl: string,
-  name: string,
-  attributes: Record<string, string> = {},
-): Promise<{ url: string; arn: string }> {
-  const url = await queryCreateQueue(serverUrl, name, attributes);
+export async function queryQueueArn(serverUrl: string, url: string): Promise<string> {
   const attrs = xmlAttributes(
     await queryOk(serverUrl, { Action: 'GetQueueAttributes', QueueUrl: url, 'AttributeName.1': 'QueueArn' }),
   );
-  const arn = attrs.QueueArn;
-  assert.ok(arn, 'GetQueueAttributes returned the QueueArn');
-  return { url, arn };
+  assert.ok(attrs.QueueArn, 'GetQueueAttributes returned the QueueArn');
+  return attrs.QueueArn;
 }
+
+export const queryCreateQueueWithArn: CreateWithArn<string> = (serverUrl, name, attributes = {}) =>
+  withArn(queryCreateQueue(serverUrl, name, attributes), (url) => queryQueueArn(serverUrl, url));
 
 /** A RedrivePolicy attribute value. */
 export const redrivePolicy = (deadLetterTargetArn: string, maxReceiveCount: number): string =>
@@ -213,15 +225,13 @@ export function sharedRedis(hooks: Hooks, opts: { aof: boolean }): SharedRedis {
   });
   const fixture: SharedRedis = {
     get server(): TestRedis {
-      assert.ok(server, 'redis-server is started by the before hook');
-      return server;
+      return made(server, 'redis-server is started by the before hook');
     },
     get url(): string {
       return fixture.server.url;
     },
     get client(): Redis {
-      assert.ok(client, 'the client is made by the before hook');
-      return client;
+      return made(client, 'the client is made by the before hook');
     },
     async connect(o = {}): Promise<Redis> {
       const c = await connectRedis({ url: fixture.url, ...o });

@@ -2,25 +2,14 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CoreError } from '../../src/core/errors.js';
 import { addPermission, removePermission } from '../../src/core/policy.js';
+import { policyDocument } from '../support/assertions.js';
 
 /** AddPermission / RemovePermission as edits of the Policy document (core/policy.ts). */
 
 const ARN = 'arn:aws:sqs:us-east-1:000000000000:q';
 
-interface Statement {
-  Sid: string;
-  Effect: string;
-  Principal: { AWS: string | string[] };
-  Action: string | string[];
-  Resource: string;
-}
-
-function doc(policy: string): { Version: string; Id: string; Statement: Statement[] } {
-  return JSON.parse(policy) as { Version: string; Id: string; Statement: Statement[] };
-}
-
 void test('Given no Policy, when a permission is added, then the Policy has AWS shape with one statement of one principal and one action', () => {
-  const p = doc(addPermission(undefined, ARN, 'send', ['111111111111'], ['SendMessage']));
+  const p = policyDocument(addPermission(undefined, ARN, 'send', ['111111111111'], ['SendMessage']));
   assert.equal(p.Version, '2008-10-17');
   assert.equal(p.Id, `${ARN}/SQSDefaultPolicy`);
   assert.deepEqual(p.Statement, [
@@ -35,7 +24,7 @@ void test('Given no Policy, when a permission is added, then the Policy has AWS 
 });
 
 void test('Given several accounts and actions, when added, then the principal and action are arrays', () => {
-  const p = doc(
+  const p = policyDocument(
     addPermission(undefined, ARN, 'l', ['111111111111', '222222222222'], ['SendMessage', 'ReceiveMessage']),
   );
   assert.deepEqual(p.Statement[0]?.Principal.AWS, [
@@ -67,7 +56,7 @@ void test('Given two permissions, when one is removed, then the other stays; whe
   p = addPermission(p, ARN, 'two', ['111111111111'], ['ReceiveMessage']);
   p = removePermission(p, 'one');
   assert.deepEqual(
-    doc(p).Statement.map((s) => s.Sid),
+    policyDocument(p).Statement.map((s) => s.Sid),
     ['two'],
   );
   assert.equal(removePermission(p, 'two'), '');
@@ -83,7 +72,7 @@ void test("Given a label not in the Policy, when removed, then InvalidParameterV
 
 void test('Given a Policy set directly with one statement object, when a permission is added, then both statements are kept', () => {
   const own = JSON.stringify({ Version: '2012-10-17', Statement: { Sid: 'mine', Effect: 'Deny' } });
-  const p = doc(addPermission(own, ARN, 'added', ['111111111111'], ['SendMessage']));
+  const p = policyDocument(addPermission(own, ARN, 'added', ['111111111111'], ['SendMessage']));
   assert.deepEqual(
     p.Statement.map((s) => s.Sid),
     ['mine', 'added'],
