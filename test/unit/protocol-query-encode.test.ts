@@ -17,6 +17,16 @@ function compact(xml: string): string {
 
 const NS = 'http://queue.amazonaws.com/doc/2012-11-05/';
 
+/** Byte-for-byte, since clients (aws-cli, older SDKs) parse the sample responses' exact layout. */
+function assertEncodes(
+  action: Parameters<typeof encodeQueryResult>[0],
+  output: unknown,
+  requestId: string,
+  golden: string,
+): void {
+  assert.equal(encodeQueryResult(action, output, requestId), golden);
+}
+
 describe('encodeQueryResult: golden documents', () => {
   test('Given the API reference ListQueues result, when encoding, then the sample response', () => {
     // API_ListQueues.html, query protocol sample response.
@@ -94,7 +104,7 @@ describe('encodeQueryResult: golden documents', () => {
         },
       ],
     };
-    assert.equal(encodeQueryResult('ReceiveMessage', output, '5ba605cc-1e4b-58ba-93db-59bca8677ec9'), golden);
+    assertEncodes('ReceiveMessage', output, '5ba605cc-1e4b-58ba-93db-59bca8677ec9', golden);
   });
 
   test('Given the API reference GetQueueAttributes result, when encoding, then the sample response', () => {
@@ -113,10 +123,7 @@ describe('encodeQueryResult: golden documents', () => {
     const output = {
       Attributes: { VisibilityTimeout: '35', DelaySeconds: '45', ReceiveMessageWaitTimeSeconds: '20' },
     };
-    assert.equal(
-      encodeQueryResult('GetQueueAttributes', output, '60462930-c7fd-5ef8-b6a0-75a20b5e17b8'),
-      golden,
-    );
+    assertEncodes('GetQueueAttributes', output, '60462930-c7fd-5ef8-b6a0-75a20b5e17b8', golden);
   });
 
   test('Given a SendMessageBatch result with a Failed entry, when encoding, then the sample response plus the failure', () => {
@@ -171,10 +178,7 @@ describe('encodeQueryResult: golden documents', () => {
         },
       ],
     };
-    assert.equal(
-      encodeQueryResult('SendMessageBatch', output, '5150a701-14f7-5609-b136-fb71a0ca744a'),
-      golden,
-    );
+    assertEncodes('SendMessageBatch', output, '5150a701-14f7-5609-b136-fb71a0ca744a', golden);
   });
 
   test('Given ChangeMessageVisibility, which has no output, when encoding, then only the response metadata', () => {
