@@ -27,6 +27,12 @@ function assertEncodes(
   assert.equal(encodeQueryResult(action, output, requestId), golden);
 }
 
+/** The <Message> an InvalidParameterValue error with `message` is encoded with. */
+function assertErrorMessage(message: string, element: string): void {
+  const encoded = encodeQueryError(new SqsError('InvalidParameterValue', message), 'r');
+  assert.ok(encoded.body.includes(element), encoded.body);
+}
+
 describe('encodeQueryResult: golden documents', () => {
   test('Given the API reference ListQueues result, when encoding, then the sample response', () => {
     // API_ListQueues.html, query protocol sample response.
@@ -305,13 +311,9 @@ describe('encodeQueryResult: serialisation rules', () => {
   });
 
   test('Given an error message echoing characters XML cannot carry, when encoding, then they become U+FFFD', () => {
-    const encoded = encodeQueryError(
-      new SqsError('InvalidParameterValue', 'Value a\u0001b\uffff for parameter QueueName'),
-      'r',
-    );
-    assert.ok(
-      encoded.body.includes('<Message>Value a\ufffdb\ufffd for parameter QueueName</Message>'),
-      encoded.body,
+    assertErrorMessage(
+      'Value a\u0001b\uffff for parameter QueueName',
+      '<Message>Value a\ufffdb\ufffd for parameter QueueName</Message>',
     );
   });
 
@@ -396,13 +398,9 @@ describe('encodeQueryError', () => {
   });
 
   test('Given a message with markup characters, when encoding, then the message is escaped', () => {
-    const encoded = encodeQueryError(
-      new SqsError('InvalidParameterValue', 'Value <x> & "y" is invalid.'),
-      'r',
-    );
-    assert.ok(
-      encoded.body.includes('<Message>Value &lt;x&gt; &amp; &quot;y&quot; is invalid.</Message>'),
-      encoded.body,
+    assertErrorMessage(
+      'Value <x> & "y" is invalid.',
+      '<Message>Value &lt;x&gt; &amp; &quot;y&quot; is invalid.</Message>',
     );
   });
 });
