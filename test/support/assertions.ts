@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import { TenantError } from '../../src/core/tenants.js';
+import { SqsError, type ErrorName } from '../../src/sqs/errors.js';
 import { awsCli } from './server.js';
 
 /** What @aws-sdk/client-sqs surfaces for a service error (JSON protocol, query-compatible). */
@@ -61,6 +62,23 @@ export function throwsCode(
     },
     context,
   );
+}
+
+/** A predicate for `assert.rejects` and catch blocks: `e` is the SQS error `name`. */
+export const isSqsError =
+  (name: ErrorName) =>
+  (e: unknown): boolean =>
+    e instanceof SqsError && e.errorName === name;
+
+/** `fn` must throw the SQS error `name`; `message` is its exact text, or a RegExp it must match. */
+export function throwsSqsError(fn: () => unknown, name: ErrorName, message?: string | RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof SqsError, `expected an SqsError, got ${String(err)}`);
+    assert.equal(err.errorName, name);
+    if (typeof message === 'string') assert.equal(err.message, message);
+    else if (message !== undefined) assert.match(err.message, message);
+    return true;
+  });
 }
 
 /**

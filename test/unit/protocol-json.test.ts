@@ -2,18 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { decodeJson, encodeJson, encodeJsonError } from '../../src/protocol/json.js';
-import { SqsError, type ErrorName } from '../../src/sqs/errors.js';
+import { SqsError } from '../../src/sqs/errors.js';
 import { operations } from '../../src/sqs/model.generated.js';
-
-function rejects(fn: () => unknown, name: ErrorName, message?: string | RegExp): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof SqsError, `expected an SqsError, got ${String(err)}`);
-    assert.equal(err.errorName, name);
-    if (typeof message === 'string') assert.equal(err.message, message);
-    else if (message !== undefined) assert.match(err.message, message);
-    return true;
-  });
-}
+import { isSqsError, throwsSqsError } from '../support/assertions.js';
 
 describe('decodeJson: targets', () => {
   test('Given the AWS API reference SendMessage request, when decoding, then action and input are the body as sent', () => {
@@ -40,7 +31,7 @@ describe('decodeJson: targets', () => {
   });
 
   test('Given an unknown operation in the target, when decoding, then InvalidAction', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.SendMessages', '{}'),
       'InvalidAction',
       'The action or operation requested is invalid. Verify that the action is typed correctly.',
@@ -48,16 +39,16 @@ describe('decodeJson: targets', () => {
   });
 
   test('Given no target, when decoding, then InvalidAction', () => {
-    rejects(() => decodeJson(undefined, '{}'), 'InvalidAction');
+    throwsSqsError(() => decodeJson(undefined, '{}'), 'InvalidAction');
   });
 
   test('Given another service prefix, when decoding, then InvalidAction', () => {
-    rejects(() => decodeJson('AmazonSNS.ListQueues', '{}'), 'InvalidAction');
+    throwsSqsError(() => decodeJson('AmazonSNS.ListQueues', '{}'), 'InvalidAction');
   });
 
   test('Given a target naming an Object.prototype member, when decoding, then InvalidAction', () => {
-    rejects(() => decodeJson('AmazonSQS.__proto__', '{}'), 'InvalidAction');
-    rejects(() => decodeJson('AmazonSQS.toString', '{}'), 'InvalidAction');
+    throwsSqsError(() => decodeJson('AmazonSQS.__proto__', '{}'), 'InvalidAction');
+    throwsSqsError(() => decodeJson('AmazonSQS.toString', '{}'), 'InvalidAction');
   });
 
   test('Given every action of the model, when decoding its target, then the action is recognised', () => {
@@ -65,10 +56,7 @@ describe('decodeJson: targets', () => {
       try {
         assert.equal(decodeJson(`AmazonSQS.${action}`, '{}').action, action);
       } catch (err) {
-        assert.ok(
-          err instanceof SqsError && err.errorName === 'MissingParameter',
-          `${action}: ${String(err)}`,
-        );
+        assert.ok(isSqsError('MissingParameter')(err), `${action}: ${String(err)}`);
       }
     }
   });
@@ -83,19 +71,19 @@ describe('decodeJson: bodies', () => {
   });
 
   test('Given a body that is not JSON, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.ListQueues', '{"MaxResults": '), 'MalformedRequest');
+    throwsSqsError(() => decodeJson('AmazonSQS.ListQueues', '{"MaxResults": '), 'MalformedRequest');
   });
 
   test('Given a JSON array as body, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.ListQueues', '[]'), 'MalformedRequest');
+    throwsSqsError(() => decodeJson('AmazonSQS.ListQueues', '[]'), 'MalformedRequest');
   });
 
   test('Given a JSON string as body, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.ListQueues', '"x"'), 'MalformedRequest');
+    throwsSqsError(() => decodeJson('AmazonSQS.ListQueues', '"x"'), 'MalformedRequest');
   });
 
   test('Given JSON null as body, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.ListQueues', 'null'), 'MalformedRequest');
+    throwsSqsError(() => decodeJson('AmazonSQS.ListQueues', 'null'), 'MalformedRequest');
   });
 
   test('Given members the model does not know, at the top and nested, when decoding, then they are dropped', () => {
@@ -146,7 +134,7 @@ describe('decodeJson: bodies', () => {
 
 describe('decodeJson: type errors', () => {
   test('Given a string where an integer belongs, when decoding, then MalformedRequest naming the member', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.ReceiveMessage', '{"QueueUrl":"u","MaxNumberOfMessages":"5"}'),
       'MalformedRequest',
       /MaxNumberOfMessages/,
@@ -154,22 +142,26 @@ describe('decodeJson: type errors', () => {
   });
 
   test('Given a fractional number where an integer belongs, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.ReceiveMessage', '{"QueueUrl":"u","WaitTimeSeconds":1.5}'),
       'MalformedRequest',
     );
   });
 
   test('Given a number where a string belongs, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.GetQueueUrl', '{"QueueName":42}'), 'MalformedRequest', /QueueName/);
+    throwsSqsError(
+      () => decodeJson('AmazonSQS.GetQueueUrl', '{"QueueName":42}'),
+      'MalformedRequest',
+      /QueueName/,
+    );
   });
 
   test('Given a boolean where a string belongs, when decoding, then MalformedRequest', () => {
-    rejects(() => decodeJson('AmazonSQS.GetQueueUrl', '{"QueueName":true}'), 'MalformedRequest');
+    throwsSqsError(() => decodeJson('AmazonSQS.GetQueueUrl', '{"QueueName":true}'), 'MalformedRequest');
   });
 
   test('Given a string where a list belongs, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.GetQueueAttributes', '{"QueueUrl":"u","AttributeNames":"All"}'),
       'MalformedRequest',
       /AttributeNames/,
@@ -177,21 +169,21 @@ describe('decodeJson: type errors', () => {
   });
 
   test('Given a number inside a list of strings, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.GetQueueAttributes', '{"QueueUrl":"u","AttributeNames":["All",1]}'),
       'MalformedRequest',
     );
   });
 
   test('Given a null inside a list, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.GetQueueAttributes', '{"QueueUrl":"u","AttributeNames":[null]}'),
       'MalformedRequest',
     );
   });
 
   test('Given a list where a map belongs, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.CreateQueue', '{"QueueName":"q","Attributes":[["DelaySeconds","5"]]}'),
       'MalformedRequest',
       /Attributes/,
@@ -199,7 +191,7 @@ describe('decodeJson: type errors', () => {
   });
 
   test('Given a number as a map value of strings, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.CreateQueue', '{"QueueName":"q","Attributes":{"DelaySeconds":5}}'),
       'MalformedRequest',
       /DelaySeconds/,
@@ -207,14 +199,14 @@ describe('decodeJson: type errors', () => {
   });
 
   test('Given a string where a structure belongs in a list, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.DeleteMessageBatch', '{"QueueUrl":"u","Entries":["a"]}'),
       'MalformedRequest',
     );
   });
 
   test('Given a string where a message attribute value structure belongs, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () =>
         decodeJson(
           'AmazonSQS.SendMessage',
@@ -225,7 +217,7 @@ describe('decodeJson: type errors', () => {
   });
 
   test('Given a number where a blob belongs, when decoding, then MalformedRequest', () => {
-    rejects(
+    throwsSqsError(
       () =>
         decodeJson(
           'AmazonSQS.SendMessage',
@@ -238,7 +230,7 @@ describe('decodeJson: type errors', () => {
 
 describe('decodeJson: required members', () => {
   test('Given a SendMessage without MessageBody, when decoding, then MissingParameter in AWS wording', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.SendMessage', '{"QueueUrl":"u"}'),
       'MissingParameter',
       'The request must contain the parameter MessageBody.',
@@ -246,11 +238,11 @@ describe('decodeJson: required members', () => {
   });
 
   test('Given a required member sent as null, when decoding, then MissingParameter', () => {
-    rejects(() => decodeJson('AmazonSQS.DeleteQueue', '{"QueueUrl":null}'), 'MissingParameter');
+    throwsSqsError(() => decodeJson('AmazonSQS.DeleteQueue', '{"QueueUrl":null}'), 'MissingParameter');
   });
 
   test('Given two missing required members, when decoding, then the first in model order is named', () => {
-    rejects(
+    throwsSqsError(
       () => decodeJson('AmazonSQS.ChangeMessageVisibility', '{}'),
       'MissingParameter',
       'The request must contain the parameter QueueUrl.',

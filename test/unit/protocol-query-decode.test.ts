@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { decodeQuery } from '../../src/protocol/query.js';
-import { SqsError, type ErrorName } from '../../src/sqs/errors.js';
+import { SqsError } from '../../src/sqs/errors.js';
 import { operations } from '../../src/sqs/model.generated.js';
+import { isSqsError, throwsSqsError } from '../support/assertions.js';
 
 // Bodies marked "botocore" were produced by the Query serializer of botocore 1.29.27, the one inside
 // Debian's aws-cli 2.9 (the Query client our e2e tests use), from the parameters shown beside them.
@@ -16,18 +17,9 @@ function inputOf(body: string, queueUrl?: string): unknown {
   return decode(body, queueUrl).input;
 }
 
-function rejects(fn: () => unknown, name: ErrorName, message?: string): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof SqsError, `expected an SqsError, got ${String(err)}`);
-    assert.equal(err.errorName, name);
-    if (message !== undefined) assert.equal(err.message, message);
-    return true;
-  });
-}
-
 describe('decodeQuery: actions', () => {
   test('Given an unknown Action, when decoding, then InvalidAction in AWS wording, naming it', () => {
-    rejects(
+    throwsSqsError(
       () => decode('Action=SendMessages&QueueUrl=u'),
       'InvalidAction',
       'The action SendMessages is not valid for this endpoint.',
@@ -35,7 +27,7 @@ describe('decodeQuery: actions', () => {
   });
 
   test('Given no Action parameter, when decoding, then InvalidAction', () => {
-    rejects(
+    throwsSqsError(
       () => decode('QueueUrl=u&MessageBody=b'),
       'InvalidAction',
       'The action or operation requested is invalid. Verify that the action is typed correctly.',
@@ -43,7 +35,7 @@ describe('decodeQuery: actions', () => {
   });
 
   test('Given an Action naming an Object.prototype member, when decoding, then InvalidAction', () => {
-    rejects(() => decode('Action=constructor'), 'InvalidAction');
+    throwsSqsError(() => decode('Action=constructor'), 'InvalidAction');
   });
 
   test('Given every action of the model, when decoding its name, then the action is recognised', () => {
@@ -51,10 +43,7 @@ describe('decodeQuery: actions', () => {
       try {
         assert.equal(decode(`Action=${action}`).action, action);
       } catch (err) {
-        assert.ok(
-          err instanceof SqsError && err.errorName === 'MissingParameter',
-          `${action}: ${String(err)}`,
-        );
+        assert.ok(isSqsError('MissingParameter')(err), `${action}: ${String(err)}`);
       }
     }
   });
@@ -102,7 +91,7 @@ describe('decodeQuery: scalars and protocol parameters', () => {
   });
 
   test('Given a word where an integer belongs, when decoding, then InvalidParameterValue in AWS wording', () => {
-    rejects(
+    throwsSqsError(
       () => decode('Action=ReceiveMessage&QueueUrl=u&MaxNumberOfMessages=five'),
       'InvalidParameterValue',
       'Value five for parameter MaxNumberOfMessages is invalid. Reason: Not a valid integer.',
@@ -110,15 +99,21 @@ describe('decodeQuery: scalars and protocol parameters', () => {
   });
 
   test('Given a decimal fraction where an integer belongs, when decoding, then InvalidParameterValue', () => {
-    rejects(() => decode('Action=ReceiveMessage&QueueUrl=u&WaitTimeSeconds=1.5'), 'InvalidParameterValue');
+    throwsSqsError(
+      () => decode('Action=ReceiveMessage&QueueUrl=u&WaitTimeSeconds=1.5'),
+      'InvalidParameterValue',
+    );
   });
 
   test('Given an empty value where an integer belongs, when decoding, then InvalidParameterValue', () => {
-    rejects(() => decode('Action=ReceiveMessage&QueueUrl=u&VisibilityTimeout='), 'InvalidParameterValue');
+    throwsSqsError(
+      () => decode('Action=ReceiveMessage&QueueUrl=u&VisibilityTimeout='),
+      'InvalidParameterValue',
+    );
   });
 
   test('Given a bad integer inside a batch entry, when decoding, then the error names the full parameter', () => {
-    rejects(
+    throwsSqsError(
       () =>
         decode(
           'Action=SendMessageBatch&QueueUrl=u&SendMessageBatchRequestEntry.1.Id=a' +
@@ -166,7 +161,7 @@ describe('decodeQuery: QueueUrl and required parameters', () => {
   });
 
   test('Given a path URL for an action without QueueUrl, when decoding, then InvalidAction naming it (AWS, recorded)', () => {
-    rejects(
+    throwsSqsError(
       () => decode('Action=ListQueues', 'http://h/1/q'),
       'InvalidAction',
       'The action ListQueues is not valid for this endpoint.',
@@ -174,7 +169,7 @@ describe('decodeQuery: QueueUrl and required parameters', () => {
   });
 
   test('Given neither a QueueUrl parameter nor a path URL, when decoding, then MissingParameter', () => {
-    rejects(
+    throwsSqsError(
       () => decode('Action=PurgeQueue'),
       'MissingParameter',
       'The request must contain the parameter QueueUrl.',
@@ -182,7 +177,7 @@ describe('decodeQuery: QueueUrl and required parameters', () => {
   });
 
   test('Given a SendMessage without MessageBody, when decoding, then MissingParameter for MessageBody', () => {
-    rejects(
+    throwsSqsError(
       () => decode('Action=SendMessage&QueueUrl=u'),
       'MissingParameter',
       'The request must contain the parameter MessageBody.',
