@@ -15,6 +15,7 @@ import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
+import { isSqsError } from '../support/assertions.js';
 import { keysUnder, startRedis, uniquePrefix } from '../support/redis.js';
 import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
@@ -221,7 +222,7 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
       await writer.commit();
       acked.push(m.id);
     } catch (e) {
-      assert.ok(e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+      assert.ok(isSqsError('ServiceUnavailable')(e), String(e));
       failed.push(m.id);
     }
   };
@@ -246,7 +247,7 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
 /** The commit timeout bounds how long a request waits on a Redis that is gone or frozen. */
 async function rejectsUnavailableWithin2s(commit: Promise<void>): Promise<void> {
   const t0 = performance.now();
-  await assert.rejects(commit, (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+  await assert.rejects(commit, isSqsError('ServiceUnavailable'));
   const ms = performance.now() - t0;
   assert.ok(ms < 2000, `rejected after ${ms} ms`);
 }
@@ -324,7 +325,7 @@ test('Given a served store, when Redis dies and comes back, then serving stops, 
 
     await own.kill9();
     const lostInMemory = sendOne(q, msg('answered 503'), clock.now());
-    await assert.rejects(p.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+    await assert.rejects(p.commit(), isSqsError('ServiceUnavailable'));
     assert.equal(p.serving, false);
     assert.equal(diverged.length, 1);
     await assert.rejects(p.commit(), SqsError);
@@ -387,7 +388,7 @@ test('Given the lock holds another token, when a write is fenced, then nothing i
 
   sendOne(q, msg('refused'), clock.now());
   create(store, 'refused-queue');
-  await assert.rejects(writer.commit(), (e) => e instanceof SqsError && e.errorName === 'ServiceUnavailable');
+  await assert.rejects(writer.commit(), isSqsError('ServiceUnavailable'));
   assert.ok(failures[0] instanceof FencedError);
   assert.deepEqual(await dump(c, prefix), before);
 

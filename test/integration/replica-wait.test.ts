@@ -16,6 +16,7 @@ import { checkReplicaWait, Persistence, UnsupportedError } from '../../src/persi
 import { createRedis } from '../../src/persistence/redis.js';
 import { ReplicaWaitError, type ReplicaWait } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
+import { isSqsError } from '../support/assertions.js';
 import { metricValue } from '../support/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { requires, testsRequiring } from '../support/requires.js';
@@ -75,10 +76,7 @@ test('Given a master with no replica and a wait for 1, when a message is stored,
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'alone' }, {}, {}).queue;
     const m = sendOne(q, { id: 'm1', body: 'unreplicated', md5OfBody: 'x', senderId: 's' }, clock.now());
-    await assert.rejects(
-      p.commit(),
-      (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
-    );
+    await assert.rejects(p.commit(), isSqsError('ServiceUnavailable'));
     assert.ok(diverged[0] instanceof ReplicaWaitError, String(diverged[0]));
     assert.match(diverged[0].message, /^0 of 1 replicas acknowledged the write within 20 ms$/);
     assert.deepEqual(waits, [false]);

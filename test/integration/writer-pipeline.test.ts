@@ -14,6 +14,7 @@ import { loadStore } from '../../src/persistence/loader.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
+import { isSqsError } from '../support/assertions.js';
 import { uniquePrefix } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
@@ -27,7 +28,7 @@ const redis = sharedRedis({ before, after }, { aof: true });
 const unavailable = (cause: Error): Error =>
   new SqsError('ServiceUnavailable', `The change could not be stored: ${cause.message}`);
 
-const is503 = (e: unknown): boolean => e instanceof SqsError && e.errorName === 'ServiceUnavailable';
+const is503 = isSqsError('ServiceUnavailable');
 
 /** What the wrapper saw of the apply script's calls (other commands pass untouched). */
 interface Tap {
