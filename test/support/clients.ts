@@ -57,6 +57,29 @@ export interface ErrorExpectation {
   readonly message?: string | RegExp;
 }
 
+const sameName = (code: string, status = 400): ErrorExpectation => ({ name: code, code, status });
+const prefixed = (name: string, status = 400, code = name): ErrorExpectation => ({
+  name,
+  code: `AWS.SimpleQueueService.${code}`,
+  status,
+});
+
+/** The errors the scenarios expect, as AWS answers them: the SDK's name, the Query code, the status. */
+export const SQS_ERRORS = {
+  noQueue: prefixed('QueueDoesNotExist', 400, 'NonExistentQueue'),
+  queueExists: { name: 'QueueNameExists', code: 'QueueAlreadyExists', status: 400 },
+  badAttrValue: sameName('InvalidAttributeValue'),
+  badAttrName: sameName('InvalidAttributeName'),
+  badParam: sameName('InvalidParameterValue'),
+  missingParam: sameName('MissingParameter'),
+  badHandle: sameName('ReceiptHandleIsInvalid', 404),
+  tooMany: prefixed('TooManyEntriesInBatchRequest'),
+  idsNotDistinct: prefixed('BatchEntryIdsNotDistinct'),
+  tooLong: prefixed('BatchRequestTooLong'),
+  empty: prefixed('EmptyBatchRequest'),
+  purging: prefixed('PurgeQueueInProgress', 403),
+} satisfies Record<string, ErrorExpectation>;
+
 export async function expectServiceError(
   call: Promise<unknown>,
   want: ErrorExpectation,

@@ -10,6 +10,7 @@ import { describe } from 'node:test';
 import {
   expectServiceError,
   sdkClient,
+  SQS_ERRORS as E,
   type ClientKind,
   type ErrorExpectation,
   type Output,
@@ -24,33 +25,6 @@ import { sharedServer, type SharedServer } from './sqs.js';
 
 const MIB = 1024 * 1024;
 const TRACE_HEADER = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
-
-/** The errors the scenarios expect: the Query code, the HTTP status and the SDK's error name. */
-const E = {
-  noQueue: { name: 'QueueDoesNotExist', code: 'AWS.SimpleQueueService.NonExistentQueue', status: 400 },
-  queueExists: { name: 'QueueNameExists', code: 'QueueAlreadyExists', status: 400 },
-  badAttrValue: { name: 'InvalidAttributeValue', code: 'InvalidAttributeValue', status: 400 },
-  badAttrName: { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
-  badParam: { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 },
-  badHandle: { name: 'ReceiptHandleIsInvalid', code: 'ReceiptHandleIsInvalid', status: 404 },
-  tooMany: {
-    name: 'TooManyEntriesInBatchRequest',
-    code: 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest',
-    status: 400,
-  },
-  idsNotDistinct: {
-    name: 'BatchEntryIdsNotDistinct',
-    code: 'AWS.SimpleQueueService.BatchEntryIdsNotDistinct',
-    status: 400,
-  },
-  tooLong: { name: 'BatchRequestTooLong', code: 'AWS.SimpleQueueService.BatchRequestTooLong', status: 400 },
-  empty: { name: 'EmptyBatchRequest', code: 'AWS.SimpleQueueService.EmptyBatchRequest', status: 400 },
-  purging: {
-    name: 'PurgeQueueInProgress',
-    code: 'AWS.SimpleQueueService.PurgeQueueInProgress',
-    status: 403,
-  },
-} satisfies Record<string, ErrorExpectation>;
 
 interface Scenario {
   readonly name: string;

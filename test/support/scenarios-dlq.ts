@@ -10,12 +10,10 @@
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import { GetQueueAttributesCommand, SendMessageCommand, type Message } from '@aws-sdk/client-sqs';
-import { expectServiceError, type ScenarioContext, type ServiceError } from './clients.js';
+import { expectServiceError, SQS_ERRORS, type ScenarioContext, type ServiceError } from './clients.js';
 import type { FileTests } from './requires.js';
 import { uniqueName } from './server.js';
 import { redrivePolicy as policy } from './sqs.js';
-
-const invalidParameterValue = { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 };
 
 /** The ARN of another queue in the same account and region as `arn`. */
 const sibling = (arn: string, name: string): string => arn.replace(/[^:]+$/, name);
@@ -29,7 +27,7 @@ export function dlqScenarios(ctx: ScenarioContext, { test }: FileTests): void {
   const refused = (url: string, attributes: Record<string, string>): Promise<ServiceError> =>
     expectServiceError(
       ctx.client.call('SetQueueAttributes', { QueueUrl: url, Attributes: attributes }),
-      invalidParameterValue,
+      SQS_ERRORS.badParam,
     );
 
   const redriveRefused = (url: string, redrive: string): Promise<ServiceError> =>
@@ -62,7 +60,7 @@ export function dlqScenarios(ctx: ScenarioContext, { test }: FileTests): void {
           QueueName: uniqueName('src'),
           Attributes: { RedrivePolicy: policy(sibling(dlq.arn, uniqueName('missing')), 3) },
         }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
@@ -187,11 +185,10 @@ export function dlqScenarios(ctx: ScenarioContext, { test }: FileTests): void {
 
     test('Given a queue that does not exist, When its sources are listed, Then QueueDoesNotExist (400)', async () => {
       const q = await queue(uniqueName('gone'));
-      await expectServiceError(ctx.client.call('ListDeadLetterSourceQueues', { QueueUrl: `${q.url}-nope` }), {
-        name: 'QueueDoesNotExist',
-        code: 'AWS.SimpleQueueService.NonExistentQueue',
-        status: 400,
-      });
+      await expectServiceError(
+        ctx.client.call('ListDeadLetterSourceQueues', { QueueUrl: `${q.url}-nope` }),
+        SQS_ERRORS.noQueue,
+      );
     });
   });
 }

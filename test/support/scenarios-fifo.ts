@@ -17,12 +17,10 @@ import {
   SendMessageCommand,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { expectServiceError, type Output, type ScenarioContext } from './clients.js';
+import { expectServiceError, SQS_ERRORS, type Output, type ScenarioContext } from './clients.js';
 import { pastMillisecond } from './clock.js';
 import type { FileTests } from './requires.js';
 import { uniqueName } from './server.js';
-
-const invalidParameterValue = { name: 'InvalidParameterValue', code: 'InvalidParameterValue', status: 400 };
 
 /** A FIFO SequenceNumber as AWS prints it: 20 digits. */
 const SEQUENCE_NUMBER = /^\d{20}$/;
@@ -100,14 +98,14 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
     test('Given a name ending in .fifo, When created without FifoQueue=true, Then InvalidParameterValue (400)', async () => {
       await expectServiceError(
         ctx.client.call('CreateQueue', { QueueName: `${uniqueName('x')}.fifo` }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
     test('Given FifoQueue=true, When created with a name without .fifo, Then InvalidParameterValue (400)', async () => {
       await expectServiceError(
         ctx.client.call('CreateQueue', { QueueName: uniqueName('x'), Attributes: { FifoQueue: 'true' } }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
@@ -130,7 +128,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
           QueueName: `${uniqueName('ht')}.fifo`,
           Attributes: { FifoQueue: 'true', FifoThroughputLimit: 'perMessageGroupId' },
         }),
-        { name: 'InvalidAttributeValue', code: 'InvalidAttributeValue', status: 400 },
+        SQS_ERRORS.badAttrValue,
       );
     });
 
@@ -138,7 +136,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
       const url = await sqs.createQueue(uniqueName('std'));
       await expectServiceError(
         ctx.client.call('SetQueueAttributes', { QueueUrl: url, Attributes: { DeduplicationScope: 'queue' } }),
-        { name: 'InvalidAttributeName', code: 'InvalidAttributeName', status: 400 },
+        SQS_ERRORS.badAttrName,
       );
     });
   });
@@ -148,26 +146,26 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
       const url = await fifoQueue();
       await expectServiceError(
         ctx.client.call('SendMessage', { QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd' }),
-        { name: 'MissingParameter', code: 'MissingParameter', status: 400 },
+        SQS_ERRORS.missingParam,
       );
     });
 
     test('Given no ContentBasedDeduplication, When sent without MessageDeduplicationId, Then InvalidParameterValue (400)', async () => {
       const url = await fifoQueue();
-      await expectServiceError(send(url, 'x', 'g'), invalidParameterValue);
+      await expectServiceError(send(url, 'x', 'g'), SQS_ERRORS.badParam);
     });
 
     test('Given a FIFO queue, When a message is sent with DelaySeconds, Then InvalidParameterValue (400)', async () => {
       const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
       await expectServiceError(
         ctx.client.call('SendMessage', { ...sendInput(url, 'x', 'g'), DelaySeconds: 5 }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
     test('Given a MessageGroupId with a space, When sent, Then InvalidParameterValue (400)', async () => {
       const url = await fifoQueue({ ContentBasedDeduplication: 'true' });
-      await expectServiceError(send(url, 'x', 'a b'), invalidParameterValue);
+      await expectServiceError(send(url, 'x', 'a b'), SQS_ERRORS.badParam);
     });
 
     test('Given a sent message, When the same deduplication id is sent again, Then the original MessageId and SequenceNumber come back and one message is stored', async () => {
@@ -206,7 +204,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
       const url = await sqs.createQueue(uniqueName('std'));
       await expectServiceError(
         ctx.client.call('SendMessage', { QueueUrl: url, MessageBody: 'x', MessageDeduplicationId: 'd' }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
@@ -248,7 +246,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
             { Id: 'b', MessageBody: 'y', MessageDeduplicationId: 'd2' },
           ],
         }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
   });
@@ -315,7 +313,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
       const url = await fifoQueue();
       await expectServiceError(
         receive(url, 10, { ReceiveRequestAttemptId: 'x'.repeat(129) }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
 
@@ -326,7 +324,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
       assert.ok(a1?.ReceiptHandle);
       await expectServiceError(
         ctx.client.call('DeleteMessage', { QueueUrl: url, ReceiptHandle: a1.ReceiptHandle }),
-        invalidParameterValue,
+        SQS_ERRORS.badParam,
       );
     });
   });
