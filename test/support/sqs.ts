@@ -17,7 +17,7 @@ import type { Redis } from 'ioredis';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { sqsClient, startServer, type RunningServer } from './server.js';
-import { queryOk, xmlAttributes, xmlText } from './wire.js';
+import { queryOk, xmlText } from './wire.js';
 
 type ServerOptions = Parameters<typeof startServer>[0];
 type Attributes = Record<string, string>;
@@ -103,19 +103,15 @@ export interface QueueWithArn {
   readonly arn: string;
 }
 
-async function withArn(
-  created: Promise<string>,
-  arnOf: (url: string) => Promise<string>,
+/** Creates the queue and reads its ARN. */
+export async function createQueueWithArn(
+  client: SQSClient,
+  name: string,
+  attributes: Attributes = {},
 ): Promise<QueueWithArn> {
-  const url = await created;
-  return { url, arn: await arnOf(url) };
+  const url = await createQueue(client, name, attributes);
+  return { url, arn: await queueArn(client, url) };
 }
-
-/** Creates a queue through `via` (an SDK client, or a server URL for Query) and reads its ARN. */
-type CreateWithArn<Via> = (via: Via, name: string, attributes?: Attributes) => Promise<QueueWithArn>;
-
-export const createQueueWithArn: CreateWithArn<SQSClient> = (client, name, attributes = {}) =>
-  withArn(createQueue(client, name, attributes), (url) => queueArn(client, url));
 
 export interface Counts {
   readonly visible: number;
@@ -182,17 +178,6 @@ export async function queryCreateQueue(
   assert.ok(url, 'CreateQueue returned a QueueUrl');
   return url;
 }
-
-export async function queryQueueArn(serverUrl: string, url: string): Promise<string> {
-  const attrs = xmlAttributes(
-    await queryOk(serverUrl, { Action: 'GetQueueAttributes', QueueUrl: url, 'AttributeName.1': 'QueueArn' }),
-  );
-  assert.ok(attrs.QueueArn, 'GetQueueAttributes returned the QueueArn');
-  return attrs.QueueArn;
-}
-
-export const queryCreateQueueWithArn: CreateWithArn<string> = (serverUrl, name, attributes = {}) =>
-  withArn(queryCreateQueue(serverUrl, name, attributes), (url) => queryQueueArn(serverUrl, url));
 
 /** A RedrivePolicy attribute value. */
 export const redrivePolicy = (deadLetterTargetArn: string, maxReceiveCount: number): string =>
