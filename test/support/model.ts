@@ -27,7 +27,7 @@ export const MAX_VISIBILITY_MS = 12 * H;
 export const PURGE_INTERVAL_MS = 60 * S;
 export const ACCOUNT = '000000000000';
 /** Every so many steps (and at the end), every live message is compared, not only the counts. */
-export const FULL_COMPARE_EVERY = 10;
+const FULL_COMPARE_EVERY = 10;
 
 /** How often each rule decided an outcome, over all seeds: the last test checks none was never hit. */
 export class Coverage {
@@ -77,7 +77,7 @@ interface HandledMessage {
 }
 
 /** A receipt handle as the operation log shows it: whose, which of its handles, and its state. */
-export function describeHandle<M extends HandledMessage>(
+function describeHandle<M extends HandledMessage>(
   model: { readonly messages: readonly M[]; tick(now: number): void; state(m: M, now: number): string },
   handle: string,
   foreign: string,
@@ -486,7 +486,7 @@ export abstract class QueueModel<M extends ModelMessage> {
 }
 
 /** The core's live messages in the model's terms; `extra` adds what a queue type compares too. */
-export function coreSnapshot<T extends object>(
+function coreSnapshot<T extends object>(
   q: Queue,
   now: number,
   extra: (m: Message) => T,
