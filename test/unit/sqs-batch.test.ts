@@ -2,8 +2,8 @@
  * The batch actions' results (src/sqs/actions/send-message-batch.ts, batch.ts, send.ts), called
  * through the action table on an in-memory store: the per-entry MaximumMessageSize of
  * SendMessageBatch, and a result without `Failed` when no entry failed, as the JSON protocol
- * writes it (encodeJson). Both protocols through real clients: the SendMessageBatch scenarios of
- * test/support/scenarios-data-plane.ts and test/support/boto3-scenarios.ts.
+ * writes it (encodeJson). Both protocols through real clients: the batch scenarios of
+ * test/support/boto3-scenarios.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

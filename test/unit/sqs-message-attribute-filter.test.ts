@@ -1,8 +1,8 @@
 /**
  * ReceiveMessage's MessageAttributeNames (src/sqs/actions/receive-message.ts): which of a
  * message's attributes a list of names selects. Through real clients, with the MD5 of what is
- * returned: the MessageAttributeNames scenarios of test/support/scenarios-data-plane.ts and
- * test/support/boto3-scenarios.ts.
+ * returned: the MessageAttributeNames scenario of test/support/boto3-scenarios.ts and the `a.*` one
+ * of test/support/scenarios-data-plane.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
