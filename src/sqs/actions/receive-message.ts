@@ -66,7 +66,7 @@ export const receiveMessage: Action<'ReceiveMessage'> = async (svc, ctx, input) 
   return { Messages: got.map((m) => toOutput(q, m, systemNames, attrFilter)) };
 };
 
-export type AttributeFilter = ((name: string) => boolean) | 'all' | 'none';
+type AttributeFilter = ((name: string) => boolean) | 'all' | 'none';
 
 /**
  * `All`, `*` and `.*` mean every attribute; a name ending in `.*` every name that starts with the
