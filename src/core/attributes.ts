@@ -165,6 +165,9 @@ export function validateAttributes(
       );
     }
     if (rule.createOnly === true && !opts.creating) {
+      // AWS (recorded): FifoQueue=true on a FIFO queue (the only kind that gets here) is
+      // accepted and changes nothing; only a change of type is refused.
+      if (value.toLowerCase() === 'true') continue;
       throw new CoreError(
         'InvalidAttributeValue',
         `Invalid value for the parameter ${name}. Reason: Modifying queue type is not supported.`,

@@ -319,11 +319,12 @@ export function decodeQuery(
   for (const [key, value] of params) setMember(root, input, key, 0, value);
   finalizeStruct(root, input);
   if (queueUrl !== undefined) {
-    // AWS (recorded): an action that names no queue is refused at a queue's URL.
-    if (!root.byName.has('QueueUrl')) {
+    // AWS (recorded): an action that names no queue is refused at a queue's URL, except
+    // GetQueueUrl, which answers for the queue it names, this one or another.
+    if (root.byName.has('QueueUrl')) input.QueueUrl ??= queueUrl;
+    else if (op.action !== 'GetQueueUrl') {
       throw new SqsError('InvalidAction', `The action ${op.action} is not valid for this endpoint.`);
     }
-    input.QueueUrl ??= queueUrl;
   }
   // The Query wire cannot tell an empty list or map from an absent one; AWS answers a batch with
   // no entries EmptyBatchRequest, not MissingParameter, so a required collection is just empty.

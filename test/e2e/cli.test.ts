@@ -12,7 +12,7 @@ import { AWS_CLI } from '../support/clients.js';
 import { md5OfAttributes, type AttributeValue } from '../support/md5.js';
 import { dataPlaneScenarios } from '../support/scenarios-data-plane.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
-import { queryErrorCode, queryOk, queryPost, xmlAttributes, xmlText } from '../support/wire.js';
+import { queryErrorCode, queryGet, queryOk, queryPost, xmlAttributes, xmlText } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
 import { expectCliError } from '../support/assertions.js';
 
@@ -48,6 +48,33 @@ describe('Query protocol (aws-cli): what only the CLI or Query shows', () => {
     assert.equal(xmlText(res.text, 'Type'), 'Sender');
     assert.match(res.text, /<ErrorResponse xmlns="http:\/\/queue\.amazonaws\.com\/doc\/2012-11-05\/">/);
     assert.ok(xmlText(res.text, 'RequestId'), 'RequestId');
+  });
+
+  test("Query: GetQueueUrl works at a queue's URL: Given queues q and other, When GetQueueUrl for either is sent to q's URL by GET and by form POST (raw: no client sends it there), Then 200 with the named queue's URL; CreateQueue and ListQueues there stay refused", async () => {
+    const q = await createQueue('cli-at-url');
+    const other = await createQueue('cli-at-url-other');
+    const path = new URL(q).pathname;
+    const account = path.split('/')[1] ?? '';
+    for (const named of [q, other]) {
+      const params = {
+        Action: 'GetQueueUrl',
+        QueueName: named.slice(named.lastIndexOf('/') + 1),
+        QueueOwnerAWSAccountId: account,
+      };
+      for (const res of [
+        await queryGet(sqs.server.url, path, params),
+        await queryPost(sqs.server.url, params, { path }),
+      ]) {
+        assert.equal(res.status, 200, res.text);
+        assert.equal(xmlText(res.text, 'QueueUrl'), named);
+      }
+    }
+    for (const action of ['CreateQueue', 'ListQueues']) {
+      const res = await queryGet(sqs.server.url, path, { Action: action, QueueName: uniqueName('cli-no') });
+      assert.equal(res.status, 400, res.text);
+      assert.equal(queryErrorCode(res.text), 'InvalidAction');
+      assert.equal(xmlText(res.text, 'Message'), `The action ${action} is not valid for this endpoint.`);
+    }
   });
 
   test('Given 5 queues under a prefix, When list-queues pages with --max-results 2, Then NextToken walks all 5', async () => {
@@ -111,7 +138,7 @@ describe("Query protocol (aws-cli): AWS's recorded answers in validation corners
     );
   });
 
-  test('Given FifoQueue=false for a standard queue and FifoQueue on a FIFO queue, When created or set, Then InvalidAttributeName / InvalidAttributeValue in AWS wording', async () => {
+  test('SetQueueAttributes FifoQueue on a FIFO queue: Given FifoQueue=false for a standard queue and FifoQueue on a FIFO queue, When created or set, Then InvalidAttributeName in AWS wording; true on the FIFO queue is accepted, false InvalidAttributeValue', async () => {
     await awsError(
       ['create-queue', '--queue-name', uniqueName('cli-std'), '--attributes', 'FifoQueue=false'],
       'InvalidAttributeName',
@@ -129,8 +156,9 @@ describe("Query protocol (aws-cli): AWS's recorded answers in validation corners
         ])
       ).QueueUrl,
     );
+    await aws(['set-queue-attributes', '--queue-url', fifo, '--attributes', 'FifoQueue=true']);
     await awsError(
-      ['set-queue-attributes', '--queue-url', fifo, '--attributes', 'FifoQueue=true'],
+      ['set-queue-attributes', '--queue-url', fifo, '--attributes', 'FifoQueue=false'],
       'InvalidAttributeValue',
       400,
       'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',

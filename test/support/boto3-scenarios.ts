@@ -337,7 +337,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given FIFO-only attributes on a standard queue and FifoQueue on either kind, When created or set, Then AWS's errors (issue 21: 4, 5)`,
+    `${client}: SetQueueAttributes FifoQueue on a FIFO queue: Given FIFO-only attributes on a standard queue and FifoQueue on either kind, When created or set, Then AWS's errors, except that FifoQueue=true on a FIFO queue is 200 and changes nothing`,
     testOpts,
     async () => {
       const create = (attributes: Record<string, string>, name = uniqueName('boto3-std')): Boto3Call => ({
@@ -359,6 +359,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
         /* 7 */ set('$0.QueueUrl', { ContentBasedDeduplication: 'false' }),
         /* 8 */ set('$1.QueueUrl', { FifoQueue: 'true' }),
         /* 9 */ set('$1.QueueUrl', { FifoQueue: 'false' }),
+        /* 10 */ { op: 'get_queue_attributes', params: { QueueUrl: '$1.QueueUrl', AttributeNames: ['All'] } },
       ]);
       const r = run.results;
       ok(r[0]);
@@ -377,10 +378,15 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       }
       expectError(r[6], E.invalidAttributeName, 'Unknown Attribute FifoQueue.');
       expectError(r[7], E.invalidAttributeName, 'Unknown Attribute ContentBasedDeduplication.');
-      const typeFixed =
-        'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.';
-      expectError(r[8], E.invalidAttributeValue, typeFixed);
-      expectError(r[9], E.invalidAttributeValue, typeFixed);
+      assert.equal(r[8]?.status, 200, JSON.stringify(r[8]));
+      expectError(
+        r[9],
+        E.invalidAttributeValue,
+        'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',
+      );
+      const after = ok(r[10]).Attributes as Record<string, string>;
+      assert.equal(after.FifoQueue, 'true', 'still a FIFO queue');
+      assert.equal(after.ContentBasedDeduplication, 'false');
     },
   );
 
@@ -464,22 +470,43 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given a queue with MaximumMessageSize 1024, When an entry over it is sent alone and in a batch, Then only SendMessage refuses it; a batch over 1 MiB is refused whole (issue 21: 7)`,
+    `${client}: SendMessageBatch applies the queue's MaximumMessageSize to each entry: Given MaximumMessageSize 1024, When entries of 1,024 and 1,025 bytes are sent in one batch, Then only the second fails; raised to 2048, an entry of 2,040 bytes plus an 8-byte attribute fits`,
     testOpts,
     async () => {
-      const body = 'x'.repeat(2000);
+      const attribute = { k: { DataType: 'String', StringValue: 'x' } };
       const half = 'y'.repeat(600 * 1024);
       const run = await calls([
-        {
+        /* 0 */ {
           op: 'create_queue',
           params: { QueueName: uniqueName('boto3-size'), Attributes: { MaximumMessageSize: '1024' } },
         },
-        { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: body } },
-        {
+        /* 1 */ {
           op: 'send_message_batch',
-          params: { QueueUrl: '$0.QueueUrl', Entries: [{ Id: 'big', MessageBody: body }] },
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            Entries: [
+              { Id: 'A', MessageBody: 'a'.repeat(1024) },
+              { Id: 'B', MessageBody: 'a'.repeat(1025) },
+            ],
+          },
         },
-        {
+        /* 2 */ {
+          op: 'set_queue_attributes',
+          params: { QueueUrl: '$0.QueueUrl', Attributes: { MaximumMessageSize: '2048' } },
+        },
+        // 2,040 bytes of body + name 1 + data type 6 + value 1 = 2,048: the limit itself fits.
+        /* 3 */ {
+          op: 'send_message_batch',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            Entries: [
+              { Id: 'full', MessageBody: 'a'.repeat(2040), MessageAttributes: attribute },
+              { Id: 'small', MessageBody: 'a' },
+            ],
+          },
+        },
+        /* 4 */ { op: 'send_message', params: { QueueUrl: '$0.QueueUrl', MessageBody: 'a'.repeat(2049) } },
+        /* 5 */ {
           op: 'send_message_batch',
           params: {
             QueueUrl: '$0.QueueUrl',
@@ -491,22 +518,44 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
         },
       ]);
       const r = run.results;
-      expectError(
-        r[1],
-        E.invalidParameterValue,
-        'One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.',
-      );
-      const batch = ok(r[2]);
+      const first = ok(r[1]);
       assert.deepEqual(
-        (batch.Successful as Array<{ Id: string; MD5OfMessageBody: string }>).map((e) => [
+        (first.Successful as Array<{ Id: string; MD5OfMessageBody: string }>).map((e) => [
           e.Id,
           e.MD5OfMessageBody,
         ]),
-        [['big', md5Hex(body)]],
+        [['A', md5Hex('a'.repeat(1024))]],
       );
-      assert.deepEqual(batch.Failed ?? [], []);
+      assert.deepEqual(first.Failed, [
+        {
+          Id: 'B',
+          SenderFault: true,
+          Code: 'InvalidParameterValue',
+          Message:
+            'One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes.',
+        },
+      ]);
+      ok(r[2]);
+      const second = ok(r[3]);
+      assert.deepEqual(
+        (second.Successful as Array<{ Id: string; MD5OfMessageAttributes?: string }>).map((e) => [
+          e.Id,
+          e.MD5OfMessageAttributes,
+        ]),
+        [
+          ['full', md5OfAttributes(attribute)],
+          ['small', undefined],
+        ],
+      );
+      assert.ok(!('Failed' in second), `no Failed when no entry failed: ${JSON.stringify(second)}`);
+      // SendMessage words the same refusal differently.
       expectError(
-        r[3],
+        r[4],
+        E.invalidParameterValue,
+        'One or more parameters are invalid. Reason: Message must be shorter than 2048 bytes.',
+      );
+      expectError(
+        r[5],
         E.batchRequestTooLong,
         `Batch requests cannot be longer than 1048576 bytes. You have sent ${2 * half.length} bytes.`,
       );
@@ -514,16 +563,60 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given a message with four attributes, When received with MessageAttributeNames *, .*, Name.* or one name, Then exactly those attributes and the MD5 of exactly them (issue 21: 15)`,
+    `${client}: SendMessageBatch, DeleteMessageBatch and ChangeMessageVisibilityBatch: Given batches whose every entry succeeds, Then the reply has no Failed (JSON: no key at all; Query: no BatchResultErrorEntry)`,
+    testOpts,
+    async () => {
+      const entries = (path: string, extra: Record<string, unknown> = {}): Array<Record<string, unknown>> =>
+        [0, 1].map((i) => ({ Id: `e${i}`, ReceiptHandle: `${path}.${i}.ReceiptHandle`, ...extra }));
+      const run = await calls([
+        /* 0 */ { op: 'create_queue', params: { QueueName: uniqueName('boto3-nofailed') } },
+        /* 1 */ {
+          op: 'send_message_batch',
+          params: {
+            QueueUrl: '$0.QueueUrl',
+            Entries: [
+              { Id: 'a', MessageBody: 'a' },
+              { Id: 'b', MessageBody: 'b' },
+            ],
+          },
+        },
+        /* 2 */ {
+          op: 'receive_message',
+          params: { QueueUrl: '$0.QueueUrl', MaxNumberOfMessages: 10, WaitTimeSeconds: 1 },
+        },
+        /* 3 */ {
+          op: 'change_message_visibility_batch',
+          params: { QueueUrl: '$0.QueueUrl', Entries: entries('$2.Messages', { VisibilityTimeout: 60 }) },
+        },
+        /* 4 */ {
+          op: 'delete_message_batch',
+          params: { QueueUrl: '$0.QueueUrl', Entries: entries('$2.Messages') },
+        },
+      ]);
+      const r = run.results;
+      assert.equal((ok(r[2]).Messages as unknown[]).length, 2, 'both messages received at once');
+      for (const [action, i] of [
+        ['SendMessageBatch', 1],
+        ['ChangeMessageVisibilityBatch', 3],
+        ['DeleteMessageBatch', 4],
+      ] as const) {
+        const out = ok(r[i]);
+        assert.equal((out.Successful as unknown[]).length, 2, action);
+        assert.ok(!('Failed' in out), `${action}: no Failed: ${JSON.stringify(out)}`);
+      }
+    },
+  );
+
+  test(
+    `${client}: MessageAttributeNames: a prefix filter is everything before .*: Given attributes Help.Me, Hello and General, When received with Hel.*, Then Hello and Help.Me with the MD5 of those two; All, *, .*, plain and unknown names as before`,
     testOpts,
     async () => {
       const attributes = {
-        'Name.a': { DataType: 'String', StringValue: 'a' },
-        'Name.b': { DataType: 'Number', StringValue: '2' },
-        Namex: { DataType: 'String', StringValue: 'x' },
-        Other: { DataType: 'String', StringValue: 'o' },
+        'Help.Me': { DataType: 'String', StringValue: 'me' },
+        Hello: { DataType: 'Number', StringValue: '2' },
+        General: { DataType: 'String', StringValue: 'g' },
       };
-      const filters = [['*'], ['.*'], ['Name.*'], ['Other'], ['Name.*', 'Other']];
+      const filters = [['Hel.*'], ['All'], ['*'], ['.*'], ['General'], ['Nope'], ['Help.*', 'General']];
       const run = await calls([
         { op: 'create_queue', params: { QueueName: uniqueName('boto3-filter') } },
         {
@@ -539,20 +632,19 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
       const pick = (...names: Array<keyof typeof attributes>): Record<string, AttributeValue> =>
         Object.fromEntries(names.map((n) => [n, attributes[n]]));
       const expected = [
+        pick('Help.Me', 'Hello'),
         attributes,
         attributes,
-        pick('Name.a', 'Name.b'),
-        pick('Other'),
-        pick('Name.a', 'Name.b', 'Other'),
+        attributes,
+        pick('General'),
+        undefined,
+        pick('Help.Me', 'General'),
       ];
       expected.forEach((want, i) => {
         const [m] = ok(run.results[2 + i]).Messages as Array<Record<string, unknown>>;
-        assert.deepEqual(m?.MessageAttributes, want, `filter ${JSON.stringify(filters[i])}`);
-        assert.equal(
-          m?.MD5OfMessageAttributes,
-          md5OfAttributes(want),
-          `MD5 for ${JSON.stringify(filters[i])}`,
-        );
+        const what = `filter ${JSON.stringify(filters[i])}`;
+        assert.deepEqual(m?.MessageAttributes, want, what);
+        assert.equal(m?.MD5OfMessageAttributes, want && md5OfAttributes(want), `MD5 for ${what}`);
       });
     },
   );

@@ -28,6 +28,17 @@ export async function queryPost(
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
+/** A Query-protocol GET: `<path>?Action=...&Version=2012-11-05&...`. */
+export async function queryGet(
+  url: string,
+  path: string,
+  params: Record<string, string>,
+): Promise<RawResponse> {
+  const query = new URLSearchParams({ Version: '2012-11-05', ...params }).toString();
+  const res = await fetch(`${url}${path}?${query}`, { signal: AbortSignal.timeout(30_000) });
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
 /** A JSON 1.0 request: `X-Amz-Target: AmazonSQS.<action>`, the body as given (a string is sent as is). */
 export async function jsonPost(
   url: string,

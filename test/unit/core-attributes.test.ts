@@ -98,8 +98,18 @@ void test('Given a FIFO attribute with a value outside its set, when validated, 
   );
 });
 
-void test('Given FifoQueue on an existing FIFO queue, when set, then InvalidAttributeValue: the queue type cannot change (AWS)', () => {
-  for (const value of ['true', 'false']) {
+void test('SetQueueAttributes FifoQueue on a FIFO queue: given FifoQueue=true, when set, then accepted and nothing to change (AWS, recorded)', () => {
+  for (const value of ['true', 'TRUE']) {
+    assert.deepEqual(validateAttributes({ FifoQueue: value }, { fifo: true, creating: false }), {});
+  }
+  assert.deepEqual(
+    validateAttributes({ FifoQueue: 'true', VisibilityTimeout: '45' }, { fifo: true, creating: false }),
+    { VisibilityTimeout: '45' },
+  );
+});
+
+void test('SetQueueAttributes FifoQueue on a FIFO queue: given any other value, when set, then InvalidAttributeValue: the queue type cannot change (AWS, recorded)', () => {
+  for (const value of ['false', 'yes']) {
     assert.throws(() => validateAttributes({ FifoQueue: value }, { fifo: true, creating: false }), {
       code: 'InvalidAttributeValue',
       message: 'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.',

@@ -201,9 +201,24 @@ for (const method of ['GET', 'POST'] as const) {
     assert.match(attrs.body, /<Value>1<\/Value>/);
   });
 
-  void test(`Given a queue's URL, when an account-level Query action is sent to it by ${method}, then 400 InvalidAction naming the action`, async (t) => {
+  void test(`Query: GetQueueUrl works at a queue's URL: given queues q and other, when GetQueueUrl for either is sent to q's URL by ${method}, then 200 with the named queue's URL`, async (t) => {
     const { app } = await dataPlaneWithQueue(t);
-    for (const action of ['CreateQueue', 'ListQueues', 'GetQueueUrl']) {
+    assert.equal((await call(app, 'CreateQueue', { QueueName: 'other' })).statusCode, 200);
+    for (const name of ['q', 'other']) {
+      const r = await queryAt(
+        app,
+        method,
+        '/000000000000/q',
+        `Action=GetQueueUrl&QueueName=${name}&QueueOwnerAWSAccountId=000000000000&Version=2012-11-05`,
+      );
+      assert.equal(r.statusCode, 200, r.body);
+      assert.match(r.body, new RegExp(`<QueueUrl>http://localhost:4100/000000000000/${name}</QueueUrl>`));
+    }
+  });
+
+  void test(`Given a queue's URL, when CreateQueue or ListQueues is sent to it by ${method}, then 400 InvalidAction naming the action`, async (t) => {
+    const { app } = await dataPlaneWithQueue(t);
+    for (const action of ['CreateQueue', 'ListQueues']) {
       const r = await queryAt(app, method, '/000000000000/q', `Action=${action}&QueueName=x`);
       assert.equal(r.statusCode, 400, r.body);
       assert.match(r.body, /<Code>InvalidAction<\/Code>/);

@@ -160,11 +160,20 @@ describe('decodeQuery: QueueUrl and required parameters', () => {
     });
   });
 
-  test('Given a path URL for an action without QueueUrl, when decoding, then InvalidAction naming it (AWS, recorded)', () => {
-    throwsSqsError(
-      () => decode('Action=ListQueues', 'http://h/1/q'),
-      'InvalidAction',
-      'The action ListQueues is not valid for this endpoint.',
+  test('Given a path URL for an action without QueueUrl other than GetQueueUrl, when decoding, then InvalidAction naming it (AWS, recorded)', () => {
+    for (const action of ['ListQueues', 'CreateQueue']) {
+      throwsSqsError(
+        () => decode(`Action=${action}&QueueName=x`, 'http://h/1/q'),
+        'InvalidAction',
+        `The action ${action} is not valid for this endpoint.`,
+      );
+    }
+  });
+
+  test("Query: GetQueueUrl works at a queue's URL: given a path URL, when decoding GetQueueUrl, then its own parameters, without the path's queue (AWS, recorded)", () => {
+    assert.deepEqual(
+      decode('Action=GetQueueUrl&QueueName=other&QueueOwnerAWSAccountId=000000000000', 'http://h/1/q'),
+      { action: 'GetQueueUrl', input: { QueueName: 'other', QueueOwnerAWSAccountId: '000000000000' } },
     );
   });
 

@@ -2,7 +2,7 @@ import { missingParameter } from '../errors.js';
 import type { BatchResultErrorEntry, ChangeMessageVisibilityBatchResultEntry } from '../model.generated.js';
 import { resolveQueue, type Action } from '../service.js';
 import { checkBatchEntries, checkVisibilityTimeout } from '../validate.js';
-import { failedEntry } from './batch.js';
+import { batchResult, failedEntry } from './batch.js';
 
 export const changeMessageVisibilityBatch: Action<'ChangeMessageVisibilityBatch'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
@@ -20,5 +20,5 @@ export const changeMessageVisibilityBatch: Action<'ChangeMessageVisibilityBatch'
       Failed.push(failedEntry(e.Id, err));
     }
   }
-  return { Successful, Failed };
+  return batchResult(Successful, Failed);
 };

@@ -1,7 +1,7 @@
 import type { BatchResultErrorEntry, DeleteMessageBatchResultEntry } from '../model.generated.js';
 import { resolveQueue, type Action } from '../service.js';
 import { checkBatchEntries } from '../validate.js';
-import { failedEntry } from './batch.js';
+import { batchResult, failedEntry } from './batch.js';
 
 export const deleteMessageBatch: Action<'DeleteMessageBatch'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
@@ -17,5 +17,5 @@ export const deleteMessageBatch: Action<'DeleteMessageBatch'> = (svc, ctx, input
       Failed.push(failedEntry(e.Id, err));
     }
   }
-  return { Successful, Failed };
+  return batchResult(Successful, Failed);
 };

@@ -68,14 +68,18 @@ export const receiveMessage: Action<'ReceiveMessage'> = async (svc, ctx, input) 
 
 type AttributeFilter = ((name: string) => boolean) | 'all' | 'none';
 
-/** `All`, `*` and `.*` mean every attribute; `prefix.*` every name under `prefix.`; others exact. */
-function messageAttributeFilter(names: readonly string[] | undefined): AttributeFilter {
+/**
+ * `All`, `*` and `.*` mean every attribute; a name ending in `.*` every name that starts with the
+ * text before the `.*` (AWS, recorded: `Hel.*` returns `Hello` and `Help.Me`); any other name
+ * exactly that one, if the message has it.
+ */
+export function messageAttributeFilter(names: readonly string[] | undefined): AttributeFilter {
   if (names === undefined || names.length === 0) return 'none';
   if (names.includes('All') || names.includes('*') || names.includes('.*')) return 'all';
   const exact = new Set<string>();
   const prefixes: string[] = [];
   for (const n of names) {
-    if (n.endsWith('.*')) prefixes.push(n.slice(0, -1));
+    if (n.endsWith('.*')) prefixes.push(n.slice(0, -2));
     else exact.add(n);
   }
   return (name) => exact.has(name) || prefixes.some((p) => name.startsWith(p));

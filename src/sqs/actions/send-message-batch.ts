@@ -3,8 +3,8 @@ import { SqsError } from '../errors.js';
 import type { BatchResultErrorEntry, SendMessageBatchResultEntry } from '../model.generated.js';
 import { resolveQueue, type Action } from '../service.js';
 import { checkBatchEntries } from '../validate.js';
-import { failedEntry } from './batch.js';
-import { checkBudget, prepareSend, WholeBatchError, type PreparedSend } from './send.js';
+import { batchResult, failedEntry } from './batch.js';
+import { checkBudget, checkMessageSize, prepareSend, WholeBatchError, type PreparedSend } from './send.js';
 
 export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
@@ -14,7 +14,9 @@ export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) =>
   for (const e of input.Entries) {
     try {
       const p = prepareSend(q, ctx, e, true);
+      // An entry over MaximumMessageSize fails alone, but still counts toward the batch's 1 MiB.
       total += p.size;
+      checkMessageSize(q, p.size, true);
       prepared.push(p);
     } catch (err) {
       // FIFO: an entry without MessageGroupId or deduplication id fails the whole batch (AWS).
@@ -62,5 +64,5 @@ export const sendMessageBatch: Action<'SendMessageBatch'> = (svc, ctx, input) =>
     if (sent.sequenceNumber !== undefined) r.SequenceNumber = sent.sequenceNumber;
     Successful.push(r);
   });
-  return { Successful, Failed };
+  return batchResult(Successful, Failed);
 };

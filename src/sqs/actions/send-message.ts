@@ -1,10 +1,11 @@
 import type { SendMessageResult } from '../model.generated.js';
 import { resolveQueue, toSqsError, type Action } from '../service.js';
-import { checkBudget, prepareSend } from './send.js';
+import { checkBudget, checkMessageSize, prepareSend } from './send.js';
 
 export const sendMessage: Action<'SendMessage'> = (svc, ctx, input) => {
   const q = resolveQueue(svc, ctx, input.QueueUrl);
   const { message, size } = prepareSend(q, ctx, input);
+  checkMessageSize(q, size, false);
   checkBudget(svc, q, [size]);
   let r;
   try {

@@ -47,6 +47,20 @@ export function checkBudget(svc: SqsServices, q: Queue, sizes: readonly number[]
   );
 }
 
+/**
+ * A message (`size`: the body plus its attributes' names, data types and values) over the queue's
+ * MaximumMessageSize is refused; one of exactly that size fits. AWS words the refusal of a
+ * SendMessageBatch entry (`batch`) "cannot be validated", of a SendMessage "are invalid" (both
+ * recorded).
+ */
+export function checkMessageSize(q: Queue, size: number, batch: boolean): void {
+  if (size <= q.maxMessageSize) return;
+  throw new SqsError(
+    'InvalidParameterValue',
+    `One or more parameters ${batch ? 'cannot be validated' : 'are invalid'}. Reason: Message must be shorter than ${q.maxMessageSize} bytes.`,
+  );
+}
+
 export interface PreparedSend {
   readonly message: NewMessage;
   /** Bytes counted against MaximumMessageSize and the 1 MiB batch limit. */
@@ -54,10 +68,11 @@ export interface PreparedSend {
 }
 
 /**
- * One entry's checks, in AWS's order, and the message to store. `batch`: SendMessageBatch, where
- * a FIFO entry without MessageGroupId or deduplication id fails the whole request with
- * InvalidParameterValue (AWS), instead of SendMessage's MissingParameter / InvalidParameterValue,
- * and the entry's size is left to the batch's limit.
+ * One entry's checks, in AWS's order, and the message to store; its size against the queue's
+ * MaximumMessageSize is the caller's to check (checkMessageSize), since a batch counts every entry
+ * against its 1 MiB first. `batch`: SendMessageBatch, where a FIFO entry without MessageGroupId or
+ * deduplication id fails the whole request with InvalidParameterValue (AWS), instead of
+ * SendMessage's MissingParameter / InvalidParameterValue.
  */
 export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch = false): PreparedSend {
   const body = e.MessageBody;
@@ -78,14 +93,6 @@ export function prepareSend(q: Queue, ctx: RequestContext, e: SendEntry, batch =
     Buffer.byteLength(body) +
     checkMessageAttributes(e.MessageAttributes) +
     checkSystemAttributes(e.MessageSystemAttributes);
-  // A batch entry is not held to the queue's MaximumMessageSize, only the batch to its 1 MiB
-  // (AWS recorded: an entry over a lowered limit is accepted in a batch).
-  if (!batch && size > q.maxMessageSize) {
-    throw new SqsError(
-      'InvalidParameterValue',
-      `One or more parameters are invalid. Reason: Message must be shorter than ${q.maxMessageSize} bytes.`,
-    );
-  }
   const attrs = nonEmpty(e.MessageAttributes);
   const given = nonEmpty(e.MessageSystemAttributes);
   const sys = withTraceHeader(given, ctx.traceHeader);
