@@ -301,7 +301,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given an empty body, an empty String attribute value and attribute names of other scripts, When sent, Then AWS's answers (issue 21: 1-3)`,
+    `${client}: Given an empty body, an empty String attribute value and attribute names of other scripts, When sent, Then AWS's answers (recorded from AWS)`,
     testOpts,
     async () => {
       const unicode = { 'attr.1øßä': { DataType: 'String', StringValue: 'v' } };
@@ -337,7 +337,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given FIFO-only attributes on a standard queue and FifoQueue on either kind, When created or set, Then AWS's errors (issue 21: 4, 5)`,
+    `${client}: Given FIFO-only attributes on a standard queue and FifoQueue on either kind, When created or set, Then AWS's errors (recorded from AWS)`,
     testOpts,
     async () => {
       const create = (attributes: Record<string, string>, name = uniqueName('boto3-std')): Boto3Call => ({
@@ -385,7 +385,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given queues whose attributes were changed (SSE-KMS on), When every documented default is set back (KmsMasterKeyId ""), Then GetQueueAttributes shows a new queue's attributes (issue 21: 6)`,
+    `${client}: Given queues whose attributes were changed (SSE-KMS on), When every documented default is set back (KmsMasterKeyId ""), Then GetQueueAttributes shows a new queue's attributes`,
     testOpts,
     async () => {
       const standardDefaults = {
@@ -464,7 +464,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given a queue with MaximumMessageSize 1024, When an entry over it is sent alone and in a batch, Then only SendMessage refuses it; a batch over 1 MiB is refused whole (issue 21: 7)`,
+    `${client}: Given a queue with MaximumMessageSize 1024, When an entry over it is sent alone and in a batch, Then only SendMessage refuses it; a batch over 1 MiB is refused whole`,
     testOpts,
     async () => {
       const body = 'x'.repeat(2000);
@@ -514,7 +514,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given a message with four attributes, When received with MessageAttributeNames *, .*, Name.* or one name, Then exactly those attributes and the MD5 of exactly them (issue 21: 15)`,
+    `${client}: Given a message with four attributes, When received with MessageAttributeNames *, .*, Name.* or one name, Then exactly those attributes and the MD5 of exactly them`,
     testOpts,
     async () => {
       const attributes = {
@@ -558,7 +558,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given X-Amzn-Trace-Id on SendMessage and SendMessageBatch, When received, Then it is the AWSTraceHeader, unless the message sets its own (issue 21: 16)`,
+    `${client}: Given X-Amzn-Trace-Id on SendMessage and SendMessageBatch, When received, Then it is the AWSTraceHeader, unless the message sets its own`,
     testOpts,
     async () => {
       const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
@@ -609,7 +609,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given any reply, success or error, Then its Content-Type is exactly AWS's (${protocol}) (issue 21: 17)`,
+    `${client}: Given any reply, success or error, Then its Content-Type is exactly AWS's (${protocol})`,
     testOpts,
     async () => {
       const run = await calls([
@@ -623,7 +623,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given standard-queue receipt handles, When their visibility is changed, Then a deleted message is refused in AWS's words and an older or expired handle works (issue 21, items 8 and 10)`,
+    `${client}: Given standard-queue receipt handles, When their visibility is changed, Then a deleted message is refused in AWS's words and an older or expired handle works`,
     testOpts,
     async () => {
       const run = await calls([
@@ -681,7 +681,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given FIFO queues, When purged, turned to high throughput, or a group's message comes back, Then deduplication and group order follow AWS (issue 21, items 12-14)`,
+    `${client}: Given FIFO queues, When purged, turned to high throughput, or a group's message comes back, Then deduplication and group order follow AWS`,
     testOpts,
     async () => {
       const fifo = { FifoQueue: 'true' };
