@@ -1,7 +1,7 @@
 /**
  * The process logger: pino, JSON lines on stdout, asynchronous writes.
  *
- * Logs are data (see shared/docs/STYLE.md): a fixed set of fields, and never a secret or a message
+ * Logs are data (test/unit/log.test.ts holds this file to it): a fixed set of fields, and never a secret or a message
  * body. Redaction is therefore done here, once, instead of trusting every call site:
  *
  * - every object passed to a log call is walked (any depth, arrays, flattened Query keys such as

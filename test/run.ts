@@ -86,11 +86,15 @@ if (only.length > 0) {
   step('check', 'npm', ['run', 'check']);
   const built = step('build', 'npm', ['run', 'build']);
   if (built) {
-    tests('unit, integration and e2e', 2, testFiles('test/unit', 'test/integration', 'test/e2e'));
+    tests(
+      'unit, tooling, integration and e2e',
+      2,
+      testFiles('test/unit', 'test/tooling', 'test/integration', 'test/e2e'),
+    );
     tests('failover', 1, testFiles('test/failover'));
   } else {
     notRun.push('e2e and failover (they run dist/, which did not build)');
-    tests('unit and integration', 2, testFiles('test/unit', 'test/integration'));
+    tests('unit, tooling and integration', 2, testFiles('test/unit', 'test/tooling', 'test/integration'));
   }
 }
 

@@ -64,7 +64,7 @@ export interface Target {
 
 /**
  * `KIND` or `KIND@PATH` (a shared-sqs kind run from another checkout, PATH its directory or its
- * dist/main.js): `--targets shared-sqs,shared-sqs@/work/main` compares two builds in one run.
+ * dist/main.js): `--targets shared-sqs,shared-sqs@../other` compares two builds in one run.
  */
 export function parseTarget(spec: string): Target {
   const at = spec.indexOf('@');

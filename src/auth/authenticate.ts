@@ -78,7 +78,7 @@ export function authenticate(opts: AuthOptions, req: SignedRequest, protocol: 'j
 }
 
 /**
- * The request is run only as far as its signature covers it (FAULTS row 20): a JSON request's
+ * The request is run only as far as its signature covers it (docs/faults.md row 20): a JSON request's
  * action must be a signed header, or a captured request could be replayed as another action
  * with the same body (GetQueueAttributes as DeleteQueue); and a body the signature does not
  * cover (UNSIGNED-PAYLOAD) must be empty, or a presigned URL's holder could add parameters or,

@@ -467,7 +467,7 @@ export function deserializeTenant(record: string): Tenant {
     };
   });
   const tenant = new Tenant(r['name'], r['accountId'], parsed, r['createdAt']);
-  // Written since issue 20; a record without it has no share.
+  // Written since tenants have a memory share; a record from before has none, and no share.
   const share = r['memoryShare'];
   if (share !== undefined) {
     if (!isMemoryShare(share))

@@ -12,7 +12,7 @@
  * | `<p>a:<uid>`         | hash   | FIFO: ReceiveRequestAttemptId → what that receive returned   |
  * | `<p>tasks`           | hash   | message move task id → task record                           |
  * | `<p>tenants`         | hash   | tenant name → tenant record with its keys (codec.ts)         |
- * | `<p>leader`          | string | the leader lock (the HA issue's); write scripts fence on it  |
+ * | `<p>leader`          | string | the leader lock (src/ha/lock.ts); write scripts fence on it  |
  * | `<p>commit`          | string | id of the last apply call; the writer's next call checks it  |
  *
  * A queue's messages are keyed by the queue's uid, not its name: a purge or a DeleteQueue drops

@@ -3,7 +3,7 @@
  * were given: `--redis-addr host:port`, `--redis-url redis[s]://...`, or Sentinel
  * (`--redis-sentinels host:port,...` + `--redis-master-name`).
  *
- * A fenced writer must never have a write applied later than it believes (FAULTS.md): so no
+ * A fenced writer must never have a write applied later than it believes (docs/faults.md rows 3 and 10): so no
  * offline queue (a command sent while disconnected fails at once instead of waiting), no resend of
  * unanswered commands after a reconnect, and a command timeout of about a second after which the
  * outcome is unknown and the request gets a 503. Reconnection itself goes on in the background,

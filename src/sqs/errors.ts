@@ -4,7 +4,8 @@
  * `__type`. docs/errors.md is kept in step with this table by test/unit/errors-doc.test.ts.
  *
  * Sources: the awsQueryError traits of the SQS Smithy model (as shipped in the AWS SDKs), the
- * SQS API reference's per-action and common errors, and SQS-WIRE.md.
+ * SQS API reference's per-action and common errors, and answers recorded from AWS over both
+ * protocols (docs/compatibility.md).
  */
 
 const SQS = 'com.amazonaws.sqs#';

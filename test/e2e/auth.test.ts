@@ -168,7 +168,7 @@ void describe('auth on: signed by the real clients', () => {
     assert.match(await res.text(), /<Code>SignatureDoesNotMatch<\/Code>/);
   });
 
-  void test("Given A's queue URL, when Query actions are sent to it signed (POST) or presigned (GET), then queue actions act on it and account actions are InvalidAction (issue 21)", async () => {
+  void test("Given A's queue URL, when Query actions are sent to it signed (POST) or presigned (GET), then queue actions act on it and account actions are InvalidAction, as AWS answers", async () => {
     const queueUrl = `${server.url}/${A.accountId}/team-a-jobs`;
     const post = await signRequest(
       {
@@ -221,7 +221,7 @@ void describe('auth on: signed by the real clients', () => {
   });
 });
 
-void describe('auth on: regions (issue 21 item 19)', () => {
+void describe('auth on: regions', () => {
   cliTest(
     'Given queues of one name in two regions, when the SDK (JSON) and aws-cli (Query) use each URL, then they are two queues with two URLs, each reached only from its region',
     async () => {
@@ -387,12 +387,12 @@ void describe('auth on: tenants are apart', () => {
 });
 
 /**
- * FAULTS row 19: tenant B names tenant A's queues by ARN or URL in every parameter that takes one,
+ * docs/faults.md row 19: tenant B names tenant A's queues by ARN or URL in every parameter that takes one,
  * over JSON (SDK v3) and Query (Debian's boto3 1.26), with B's keys. Each call is made twice, once
  * naming A's existing queue and once a queue A does not have: the answers must be the same (code
  * and text, the name aside), and A's queues unchanged after.
  */
-void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () => {
+void describe("auth on: docs/faults.md row 19, another tenant's queues by ARN or URL", () => {
   const arn = (account: string, name: string): string => `arn:aws:sqs:us-east-1:${account}:${name}`;
   const url = (account: string, name: string): string => `${server.url}/${account}/${name}`;
   const policy = (target: string): string =>
@@ -640,11 +640,11 @@ void describe("auth on: FAULTS 19, another tenant's queues by ARN or URL", () =>
 });
 
 /**
- * FAULTS row 20: a signed or presigned request of tenant A, changed in a part its signature does
+ * docs/faults.md row 20: a signed or presigned request of tenant A, changed in a part its signature does
  * not cover, is refused (403 SignatureDoesNotMatch in the protocol the request speaks) and changes
  * nothing; unchanged, it runs as signed.
  */
-void describe('auth on: FAULTS 20, only what the signature covers is run', () => {
+void describe('auth on: docs/faults.md row 20, only what the signature covers is run', () => {
   const queue = (name: string): string => `${server.url}/${A.accountId}/${name}`;
   const exists = async (name: string): Promise<boolean> => {
     const out = await client(A).send(new ListQueuesCommand({ QueueNamePrefix: name }));

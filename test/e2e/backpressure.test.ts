@@ -1,5 +1,5 @@
 /**
- * The memory budget end to end (issue 20): `--max-memory 64mb`, a producer floods 256 KiB messages.
+ * The memory budget end to end (docs/faults.md row 17, memory only): `--max-memory 64mb`, a producer floods 256 KiB messages.
  * Sends are refused with RequestThrottled (403) before usage passes the budget, RSS stays under the
  * budget plus what the process held before, receive and delete work throughout, sends resume once
  * usage is under the low-water mark; the SDK v3 (JSON) and Debian's boto3 1.26 (Query, botocore's

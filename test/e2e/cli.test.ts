@@ -110,7 +110,7 @@ describe('Query protocol (aws-cli): what only the CLI or Query shows', () => {
   });
 });
 
-describe("Query protocol (aws-cli): AWS's recorded answers in validation corners (issue 21)", () => {
+describe("Query protocol (aws-cli): AWS's recorded answers in validation corners", () => {
   test('Given an empty body, an empty String value, a Unicode attribute name and a missing queue, When sent, Then the codes and messages AWS gives over Query', async () => {
     const url = await createQueue('cli-texts');
     const send = (body: string, attributes?: Record<string, AttributeValue>): string[] => [

@@ -48,7 +48,7 @@ test('Given an empty queue, When ReceiveMessage with WaitTimeSeconds 1, Then the
   assert.equal(out.$metadata.httpStatusCode, 200);
 });
 
-void describe('regions with auth off (issue 21 item 19)', () => {
+void describe('regions with auth off', () => {
   void test('Given a client configured for ap-southeast-2 and one for the default region, when both create queue "twin", then two queues with two URLs, each used from its own region', async () => {
     const ap = new SQSClient({
       region: 'ap-southeast-2',

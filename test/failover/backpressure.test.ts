@@ -1,6 +1,6 @@
 /**
- * FAULTS.md row 17: a producer-only flood past the memory budget through nginx, with leader
- * election and Redis. Bounded by volume, not by the issue's 60 s: the producer sends three times
+ * docs/faults.md row 17: a producer-only flood past the memory budget through nginx, with leader
+ * election and Redis. Bounded by volume, not by a fixed 60 s: the producer sends three times
  * the budget in 256 KiB messages (on a fast machine that is a few seconds, on a loaded one longer).
  * Neither instance dies, the leader refuses with RequestThrottled (403, which nginx does not pass
  * to the follower) and keeps serving receives and deletes, no leader change, lost = 0, and sends
@@ -41,7 +41,7 @@ async function consume(sqs: SQSClient, queueUrl: string): Promise<string[]> {
 }
 
 test(
-  'FAULTS 17: Given leader election behind nginx and a 32 MiB budget, When a producer floods three times the budget with no consumer, Then the leader refuses with RequestThrottled and keeps serving receives, no instance dies, lost = 0, and sends resume after draining',
+  'docs/faults.md row 17: Given leader election behind nginx and a 32 MiB budget, When a producer floods three times the budget with no consumer, Then the leader refuses with RequestThrottled and keeps serving receives, no instance dies, lost = 0, and sends resume after draining',
   { timeout: 300_000 },
   async (t) => {
     const { c, leader } = await clusterFor(t, { extraArgs: ['--max-memory', `${BUDGET_MIB}mb`] });

@@ -1,5 +1,5 @@
 /**
- * FAULTS.md row 18: kill -9 the leader at its memory budget, holding 1 MiB messages (and,
+ * docs/faults.md row 18: kill -9 the leader at its memory budget, holding 1 MiB messages (and,
  * separately, 1,000,000 small ones): the follower loads everything and serves within ttl +
  * interval + its load time, with exact counts; a store too big for the process is one fatal line
  * and exit code 1, never a loop or a heap crash. Through nginx with the SDK (JSON protocol).
@@ -56,7 +56,7 @@ async function depth(url: string, queueUrl: string): Promise<[number, number]> {
 }
 
 test(
-  'FAULTS 18: Given the leader near a 64 MiB budget of 1 MiB messages, When it is killed -9, Then the follower loads them all and serves within ttl + interval + load time',
+  'docs/faults.md row 18: Given the leader near a 64 MiB budget of 1 MiB messages, When it is killed -9, Then the follower loads them all and serves within ttl + interval + load time',
   { timeout: 180_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t, { extraArgs: ['--max-memory', '64mb'] });
@@ -77,7 +77,7 @@ test(
 );
 
 test(
-  'FAULTS 18: Given 1,000,000 messages of 256 B, When the leader is killed -9, Then the follower loads them all with exact counts',
+  'docs/faults.md row 18: Given 1,000,000 messages of 256 B, When the leader is killed -9, Then the follower loads them all with exact counts',
   { timeout: 400_000 },
   async (t) => {
     const c = await filledCluster(t, { messages: 1_000_000, bodySize: 256, inflight: 10 });
@@ -98,7 +98,7 @@ test(
 );
 
 test(
-  'FAULTS 18: Given Redis holds more than a follower’s budget, When it wins the lock, Then it logs one fatal line naming both sizes and exits 1',
+  'docs/faults.md row 18: Given Redis holds more than a follower’s budget, When it wins the lock, Then it logs one fatal line naming both sizes and exits 1',
   { timeout: 120_000 },
   async (t) => {
     const c = await filledCluster(t, { messages: 24, bodySize: MiB }, ['--max-memory', '16mb']);

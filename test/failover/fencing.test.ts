@@ -1,5 +1,5 @@
 /**
- * FAULTS.md rows 3 and 4, and fencing proved from Redis itself: a MONITOR connection records every
+ * docs/faults.md rows 3 and 4, and fencing proved from Redis itself: a MONITOR connection records every
  * command Redis executes, in order, with the client it came from, and the commands a script ran
  * (`lua`) right after the script's own line. So "the old leader wrote nothing after it lost the
  * lock" is checked in Redis' own log, not in the server's.
@@ -89,7 +89,7 @@ async function tokenOf(i: Instance): Promise<string> {
 }
 
 test(
-  'FAULTS 3: Given a leader under load, When it is stopped (SIGSTOP) past the TTL and continued, Then the follower leads, the old leader writes nothing to Redis after losing the lock, answers no request 200 and reports /ready 503',
+  'docs/faults.md row 3: Given a leader under load, When it is stopped (SIGSTOP) past the TTL and continued, Then the follower leads, the old leader writes nothing to Redis after losing the lock, answers no request 200 and reports /ready 503',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);
@@ -190,7 +190,7 @@ test(
 );
 
 test(
-  'FAULTS 4: Given a leader under load, When it is stopped (SIGSTOP) for less than the renew deadline, Then no leader change and lost = 0',
+  'docs/faults.md row 4: Given a leader under load, When it is stopped (SIGSTOP) for less than the renew deadline, Then no leader change and lost = 0',
   { timeout: 90_000 },
   async (t) => {
     // ttl 6 s, interval 1 s: renew deadline 5 s; the pause is 2 s (plus at most 1 s since the last renewal).

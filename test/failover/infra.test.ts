@@ -1,5 +1,5 @@
 /**
- * FAULTS.md rows 9 to 12: Redis restarted or unreachable, long polls through nginx during a
+ * docs/faults.md rows 9 to 12: Redis restarted or unreachable, long polls through nginx during a
  * switch, and a follower restarted again and again while the leader serves.
  */
 import assert from 'node:assert/strict';
@@ -13,9 +13,9 @@ import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
 
-/** FAULTS.md row 10's outage. */
+/** docs/faults.md row 10's outage. */
 const OUTAGE_MS = 30_000;
-/** FAULTS.md row 12's restarts. */
+/** docs/faults.md row 12's restarts. */
 const FOLLOWER_RESTARTS = 50;
 
 async function messagesIn(url: string, queueUrl: string): Promise<number> {
@@ -45,7 +45,7 @@ async function messagesIn(url: string, queueUrl: string): Promise<number> {
 }
 
 test(
-  'FAULTS 9: Given a load through nginx, When Redis is killed (SIGKILL) and restarted from its AOF, Then lost = 0, a leader serves again, and its memory matches Redis',
+  'docs/faults.md row 9: Given a load through nginx, When Redis is killed (SIGKILL) and restarted from its AOF, Then lost = 0, a leader serves again, and its memory matches Redis',
   { timeout: 120_000 },
   async (t) => {
     const c = await startCluster();
@@ -81,7 +81,7 @@ test(
 );
 
 test(
-  'FAULTS 10: Given a load through nginx, When Redis is unreachable (SIGSTOP) for 30 s, Then no write is answered 200, requests fail fast with 503, memory stays bounded, and service recovers after',
+  'docs/faults.md row 10: Given a load through nginx, When Redis is unreachable (SIGSTOP) for 30 s, Then no write is answered 200, requests fail fast with 503, memory stays bounded, and service recovers after',
   { timeout: 150_000 },
   async (t) => {
     const c = await startCluster();
@@ -156,7 +156,7 @@ test(
 );
 
 test(
-  'FAULTS 11: Given long polls through nginx, When nothing happens they are answered 200 at ~20 s (no 504); When the leader switches over, Then a waiting poll gets 200 or a retryable 503, never 502/504',
+  'docs/faults.md row 11: Given long polls through nginx, When nothing happens they are answered 200 at ~20 s (no 504); When the leader switches over, Then a waiting poll gets 200 or a retryable 503, never 502/504',
   { timeout: 120_000 },
   async (t) => {
     const c = await startCluster();
@@ -207,7 +207,7 @@ test(
 );
 
 test(
-  'FAULTS 12: Given a leader under load, When the follower is restarted 50 times, Then the leader is never disturbed: same term, always ready, lost = 0',
+  'docs/faults.md row 12: Given a leader under load, When the follower is restarted 50 times, Then the leader is never disturbed: same term, always ready, lost = 0',
   { timeout: 300_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);

@@ -1,5 +1,5 @@
 /**
- * FAULTS.md row 21: a Sentinel failover under load. A master, one replica and three Sentinels
+ * docs/faults.md row 21: a Sentinel failover under load. A master, one replica and three Sentinels
  * (quorum 2, down after 1 s); one shared-sqs through Sentinel; a steady load of sends (the SDK
  * over JSON and the raw Query probe, workload.ts), received and deleted after the failover; the master is killed with SIGKILL and the Sentinels
  * promote the replica. 300 ms before, the replica is cut off from the master, so there is a window
@@ -97,7 +97,7 @@ async function failover(t: TestContext, waitReplicas: number): Promise<Run> {
 }
 
 test(
-  'FAULTS 21: Given a steady load with --redis-wait-replicas 1 against a master, one replica and three Sentinels, When the master is killed (SIGKILL) and Sentinel promotes the replica, Then lost = 0 and sends are served again',
+  'docs/faults.md row 21: Given a steady load with --redis-wait-replicas 1 against a master, one replica and three Sentinels, When the master is killed (SIGKILL) and Sentinel promotes the replica, Then lost = 0 and sends are served again',
   { timeout: 150_000 },
   async (t) => {
     const { report } = await failover(t, 1);
@@ -106,7 +106,7 @@ test(
 );
 
 test(
-  'FAULTS 21 (N = 0): Given the same failover without --redis-wait-replicas, When the master is killed, Then the losses seen are reported',
+  'docs/faults.md row 21 (N = 0): Given the same failover without --redis-wait-replicas, When the master is killed, Then the losses seen are reported',
   { timeout: 150_000 },
   async (t) => {
     const { report } = await failover(t, 0);

@@ -1,5 +1,5 @@
 /**
- * FAULTS.md rows 5 to 8: who leads when both start at once, and what the new leader knows after a
+ * docs/faults.md rows 5 to 8: who leads when both start at once, and what the new leader knows after a
  * takeover (queues and attributes, visibility deadlines and receipt handles, FIFO deduplication
  * and group order): all of it must come from Redis, reloaded when the lock is won.
  */
@@ -23,7 +23,7 @@ import { testsRequiring } from '../support/requires.js';
 const { test } = testsRequiring('nginx', 'redis-server');
 
 test(
-  'FAULTS 5: Given two instances, When both start at the same moment, again and again, Then exactly one answers /ready 200 each time',
+  'docs/faults.md row 5: Given two instances, When both start at the same moment, again and again, Then exactly one answers /ready 200 each time',
   { timeout: 120_000 },
   async (t) => {
     const c = await startCluster({ start: 'none' });
@@ -68,7 +68,7 @@ async function snapshot(url: string): Promise<Record<string, unknown>> {
 }
 
 test(
-  'FAULTS 6: Given queues, attributes, tags, purges and deletes, When the leader is killed (SIGKILL), Then the new leader has the same queues, attributes and tags',
+  'docs/faults.md row 6: Given queues, attributes, tags, purges and deletes, When the leader is killed (SIGKILL), Then the new leader has the same queues, attributes and tags',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);
@@ -107,7 +107,7 @@ test(
 );
 
 test(
-  'FAULTS 7: Given messages received with a visibility timeout, When the leader is killed (SIGKILL), Then the new leader keeps them hidden until their deadline and the old receipt handle still deletes',
+  'docs/faults.md row 7: Given messages received with a visibility timeout, When the leader is killed (SIGKILL), Then the new leader keeps them hidden until their deadline and the old receipt handle still deletes',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);
@@ -160,7 +160,7 @@ test(
 );
 
 test(
-  'FAULTS 8: Given a FIFO queue, When the leader is killed and a send is repeated with the same deduplication id, Then it is delivered once and group order is kept',
+  'docs/faults.md row 8: Given a FIFO queue, When the leader is killed and a send is repeated with the same deduplication id, Then it is delivered once and group order is kept',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader } = await clusterFor(t);

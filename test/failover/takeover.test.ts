@@ -1,8 +1,8 @@
 /**
- * FAULTS.md rows 1 and 2, and the admin step-down: a steady load through nginx (SDK, aws-cli and a
+ * docs/faults.md rows 1 and 2, and the admin step-down: a steady load through nginx (SDK, aws-cli and a
  * raw Query probe) while the leader dies or hands over, then a drain and the checker's counts.
  * Takeover times are measured from the probe's first 200 through nginx and reported with
- * t.diagnostic (docs/operations.md quotes them); the only bounds asserted are the issue's.
+ * t.diagnostic (docs/operations.md quotes them); the only bounds asserted are docs/faults.md's.
  */
 import assert from 'node:assert/strict';
 import { uniqueName } from '../support/server.js';
@@ -35,7 +35,7 @@ function assertClean(w: Workload, r: Report): void {
 }
 
 test(
-  'FAULTS 1: Given a steady load through nginx, When the leader is killed (SIGKILL), Then lost = unexpected = resurrected = 0 and sends succeed again within ttl + interval + load time',
+  'docs/faults.md row 1: Given a steady load through nginx, When the leader is killed (SIGKILL), Then lost = unexpected = resurrected = 0 and sends succeed again within ttl + interval + load time',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);
@@ -64,7 +64,7 @@ test(
 );
 
 test(
-  'FAULTS 2: Given a steady load through nginx, When the leader gets SIGTERM, Then it drains, releases, exits 0, the follower serves within 1 s of the release, and lost = 0',
+  'docs/faults.md row 2: Given a steady load through nginx, When the leader gets SIGTERM, Then it drains, releases, exits 0, the follower serves within 1 s of the release, and lost = 0',
   { timeout: 90_000 },
   async (t) => {
     const { c, leader, follower } = await clusterFor(t);

@@ -1,6 +1,6 @@
 /**
  * A steady load through nginx, with every acknowledgement, receive and delete logged, and the
- * checker of FAULTS.md: after the fault heals and the queue is drained, count
+ * checker of docs/faults.md: after the fault heals and the queue is drained, count
  * - lost: a send acknowledged (200) whose body was never received;
  * - unexpected: a body received that was never sent;
  * - duplicated: a body received more than once (allowed: delivery is at-least-once);

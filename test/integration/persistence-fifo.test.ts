@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
@@ -16,7 +15,7 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -40,12 +39,6 @@ async function open(keys: Keys, clock: ManualClock): Promise<Opened> {
   });
   writer.attach(store);
   return { store, writer };
-}
-
-let ids = 0;
-function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
-  ids++;
-  return { id: `m-${ids}`, body, md5OfBody: `md5-${ids}`, senderId: ACCOUNT, ...extra };
 }
 
 function create(store: QueueStore, name: string, attrs: Record<string, string> = {}): Queue {

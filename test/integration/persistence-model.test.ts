@@ -53,7 +53,7 @@ import type { Redis } from 'ioredis';
 import { Rng } from '../support/rng.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
-import { sendOne } from '../support/queue.js';
+import { inGroup, msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -910,12 +910,6 @@ async function fresh(): Promise<{
   return { store, clock, writer, reloaded };
 }
 
-let knownIds = 0;
-function plain(extra: Partial<NewMessage> = {}): NewMessage {
-  knownIds++;
-  return { id: `known-${knownIds}`, body: `k${knownIds}`, md5OfBody: 'md5', senderId: A, ...extra };
-}
-
 /** A message's whole life within one batch of changes. */
 function sendReceiveDelete(q: Queue, message: NewMessage, now: number): void {
   sendOne(q, message, now);
@@ -934,7 +928,7 @@ test("Given a message sent, received and deleted within one batch, when reloaded
   const { store, clock, writer, reloaded } = await fresh();
   const q = store.create(at('seq'), {}, {}).queue;
   await writer.commit();
-  sendReceiveDelete(q, plain(), clock.now());
+  sendReceiveDelete(q, msg(), clock.now());
   const loaded = await reloaded('seq');
   assert.equal(loaded.nextSequence, q.nextSequence);
 });
@@ -943,7 +937,7 @@ test('Given a FIFO message deleted and its deduplication record expired, when re
   const { store, clock, writer, reloaded } = await fresh();
   const q = store.create(at('last.fifo'), { FifoQueue: 'true' }, {}).queue;
   await writer.commit();
-  sendReceiveDelete(q, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  sendReceiveDelete(q, msg(inGroup('g', 'd')), clock.now());
   clock.advance(5 * MIN);
   q.tick(clock.now());
   const loaded = await reloaded('last.fifo');
@@ -962,7 +956,7 @@ test("Given a FIFO dead letter deleted, when reloaded within the same millisecon
     {},
   ).queue;
   await writer.commit();
-  sendOne(src, plain({ groupId: 'g', deduplicationId: 'd' }), clock.now());
+  sendOne(src, msg(inGroup('g', 'd')), clock.now());
   src.receive(1, 0, clock.now());
   assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'moved to the DLQ instead');
   const [dead] = dlq.receive(1, undefined, clock.now());
@@ -970,7 +964,7 @@ test("Given a FIFO dead letter deleted, when reloaded within the same millisecon
   dlq.deleteMessage(dlq.receiptHandle(dead), clock.now());
 
   const loaded = await reloaded('dead.fifo');
-  const next = loaded.sendMessage(plain({ groupId: 'g', deduplicationId: 'x' }), clock.now());
+  const next = loaded.sendMessage(msg(inGroup('g', 'x')), clock.now());
   assert.ok(
     BigInt(next.sequenceNumber ?? 0) > BigInt(dead.sequenceNumber),
     `next ${next.sequenceNumber}, dead letter ${dead.sequenceNumber}: the same number twice`,

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
-import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
@@ -21,7 +21,7 @@ import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -64,12 +64,6 @@ async function fresh(): Promise<Opened & { c: Redis; keys: Keys }> {
   const c = await client();
   const keys = keysFor(uniquePrefix());
   return { ...(await open(c, keys)), c, keys };
-}
-
-let ids = 0;
-function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
-  ids++;
-  return { id: `m-${ids}-${body.slice(0, 8)}`, body, md5OfBody: `md5-${ids}`, senderId: ACCOUNT, ...extra };
 }
 
 function create(store: QueueStore, name: string, attrs: Record<string, string> = {}, tags = {}): Queue {

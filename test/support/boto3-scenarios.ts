@@ -301,7 +301,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given an empty body, an empty String attribute value and attribute names of other scripts, When sent, Then AWS's answers (issue 21: 1-3)`,
+    `${client}: Given an empty body, an empty String attribute value and attribute names of other scripts, When sent, Then AWS's answers (recorded from AWS)`,
     testOpts,
     async () => {
       const unicode = { 'attr.1øßä': { DataType: 'String', StringValue: 'v' } };
@@ -391,7 +391,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given queues whose attributes were changed (SSE-KMS on), When every documented default is set back (KmsMasterKeyId ""), Then GetQueueAttributes shows a new queue's attributes (issue 21: 6)`,
+    `${client}: Given queues whose attributes were changed (SSE-KMS on), When every documented default is set back (KmsMasterKeyId ""), Then GetQueueAttributes shows a new queue's attributes`,
     testOpts,
     async () => {
       const standardDefaults = {
@@ -650,7 +650,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given X-Amzn-Trace-Id on SendMessage and SendMessageBatch, When received, Then it is the AWSTraceHeader, unless the message sets its own (issue 21: 16)`,
+    `${client}: Given X-Amzn-Trace-Id on SendMessage and SendMessageBatch, When received, Then it is the AWSTraceHeader, unless the message sets its own`,
     testOpts,
     async () => {
       const header = 'Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1';
@@ -701,7 +701,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given any reply, success or error, Then its Content-Type is exactly AWS's (${protocol}) (issue 21: 17)`,
+    `${client}: Given any reply, success or error, Then its Content-Type is exactly AWS's (${protocol})`,
     testOpts,
     async () => {
       const run = await calls([
@@ -715,7 +715,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given standard-queue receipt handles, When their visibility is changed, Then a deleted message is refused in AWS's words and an older or expired handle works (issue 21, items 8 and 10)`,
+    `${client}: Given standard-queue receipt handles, When their visibility is changed, Then a deleted message is refused in AWS's words and an older or expired handle works`,
     testOpts,
     async () => {
       const run = await calls([
@@ -773,7 +773,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: Given FIFO queues, When purged, turned to high throughput, or a group's message comes back, Then deduplication and group order follow AWS (issue 21, items 12-14)`,
+    `${client}: Given FIFO queues, When purged, turned to high throughput, or a group's message comes back, Then deduplication and group order follow AWS`,
     testOpts,
     async () => {
       const fifo = { FifoQueue: 'true' };

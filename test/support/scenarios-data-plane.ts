@@ -471,7 +471,7 @@ const messageScenarios: Scenario[] = [
     },
   },
   {
-    name: 'Given an expired handle, an older handle and a deleted message, When ChangeMessageVisibility, Then the first two act on the message and the last is InvalidParameterValue in AWS words (issue 21)',
+    name: 'Given an expired handle, an older handle and a deleted message, When ChangeMessageVisibility, Then the first two act on the message and the last is InvalidParameterValue in AWS words',
     async run(s) {
       const url = await s.queue('vis-handles');
       await s.send(url, 'm');

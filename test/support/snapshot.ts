@@ -4,7 +4,7 @@
  * queues with attributes, tags and counters, every message with its state, deadline, receive
  * bookkeeping and FIFO fields, FIFO deduplication and receive-attempt records, move tasks and
  * tenants. Not in it: the order of a standard queue's visible messages, which a restart changes
- * on purpose (docs/persistence.md, "What a restart changes"), and the 60 s during which a
+ * on purpose (docs/persistence.md#loading says what a restart changes), and the 60 s during which a
  * deleted queue's name stays taken (not stored either).
  *
  * Taking a snapshot applies every deadline up to the store's clock first (Queue.tick), as any

@@ -350,7 +350,7 @@ void describe('The auth step: modes', () => {
   });
 });
 
-void describe('The auth step: only what the signature covers is run (FAULTS 20)', () => {
+void describe('The auth step: only what the signature covers is run (docs/faults.md row 20)', () => {
   const options: AuthOptions = {
     mode: 'on',
     defaultAccountId: '000000000000',

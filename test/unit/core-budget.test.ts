@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Budget, LOW_WATER, MESSAGE_OVERHEAD, QUEUE_OVERHEAD, sendCost } from '../../src/core/budget.js';
 import { ManualClock } from '../../src/core/clock.js';
-import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 /**
  * The memory budget (src/core/budget.ts): what the store counts as messages come and go, and the
@@ -15,12 +14,6 @@ import { sendOne } from '../support/queue.js';
 const A = '111111111111';
 const B = '222222222222';
 const KIB = 1024;
-
-let nextId = 0;
-function msg(body: string): NewMessage {
-  nextId++;
-  return { id: `m-${nextId}`, body, md5OfBody: 'd41d8cd98f00b204e9800998ecf8427e', senderId: 'AIDA' };
-}
 
 function setup(maxMemory = 1024 * KIB): {
   store: QueueStore;

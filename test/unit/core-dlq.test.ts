@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 
 import { throwsCode } from '../support/assertions.js';
 import { manualStore } from '../support/services.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 /**
  * Dead-letter queues in the core: the move at maxReceiveCount + 1 receives, what the moved
@@ -15,12 +14,6 @@ import { sendOne } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
 const S = 1000;
-
-let nextId = 0;
-function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
-  nextId++;
-  return { id: `m-${nextId}`, body, md5OfBody: `md5-${body}`, senderId: 'AIDAEXAMPLE', ...extra };
-}
 
 const setup = manualStore;
 

@@ -4,10 +4,11 @@ import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { ChangeEvent } from '../../src/core/events.js';
 import { DEDUP_WINDOW_MS, RECEIVE_ATTEMPT_WINDOW_MS } from '../../src/core/limits.js';
-import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { throwsCode } from '../support/assertions.js';
+import { inGroup, msg } from '../support/queue.js';
 
 /**
  * FIFO queues in the core: deduplication, groups and their locks, ordering, sequence numbers and
@@ -17,28 +18,13 @@ import { throwsCode } from '../support/assertions.js';
 const ACCOUNT = '000000000000';
 const S = 1000;
 
-let nextId = 0;
-function msg(
-  groupId: string | undefined,
-  dedup: string | undefined,
-  body = `body-${nextId + 1}`,
-): NewMessage {
-  nextId++;
-  return {
-    id: `m-${nextId}`,
-    body,
-    md5OfBody: 'md5',
-    senderId: 'AIDAEXAMPLE',
-    ...(groupId === undefined ? {} : { groupId }),
-    ...(dedup === undefined ? {} : { deduplicationId: dedup }),
-  };
-}
+let queues = 0;
 
 function fifo(attributes: Record<string, string> = {}): { q: Queue; clock: ManualClock; store: QueueStore } {
   const clock = new ManualClock();
   const store = new QueueStore(clock);
   const { queue } = store.create(
-    { accountId: ACCOUNT, region: 'us-east-1', name: `q${++nextId}.fifo` },
+    { accountId: ACCOUNT, region: 'us-east-1', name: `q${++queues}.fifo` },
     { FifoQueue: 'true', ...attributes },
     {},
   );
@@ -49,7 +35,7 @@ function fifo(attributes: Record<string, string> = {}): { q: Queue; clock: Manua
 function sendAs(q: Queue, clock: ManualClock, messages: string): void {
   for (const m of messages.split(' ')) {
     const [group = '', name = ''] = m.split(':');
-    q.sendMessage(msg(group, name, name), clock.now());
+    q.sendMessage(msg(name, inGroup(group, name)), clock.now());
   }
 }
 
@@ -66,12 +52,12 @@ function bodies(messages: Message[]): string[] {
 
 void test('Given a FIFO queue, when a message is sent without MessageGroupId, then MissingParameter', () => {
   const { q, clock } = fifo();
-  throwsCode(() => q.sendMessage(msg(undefined, 'd'), clock.now()), 'MissingParameter');
+  throwsCode(() => q.sendMessage(msg({ deduplicationId: 'd' }), clock.now()), 'MissingParameter');
 });
 
 void test('Given a FIFO queue without content-based deduplication, when a message is sent without a deduplication id, then InvalidParameterValue', () => {
   const { q, clock } = fifo();
-  throwsCode(() => q.sendMessage(msg('g', undefined), clock.now()), 'InvalidParameterValue');
+  throwsCode(() => q.sendMessage(msg(inGroup('g')), clock.now()), 'InvalidParameterValue');
   assert.equal(q.size, 0);
 });
 
@@ -79,9 +65,9 @@ void test('Given a FIFO queue without content-based deduplication, when a messag
 
 void test('Given a sent message, when the same deduplication id is sent again within 5 minutes, then the original MessageId and SequenceNumber come back and nothing is stored', () => {
   const { q, clock } = fifo();
-  const first = q.sendMessage(msg('g', 'dup', 'one'), clock.now());
+  const first = q.sendMessage(msg('one', inGroup('g', 'dup')), clock.now());
   clock.advance(DEDUP_WINDOW_MS - 1);
-  const again = q.sendMessage(msg('g', 'dup', 'two'), clock.now());
+  const again = q.sendMessage(msg('two', inGroup('g', 'dup')), clock.now());
   assert.equal(again.message, undefined);
   assert.equal(again.messageId, first.messageId);
   assert.equal(again.sequenceNumber, first.sequenceNumber);
@@ -90,13 +76,13 @@ void test('Given a sent message, when the same deduplication id is sent again wi
 
 void test('Given a message that was received and deleted, when its deduplication id is sent again within 5 minutes, then it is still a duplicate', () => {
   const { q, clock } = fifo();
-  const first = q.sendMessage(msg('g', 'dup'), clock.now());
+  const first = q.sendMessage(msg(inGroup('g', 'dup')), clock.now());
   const [got] = q.receive(1, undefined, clock.now());
   assert.ok(got);
   q.deleteMessage(q.receiptHandle(got), clock.now());
   assert.equal(q.size, 0);
   clock.advance(60 * S);
-  const again = q.sendMessage(msg('g', 'dup'), clock.now());
+  const again = q.sendMessage(msg(inGroup('g', 'dup')), clock.now());
   assert.equal(again.message, undefined);
   assert.equal(again.messageId, first.messageId);
   assert.equal(q.size, 0);
@@ -104,9 +90,9 @@ void test('Given a message that was received and deleted, when its deduplication
 
 void test('Given a deduplication id sent 5 minutes ago, when it is sent again, then it is a new message', () => {
   const { q, clock } = fifo();
-  const first = q.sendMessage(msg('g', 'dup'), clock.now());
+  const first = q.sendMessage(msg(inGroup('g', 'dup')), clock.now());
   clock.advance(DEDUP_WINDOW_MS);
-  const again = q.sendMessage(msg('g', 'dup'), clock.now());
+  const again = q.sendMessage(msg(inGroup('g', 'dup')), clock.now());
   assert.ok(again.message);
   assert.notEqual(again.messageId, first.messageId);
   assert.equal(q.size, 2);
@@ -116,9 +102,9 @@ void test('Given deduplication records, when their 5 minutes pass, then tick dro
   const events: ChangeEvent[] = [];
   const { q, clock, store } = fifo();
   store.onChange((e) => events.push(e));
-  q.sendMessage(msg('g', 'a'), clock.now());
+  q.sendMessage(msg(inGroup('g', 'a')), clock.now());
   clock.advance(10 * S);
-  q.sendMessage(msg('g', 'b'), clock.now());
+  q.sendMessage(msg(inGroup('g', 'b')), clock.now());
   clock.advance(DEDUP_WINDOW_MS - 10 * S);
   q.tick(clock.now());
   assert.deepEqual(
@@ -133,8 +119,8 @@ void test('Given deduplication records, when their 5 minutes pass, then tick dro
 
 void test('Given content-based deduplication, when the same body is sent twice without deduplication ids, then the second is a duplicate and its deduplication id is the SHA-256 of the body', () => {
   const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
-  const first = q.sendMessage(msg('g', undefined, 'same body'), clock.now());
-  const second = q.sendMessage(msg('g', undefined, 'same body'), clock.now());
+  const first = q.sendMessage(msg('same body', inGroup('g')), clock.now());
+  const second = q.sendMessage(msg('same body', inGroup('g')), clock.now());
   assert.equal(second.message, undefined);
   assert.equal(second.messageId, first.messageId);
   const sha = createHash('sha256').update('same body').digest('hex');
@@ -143,16 +129,16 @@ void test('Given content-based deduplication, when the same body is sent twice w
 
 void test('Given content-based deduplication, when two different bodies are sent, then both are stored', () => {
   const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
-  q.sendMessage(msg('g', undefined, 'one'), clock.now());
-  q.sendMessage(msg('g', undefined, 'two'), clock.now());
+  q.sendMessage(msg('one', inGroup('g')), clock.now());
+  q.sendMessage(msg('two', inGroup('g')), clock.now());
   assert.equal(q.size, 2);
 });
 
 void test('Given content-based deduplication, when an explicit deduplication id equals the hash of an earlier body, then it is a duplicate of that message', () => {
   const { q, clock } = fifo({ ContentBasedDeduplication: 'true' });
-  const first = q.sendMessage(msg('g', undefined, 'hello'), clock.now());
+  const first = q.sendMessage(msg('hello', inGroup('g')), clock.now());
   const sha = createHash('sha256').update('hello').digest('hex');
-  const second = q.sendMessage(msg('g', sha, 'other body'), clock.now());
+  const second = q.sendMessage(msg('other body', inGroup('g', sha)), clock.now());
   assert.equal(second.messageId, first.messageId);
 });
 
@@ -170,7 +156,7 @@ const SCOPE_CASES = [
 for (const c of SCOPE_CASES) {
   void test(`Given DeduplicationScope ${c.scope}, when one deduplication id ${c.when}, then ${c.duplicate ? 'the second is a duplicate' : 'both are stored'}`, () => {
     const { q, clock } = fifo({ DeduplicationScope: c.scope });
-    const [first, second] = c.groups.map((g) => q.sendMessage(msg(g, 'same'), clock.now()));
+    const [first, second] = c.groups.map((g) => q.sendMessage(msg(inGroup(g, 'same')), clock.now()));
     assert.equal(second?.messageId === first?.messageId, c.duplicate);
     assert.equal(q.size, c.duplicate ? 1 : 2);
   });
@@ -178,8 +164,8 @@ for (const c of SCOPE_CASES) {
 
 void test('Given DeduplicationScope messageGroup, when group ids and deduplication ids could spell the same pair, then they are still told apart', () => {
   const { q, clock } = fifo({ DeduplicationScope: 'messageGroup' });
-  q.sendMessage(msg('ab', 'c'), clock.now());
-  q.sendMessage(msg('a', 'bc'), clock.now());
+  q.sendMessage(msg(inGroup('ab', 'c')), clock.now());
+  q.sendMessage(msg(inGroup('a', 'bc')), clock.now());
   assert.equal(q.size, 2);
 });
 
@@ -188,9 +174,10 @@ void test('Given DeduplicationScope messageGroup, when group ids and deduplicati
 void test('Given sends in the same millisecond and later, when their SequenceNumbers are compared, then they are 20-digit decimals that always increase', () => {
   const { q, clock } = fifo();
   const seqs: string[] = [];
-  for (let i = 0; i < 3; i++) seqs.push(q.sendMessage(msg('g', `d${i}`), clock.now()).sequenceNumber ?? '');
+  for (let i = 0; i < 3; i++)
+    seqs.push(q.sendMessage(msg(inGroup('g', `d${i}`)), clock.now()).sequenceNumber ?? '');
   clock.advance(1);
-  seqs.push(q.sendMessage(msg('g', 'later'), clock.now()).sequenceNumber ?? '');
+  seqs.push(q.sendMessage(msg(inGroup('g', 'later')), clock.now()).sequenceNumber ?? '');
   for (const s of seqs) assert.match(s, /^\d{20}$/);
   for (let i = 1; i < seqs.length; i++)
     assert.ok(BigInt(seqs[i] ?? '') > BigInt(seqs[i - 1] ?? ''), seqs.join());
@@ -198,9 +185,9 @@ void test('Given sends in the same millisecond and later, when their SequenceNum
 
 void test('Given a clock that goes back, when messages are sent, then SequenceNumbers still increase', () => {
   const { q, clock } = fifo();
-  const a = q.sendMessage(msg('g', 'a'), clock.now()).sequenceNumber ?? '';
+  const a = q.sendMessage(msg(inGroup('g', 'a')), clock.now()).sequenceNumber ?? '';
   clock.advance(-60 * S);
-  const b = q.sendMessage(msg('g', 'b'), clock.now()).sequenceNumber ?? '';
+  const b = q.sendMessage(msg(inGroup('g', 'b')), clock.now()).sequenceNumber ?? '';
   assert.ok(BigInt(b) > BigInt(a));
 });
 
@@ -208,7 +195,7 @@ void test('Given a clock that goes back, when messages are sent, then SequenceNu
 
 void test('Given several messages in one group, when received with room for all, then they come in send order', () => {
   const { q, clock } = fifo();
-  for (const b of ['1', '2', '3']) q.sendMessage(msg('g', b, b), clock.now());
+  for (const b of ['1', '2', '3']) q.sendMessage(msg(b, inGroup('g', b)), clock.now());
   assert.deepEqual(receiveBodies(q, clock, 10), ['1', '2', '3']);
 });
 
@@ -256,7 +243,7 @@ void test('Given a locked group, when its message is made visible with ChangeMes
 
 void test('Given two in-flight messages of one group, when only one is deleted, then the group stays locked', () => {
   const { q, clock } = fifo();
-  for (const b of ['a1', 'a2', 'a3']) q.sendMessage(msg('a', b, b), clock.now());
+  for (const b of ['a1', 'a2', 'a3']) q.sendMessage(msg(b, inGroup('a', b)), clock.now());
   const [a1] = q.receive(2, undefined, clock.now());
   assert.ok(a1);
   q.deleteMessage(q.receiptHandle(a1), clock.now());
@@ -267,8 +254,8 @@ void test('Given a locked group with waiting messages, when its last in-flight m
   const { q, clock, store } = fifo();
   let available = 0;
   store.onAvailable(() => available++);
-  q.sendMessage(msg('a', 'a1'), clock.now());
-  q.sendMessage(msg('a', 'a2'), clock.now());
+  q.sendMessage(msg(inGroup('a', 'a1')), clock.now());
+  q.sendMessage(msg(inGroup('a', 'a2')), clock.now());
   const [a1] = q.receive(1, undefined, clock.now());
   assert.ok(a1);
   available = 0;
@@ -306,31 +293,31 @@ void test('Given a FIFO queue with a queue delay, when the first message of a gr
 
 void test('Given a purged FIFO queue, when a deduplication id sent before the purge is sent again, then it is a new message (AWS, recorded)', () => {
   const { q, clock } = fifo();
-  const first = q.sendMessage(msg('a', 'd'), clock.now());
+  const first = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
   q.purge(clock.now());
   assert.equal(q.groupCount, 0);
   assert.deepEqual([...q.dedupRecords()], []);
-  const again = q.sendMessage(msg('a', 'd'), clock.now());
+  const again = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
   assert.notEqual(again.messageId, first.messageId);
   assert.notEqual(again.message, undefined);
 });
 
 void test('Given a FIFO queue turned to high throughput after creation, when a deduplication id is sent again in another group, then it is a new message', () => {
   const { q, clock } = fifo();
-  q.sendMessage(msg('a', 'd'), clock.now());
-  assert.equal(q.sendMessage(msg('b', 'd'), clock.now()).message, undefined);
+  q.sendMessage(msg(inGroup('a', 'd')), clock.now());
+  assert.equal(q.sendMessage(msg(inGroup('b', 'd')), clock.now()).message, undefined);
   q.setAttributes(
     { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
     clock.now(),
   );
-  q.sendMessage(msg('a', 'e'), clock.now());
-  assert.notEqual(q.sendMessage(msg('b', 'e'), clock.now()).message, undefined);
-  assert.equal(q.sendMessage(msg('a', 'e'), clock.now()).message, undefined);
+  q.sendMessage(msg(inGroup('a', 'e')), clock.now());
+  assert.notEqual(q.sendMessage(msg(inGroup('b', 'e')), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(msg(inGroup('a', 'e')), clock.now()).message, undefined);
 });
 
 void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
   const { q, clock } = fifo();
-  for (let i = 0; i < 50; i++) q.sendMessage(msg(`g${i % 7}`, `d${i}`), clock.now());
+  for (let i = 0; i < 50; i++) q.sendMessage(msg(inGroup(`g${i % 7}`, `d${i}`)), clock.now());
   for (
     let got = q.receive(10, undefined, clock.now());
     got.length > 0;
@@ -425,8 +412,8 @@ void test('Given a standard queue, when messages carry MessageGroupIds, then the
   const clock = new ManualClock();
   const store = new QueueStore(clock);
   const { queue } = store.create({ accountId: ACCOUNT, region: 'us-east-1', name: 'fair' }, {}, {});
-  queue.sendMessage(msg('tenant-a', undefined, 'x'), clock.now());
-  queue.sendMessage(msg('tenant-a', undefined, 'y'), clock.now());
+  queue.sendMessage(msg('x', inGroup('tenant-a')), clock.now());
+  queue.sendMessage(msg('y', inGroup('tenant-a')), clock.now());
   const got = queue.receive(1, undefined, clock.now());
   assert.equal(got[0]?.groupId, 'tenant-a');
   assert.equal(queue.receive(1, undefined, clock.now()).length, 1, 'the same group is not locked');
@@ -436,7 +423,8 @@ void test('Given a standard queue, when messages carry MessageGroupIds, then the
 
 /** Sends messages named `group-x` in order: group and deduplication id from the name, body the name. */
 function sendEach(q: Queue, clock: ManualClock, names: string): void {
-  for (const name of names.split(' ')) q.sendMessage(msg(name.split('-')[0], name, name), clock.now());
+  for (const name of names.split(' '))
+    q.sendMessage(msg(name, inGroup(name.replace(/-.*/, ''), name)), clock.now());
 }
 
 void test('Given a group whose in-flight message came back by timeout, when received, then the group that was waiting before it comes first (AWS, recorded)', () => {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, mock, test } from 'node:test';
 
-import type { NewMessage } from '../../src/core/message.js';
 import { MOVE_TASK_HISTORY } from '../../src/core/limits.js';
 import { encodeTaskHandle } from '../../src/core/movetasks.js';
 import type { Queue } from '../../src/core/queue.js';
@@ -9,7 +8,7 @@ import type { Queue } from '../../src/core/queue.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import { throwsCode } from '../support/assertions.js';
 import { manualStore, type ManualStore } from '../support/services.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 /**
  * Message move tasks: the core's pure state machine (store.startMoveTask / stepMoveTask /
@@ -19,12 +18,6 @@ import { sendOne } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
 const S = 1000;
-
-let nextId = 0;
-function msg(body: string, extra: Partial<NewMessage> = {}): NewMessage {
-  nextId++;
-  return { id: `m-${nextId}`, body, md5OfBody: 'md5', senderId: 'AIDAEXAMPLE', ...extra };
-}
 
 const world = manualStore;
 

@@ -5,16 +5,10 @@ import type { ChangeEvent, CoreListener } from '../../src/core/events.js';
 import type { Message, NewMessage } from '../../src/core/message.js';
 import { Queue } from '../../src/core/queue.js';
 import { throwsCode } from '../support/assertions.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const S = 1000;
-
-let nextId = 0;
-function msg(body = 'hello', extra: Partial<NewMessage> = {}): NewMessage {
-  nextId++;
-  return { id: `msg-${nextId}`, body, md5OfBody: 'md5', senderId: 'AIDAEXAMPLE', ...extra };
-}
 
 interface Recorder {
   readonly listener: CoreListener;

@@ -8,7 +8,7 @@ import { QueueStore } from '../../src/core/store.js';
 import { sendOne } from '../support/queue.js';
 
 /**
- * FAULTS row 19 in the core: a queue named by ARN is found only in the caller's own account and
+ * docs/faults.md row 19 in the core: a queue named by ARN is found only in the caller's own account and
  * region. Another account's queue is answered exactly as a missing one (same code, same text),
  * nothing is stored, and a policy that names one anyway (stored before the check) moves nothing.
  */
@@ -42,7 +42,7 @@ function refusal(fn: () => unknown, arn: string): { code: string; message: strin
 
 const policy = (arn: string): string => JSON.stringify({ deadLetterTargetArn: arn, maxReceiveCount: 1 });
 
-void test("FAULTS 19: Given B's queue, when B names A's existing queue (or a missing one, or one in another region) as its dead-letter target, then the same refusal and nothing stored", () => {
+void test("docs/faults.md row 19: Given B's queue, when B names A's existing queue (or a missing one, or one in another region) as its dead-letter target, then the same refusal and nothing stored", () => {
   const { store, create } = setup();
   const a = create(A, 'a');
   create(A, 'far', 'eu-west-1');
@@ -74,7 +74,7 @@ void test("FAULTS 19: Given B's queue, when B names A's existing queue (or a mis
   );
 });
 
-void test("FAULTS 19: Given a RedriveAllowPolicy naming another account's or region's queue as a source, when set, then InvalidParameterValue whether that queue exists or not", () => {
+void test("docs/faults.md row 19: Given a RedriveAllowPolicy naming another account's or region's queue as a source, when set, then InvalidParameterValue whether that queue exists or not", () => {
   const { store, create } = setup();
   const a = create(A, 'a');
   const b = create(B, 'b-dlq');
@@ -93,7 +93,7 @@ void test("FAULTS 19: Given a RedriveAllowPolicy naming another account's or reg
   assert.equal(b.attributes.RedriveAllowPolicy, mine);
 });
 
-void test('FAULTS 19: Given a RedrivePolicy into another account stored before the check (loaded as it was), when a message goes over the count, then it is delivered as usual and never moved there', () => {
+void test('docs/faults.md row 19: Given a RedrivePolicy into another account stored before the check (loaded as it was), when a message goes over the count, then it is delivered as usual and never moved there', () => {
   const { store, clock, create } = setup();
   const a = create(A, 'a');
   const b = create(B, 'b');
@@ -105,7 +105,7 @@ void test('FAULTS 19: Given a RedrivePolicy into another account stored before t
   assert.equal(store.deadLetterSources(a).length, 0);
 });
 
-void test("FAULTS 19: Given A's dead-letter queue and a running task, when B starts, lists or cancels move tasks by its ARNs or handle, then ResourceNotFoundException as for a missing queue", () => {
+void test("docs/faults.md row 19: Given A's dead-letter queue and a running task, when B starts, lists or cancels move tasks by its ARNs or handle, then ResourceNotFoundException as for a missing queue", () => {
   const { store, create } = setup();
   const dlq = create(A, 'dlq');
   const src = create(A, 'src');
@@ -133,7 +133,7 @@ void test("FAULTS 19: Given A's dead-letter queue and a running task, when B sta
   assert.equal(task.status, 'RUNNING');
 });
 
-void test("FAULTS 19: Given messages in A's dead-letter queue whose source is B's queue, when A's task moves them back to their sources, then none goes to B", () => {
+void test("docs/faults.md row 19: Given messages in A's dead-letter queue whose source is B's queue, when A's task moves them back to their sources, then none goes to B", () => {
   const { store, clock, create } = setup();
   const dlq = create(A, 'dlq');
   const src = create(A, 'src');

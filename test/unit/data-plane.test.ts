@@ -265,7 +265,7 @@ void test("Given a Query request with Accept: application/json at a queue's URL,
   assert.equal(body.ReceiveMessageResponse.ResponseMetadata.RequestId, r.headers['x-amzn-requestid']);
 });
 
-// ---- a message whose visibility expired comes before later sends (AWS, recorded; issue 21) -----
+// ---- a message whose visibility expired comes before later sends (recorded from AWS) ------------
 
 for (const protocol of ['json', 'query'] as const) {
   void test(`Given m1 received with VisibilityTimeout 3 and m2 sent 1.5 s later, when received after m1's timeout (${protocol}), then m1 comes first`, async (t) => {

@@ -838,7 +838,7 @@ class Run {
         if (!early) {
           q.lastPurgeAt = now;
           for (const m of q.live(now)) m.gone = 'purged';
-          // ReceiveRequestAttemptId records do not survive a purge (compatibility.md).
+          // ReceiveRequestAttemptId records do not survive a purge (docs/compatibility.md).
           q.attempts.clear();
           coverage.hit(`purge: ${this.parked().some((r) => r.queue === q) ? 'with' : 'without'} waiters`);
         }

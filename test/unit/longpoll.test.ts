@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, mock, test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
-import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { receiveMessage } from '../../src/sqs/actions/receive-message.js';
 import { LongPoller } from '../../src/sqs/longpoll.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 /*
  * Time here is two things moved together: the ManualClock the core and the poller read, and
@@ -44,12 +44,6 @@ async function advance(ms: number): Promise<void> {
   clock.advance(ms);
   mock.timers.tick(ms);
   await flush();
-}
-
-let nextId = 0;
-function msg(body = 'hello', extra: Partial<NewMessage> = {}): NewMessage {
-  nextId++;
-  return { id: `msg-${nextId}`, body, md5OfBody: 'md5', senderId: 'AIDAEXAMPLE', ...extra };
 }
 
 function queue(name = 'q1', attributes: Record<string, string> = {}): Queue {

@@ -1,0 +1,99 @@
+/**
+ * Every pointer a reader follows resolves: in README.md and docs/, each relative link, each
+ * `file.md#anchor`, and each src/ or test/ file named; in the code (src/, bin/, scripts/),
+ * each Markdown file named, with its `#anchor` or its `, "Heading"`. An anchor is checked against
+ * GitHub's slug of the target's headings, so a renamed heading breaks the links to it here, not
+ * on GitHub.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { test } from 'node:test';
+import { anchors, headings, proseLines, readRepoFile, repoFiles, ROOT } from '../support/markdown.js';
+
+const DOCS = ['README.md', ...repoFiles(['docs'], ['.md'])];
+const CODE = repoFiles(['src', 'bin', 'scripts'], ['.ts', '.js', '.mjs', '.lua', '.html', '.css']);
+
+/** A target as written in `from`: relative to `from`'s folder, else (in code) to the repository. */
+function resolve(from: string, target: string): string | undefined {
+  for (const base of [dirname(from), '.']) {
+    const path = normalize(join(base, target));
+    if (existsSync(join(ROOT, path))) return path;
+  }
+  return undefined;
+}
+
+/** Why `target` (a path with an optional `#anchor`) does not resolve from `from`, or undefined. */
+function broken(from: string, target: string): string | undefined {
+  const [path = '', anchor] = target.split('#');
+  const file = path === '' ? from : resolve(from, path);
+  if (file === undefined) return `${from}: ${target}: no such file`;
+  if (anchor === undefined) return undefined;
+  if (!file.endsWith('.md')) return `${from}: ${target}: an anchor into a file that is not Markdown`;
+  if (!anchors(readRepoFile(file)).has(anchor))
+    return `${from}: ${target}: ${file} has no heading #${anchor}`;
+  return undefined;
+}
+
+/** `from`'s `file.md, "Heading"` pointers whose heading the file does not have. */
+function brokenSections(from: string, text: string): string[] {
+  const out: string[] = [];
+  for (const [, path = '', quoted = ''] of text.matchAll(/([\w./-]+\.md), "([^"]+)"/g)) {
+    const heading = quoted.replace(/\s*\n\s*(?:\*\s*|\/\/\s*)?/g, ' ');
+    const file = resolve(from, path);
+    if (file === undefined) out.push(`${from}: ${path}: no such file`);
+    else if (!headings(readRepoFile(file)).some((h) => h.toLowerCase() === heading.toLowerCase()))
+      out.push(`${from}: ${path} has no heading "${heading}"`);
+  }
+  return out;
+}
+
+test('Given README.md and docs/, when every relative link and file.md#anchor is followed, then its file and heading exist', () => {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const from of DOCS) {
+    const prose = proseLines(readRepoFile(from)).join('\n');
+    const targets = new Set<string>();
+    for (const [, target = ''] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (!/^[a-z][a-z+.-]*:/i.test(target)) targets.add(target);
+    }
+    for (const [target] of prose.matchAll(/[\w./-]*\.md#[\w-]+/g)) targets.add(target);
+    for (const target of targets) {
+      checked++;
+      const why = broken(from, target);
+      if (why !== undefined) problems.push(why);
+    }
+    problems.push(...brokenSections(from, prose));
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(checked > 50, `only ${checked} links found: is the pattern still right?`);
+});
+
+test('Given README.md and docs/, when every src/ or test/ file they name is looked up, then it exists', () => {
+  const problems: string[] = [];
+  for (const from of DOCS) {
+    const text = readRepoFile(from);
+    for (const [, path = ''] of text.matchAll(
+      /(?<![\w./-])((?:src|test)\/[\w./-]*\w\.(?:ts|js|mjs|lua|html|py))\b/g,
+    )) {
+      if (!existsSync(join(ROOT, path))) problems.push(`${from}: ${path}: no such file`);
+    }
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('Given the code, when every Markdown file it names (with its #anchor or "Heading") is looked up, then it exists', () => {
+  const problems: string[] = [];
+  let checked = 0;
+  for (const from of CODE) {
+    const text = readRepoFile(from);
+    for (const [target] of text.matchAll(/(?<![\w./-])[\w./-]*\w\.md(?!\w)(?:#[\w-]+)?/g)) {
+      checked++;
+      const why = broken(from, target);
+      if (why !== undefined) problems.push(why);
+    }
+    problems.push(...brokenSections(from, text));
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(checked > 20, `only ${checked} Markdown files named in the code: is the pattern still right?`);
+});
