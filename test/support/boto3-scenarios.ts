@@ -470,7 +470,7 @@ export function boto3Scenarios(opts: Boto3ScenarioOptions): void {
   );
 
   test(
-    `${client}: SendMessageBatch applies the queue's MaximumMessageSize to each entry: Given MaximumMessageSize 1024, When entries of 1,024 and 1,025 bytes are sent in one batch, Then only the second fails; raised to 2048, an entry of 2,040 bytes plus an 8-byte attribute fits`,
+    `${client}: SendMessageBatch applies the queue's MaximumMessageSize to each entry: Given MaximumMessageSize 1024, When entries of 1,024 and 1,025 bytes are sent in one batch, Then only the second fails; raised to 2048, an entry of 2,040 bytes plus an 8-byte attribute fits; a batch over 1 MiB is refused whole`,
     testOpts,
     async () => {
       const attribute = { k: { DataType: 'String', StringValue: 'x' } };
