@@ -104,6 +104,26 @@ test('Given a script, when its keys share one shard tag then it runs on the clus
   }
 });
 
+test('Given a script that builds key names from its arguments, as apply-4.lua does, then only a script with the #!lua shebang is held to its own slot on its master', async () => {
+  // KEYS[1] declares the slot; the script writes `<prefix>m:<uid>`, the prefix coming from ARGV.
+  const body =
+    "redis.call('HSET', ARGV[1] .. 'm:' .. ARGV[2], 'f', 'v') return redis.call('HLEN', ARGV[1] .. 'm:' .. ARGV[2])";
+  const run = (lua: string, other: number, uid: string): Promise<unknown> =>
+    client.eval(lua, 1, `${shardPrefix(17)}commit`, shardPrefix(other), uid);
+  const [first] = await cluster.masters();
+  assert.ok(first !== undefined && [17, 18].every((s) => inRanges(keySlot(SHARD_TAGS[s] ?? ''), first)));
+  assert.ok(!inRanges(keySlot(SHARD_TAGS[200] ?? ''), first));
+
+  for (const lua of [body, `#!lua\n${body}`]) assert.equal(await run(lua, 17, `own-${lua.length}`), 1);
+  // Without the shebang, Redis 7 lets a script reach another slot of the same master: a mistake
+  // that would only show once a resharding or a failover parts the two slots.
+  assert.equal(await run(body, 18, 'legacy'), 1);
+  await assert.rejects(run(`#!lua\n${body}`, 18, 'strict'), /do not hash to the same slot/);
+  await assert.rejects(run(body, 200, 'legacy'), /non local key/);
+  assert.equal(await client.exists(`${shardPrefix(18)}m:strict`), 0);
+  assert.equal(await client.exists(`${shardPrefix(200)}m:legacy`), 0);
+});
+
 test('Given writes acknowledged by WAIT 1, when their master is killed with SIGKILL, then its replica takes over with every one of them', async () => {
   const before = await cluster.masters();
   const victim = before[1];
