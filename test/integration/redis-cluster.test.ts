@@ -23,6 +23,14 @@ const shards = Array.from({ length: SHARD_COUNT }, (_, s) => s);
 const inRanges = (slot: number, m: ClusterMaster): boolean =>
   m.slots.some(([first, last]) => slot >= first && slot <= last);
 
+/** Shards 17 and 18 share the first master's slots (0-5460), shard 200 is on another master. */
+async function assertShardPlaces(): Promise<void> {
+  const [first] = await cluster.masters();
+  const onFirst = (s: number): boolean =>
+    first !== undefined && inRanges(keySlot(SHARD_TAGS[s] ?? ''), first);
+  assert.deepEqual([onFirst(17), onFirst(18), onFirst(200)], [true, true, false]);
+}
+
 before(async () => {
   cluster = await startRedisCluster();
   client = new Cluster([...cluster.startupNodes], {
@@ -110,9 +118,7 @@ test('Given a script that builds key names from its arguments, as apply-4.lua do
     "redis.call('HSET', ARGV[1] .. 'm:' .. ARGV[2], 'f', 'v') return redis.call('HLEN', ARGV[1] .. 'm:' .. ARGV[2])";
   const run = (lua: string, other: number, uid: string): Promise<unknown> =>
     client.eval(lua, 1, `${shardPrefix(17)}commit`, shardPrefix(other), uid);
-  const [first] = await cluster.masters();
-  assert.ok(first !== undefined && [17, 18].every((s) => inRanges(keySlot(SHARD_TAGS[s] ?? ''), first)));
-  assert.ok(!inRanges(keySlot(SHARD_TAGS[200] ?? ''), first));
+  await assertShardPlaces();
 
   for (const lua of [body, `#!lua\n${body}`]) assert.equal(await run(lua, 17, `own-${lua.length}`), 1);
   // Without the shebang, Redis 7 lets a script reach another slot of the same master: a mistake
@@ -122,6 +128,30 @@ test('Given a script that builds key names from its arguments, as apply-4.lua do
   await assert.rejects(run(body, 200, 'legacy'), /non local key/);
   assert.equal(await client.exists(`${shardPrefix(18)}m:strict`), 0);
   assert.equal(await client.exists(`${shardPrefix(200)}m:legacy`), 0);
+});
+
+test('Given a pipeline, then it may carry the calls of several shards of one master and one WAIT, and ioredis refuses one that spans masters', async () => {
+  await assertShardPlaces();
+  const replies = await client
+    .pipeline()
+    .incr(`${shardPrefix(17)}pipelined`)
+    .incr(`${shardPrefix(18)}pipelined`)
+    .wait(1, 5000)
+    .exec();
+  assert.deepEqual(replies, [
+    [null, 1],
+    [null, 1],
+    [null, 1],
+  ]);
+  await assert.rejects(
+    client
+      .pipeline()
+      .incr(`${shardPrefix(17)}pipelined`)
+      .incr(`${shardPrefix(200)}pipelined`)
+      .exec(),
+    /same slots allocation group/,
+  );
+  assert.equal(await client.get(`${shardPrefix(17)}pipelined`), '1', 'the refused pipeline sent nothing');
 });
 
 test('Given writes acknowledged by WAIT 1, when their master is killed with SIGKILL, then its replica takes over with every one of them', async () => {
