@@ -192,7 +192,8 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
       if (!(await clusterInfo(client(port))).includes('cluster_state:ok')) return false;
       const lines = await clusterNodes(port);
       const me = lines.find((l) => l.flags.includes('myself'));
-      // A replica counts once its first sync is done; before, it may not serve as a failover target.
+      // A replica counts once its first sync is done: before, it acknowledges no WAIT and a
+      // failover would promote it empty.
       if (me?.flags.includes('slave') === true) {
         if (!(await info(client(port), 'replication')).includes('master_link_status:up')) return false;
       }
