@@ -87,6 +87,10 @@ function layers() {
       wiring,
       packages('fastify', 'ioredis', 'pino'),
     ),
+    rule(['src/shard/**/*.ts'], {
+      regex: '^(?!\\./|node:crypto$)',
+      message: 'shard is pure: it imports nothing outside shard but node:crypto (docs/architecture.md).',
+    }),
     rule(['src/auth/**/*.ts'], {
       regex: '^(\\.\\./|fastify|ioredis)',
       message: 'auth imports nothing outside auth (docs/architecture.md).',
