@@ -78,7 +78,7 @@ export function authenticate(opts: AuthOptions, req: SignedRequest, protocol: 'j
 }
 
 /**
- * The request is run only as far as its signature covers it (FAULTS row 20): a JSON request's
+ * The request is run only as far as its signature covers it (docs/faults.md row 20): a JSON request's
  * action must be a signed header, or a captured request could be replayed as another action
  * with the same body (GetQueueAttributes as DeleteQueue); and a body the signature does not
  * cover (UNSIGNED-PAYLOAD) must be empty, or a presigned URL's holder could add parameters or,
@@ -90,6 +90,20 @@ function checkCovered(v: Verified, req: SignedRequest, protocol: 'json' | 'query
     throw new AuthError(
       'SignatureDoesNotMatch',
       'There were headers present in the request which were not signed: x-amz-target. Sign the X-Amz-Target header.',
+    );
+  }
+  // Such a request is read as Query only because its Content-Type is a form's
+  // (src/protocol/detect.ts); were that header unsigned, a captured JSON request could be re-sent
+  // as a form whose parameters come from its JSON body (a message body holding
+  // `&Action=DeleteQueue&`).
+  if (
+    protocol === 'query' &&
+    req.headers['x-amz-target'] !== undefined &&
+    !v.signedHeaders.includes('content-type')
+  ) {
+    throw new AuthError(
+      'SignatureDoesNotMatch',
+      'There were headers present in the request which were not signed: content-type. Sign the Content-Type header.',
     );
   }
   if (!v.payloadSigned && req.body.length > 0) {
