@@ -1,21 +1,21 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
 import { AuthError } from '../auth/sigv4.js';
 import { memoryOnly, type Durability } from '../core/durability.js';
 import { uuid } from '../core/ids.js';
-import { detectProtocol } from '../protocol/detect.js';
-import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
+import { detectProtocol, type Protocol } from '../protocol/detect.js';
+import { decodeJson, encodeJson } from '../protocol/json.js';
 import { utf8Text } from '../protocol/common.js';
 import { parseForm } from '../protocol/form.js';
-import { decodeQuery, encodeQueryError, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
+import { decodeQuery, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
 import { corsOptions } from './cors.js';
+import { answerClientError, answerNodeRefusals, encodeError } from './node-refusals.js';
 import { lazySchemaController } from './schema-compilers.js';
 
 /**
@@ -59,8 +59,6 @@ export interface DataPlaneOptions {
   ) => void;
 }
 
-type Protocol = 'json' | 'query';
-
 /**
  * The SQS data plane: every request is a POST (or GET) to `/` or `/<account>/<queue>`; the
  * protocol is told by its headers, decoded into the one API model, handed to the action, and
@@ -86,12 +84,16 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       sendError(reply, detectProtocol(req.headers), err, uuid());
     },
     // What Node's HTTP parser refuses before there is a request (headers too large, a NUL in a
-    // header, a body not sent in time) gets an AWS-shaped answer too.
-    clientErrorHandler: (error, socket) =>
-      answerClientError(error, socket, (protocol, status) => observe('Unknown', protocol, status, 0)),
+    // header, a request not sent in time) gets an AWS-shaped answer too.
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, observeRefusal),
+    // Node's answer to HTTP/1.1 without Host is a bare 400; the route gives the AWS-shaped one.
+    http: { requireHostHeader: false },
   });
   const { services, logger } = opts;
   const observe = opts.observe ?? (() => undefined);
+  const observeRefusal = (protocol: Protocol, status: number): void =>
+    observe('Unknown', protocol, status, 0);
+  answerNodeRefusals(app.server, observeRefusal);
   const anyAccount = (opts.auth?.mode ?? 'off') === 'off';
   const authOptions: AuthOptions = {
     mode: opts.auth?.mode ?? 'off',
@@ -256,6 +258,18 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     method: ['GET', 'POST'],
     url: '/*',
     handler: (req, reply) => {
+      if (req.headers.host === undefined && req.raw.httpVersion === '1.1') {
+        const protocol = detectProtocol(req.headers);
+        void reply.header('connection', 'close');
+        sendError(
+          reply,
+          protocol,
+          new SqsError('BadRequest', 'An HTTP/1.1 request must have a Host header.'),
+          uuid(),
+        );
+        observeRefusal(protocol, 400);
+        return;
+      }
       if (isBareQueueUrlGet(req)) {
         // AWS (recorded): a plain GET of a queue's URL names no operation.
         const requestId = uuid();
@@ -397,7 +411,7 @@ function drain(raw: IncomingMessage, maxBytes: number, maxMs: number): Promise<b
 }
 
 function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, requestId: string): void {
-  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
+  const encoded = encodeError(protocol, err, requestId);
   void reply
     .code(encoded.status)
     .headers(encoded.headers)
@@ -411,57 +425,6 @@ function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, reque
  */
 function asIs(body: string): Buffer {
   return Buffer.from(body, 'utf8');
-}
-
-/**
- * Answers an error of Node's HTTP parser or its request timer on the raw socket, as Node would
- * (only while no answer has begun), but in the AWS shape of the request's protocol: told by the
- * headers of a request that was read (a body not sent in time), else by the bytes the parser saw
- * (headers too large, a bad header); Query, the protocol of anything else, when neither tells.
- */
-function answerClientError(
-  error: Error & { code?: string | undefined; rawPacket?: unknown },
-  socket: Duplex,
-  observed: (protocol: Protocol, status: number) => void,
-): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
-  if (inFlight?.headersSent === true) {
-    socket.destroy();
-    return;
-  }
-  const protocol =
-    inFlight?.req !== undefined ? detectProtocol(inFlight.req.headers) : sniffProtocol(error.rawPacket);
-  const err =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new SqsError('RequestTimeout', 'The request was not received in full within the time allowed.')
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? new SqsError('RequestHeaderFieldsTooLarge', 'The request headers are larger than the server reads.')
-        : new SqsError(
-            'MalformedRequest',
-            `The HTTP request could not be parsed (${error.code ?? 'unknown'}).`,
-          );
-  const requestId = uuid();
-  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
-  let head = `HTTP/1.1 ${encoded.status} ${STATUS_CODES[encoded.status] ?? ''}\r\n`;
-  for (const [name, value] of Object.entries(encoded.headers)) head += `${name}: ${value}\r\n`;
-  head += `x-amzn-RequestId: ${requestId}\r\ncontent-length: ${Buffer.byteLength(encoded.body)}\r\nconnection: close\r\n\r\n`;
-  observed(protocol, encoded.status);
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.end(head + encoded.body, () => socket.destroy());
-}
-
-/** The protocol the start of a request names, the way detectProtocol tells it from headers. */
-function sniffProtocol(raw: unknown): Protocol {
-  // Node gives the bytes it failed on as a Buffer (fastify's types say otherwise).
-  if (!Buffer.isBuffer(raw)) return 'query';
-  const text = raw.toString('latin1').toLowerCase();
-  return text.includes('\nx-amz-target:') || text.includes('\ncontent-type: application/x-amz-json')
-    ? 'json'
-    : 'query';
 }
 
 function internalFailure(): SqsError {
