@@ -9,16 +9,11 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import { uuid } from '../core/ids.js';
 import { detectProtocol, protocolOf, type HeaderBag, type Protocol } from '../protocol/detect.js';
-import { encodeJsonError, type EncodedError } from '../protocol/json.js';
-import { encodeQueryError } from '../protocol/query.js';
 import { SqsError } from '../sqs/errors.js';
+import { encodeError } from './replies.js';
 
 /** Told of every answer written here, for metrics. */
 export type Observed = (protocol: Protocol, status: number) => void;
-
-export function encodeError(protocol: Protocol, err: SqsError, requestId: string): EncodedError {
-  return protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
-}
 
 /** Answers Expect and CONNECT on `server`; clientError is fastify's option (answerClientError). */
 export function answerNodeRefusals(server: Server, observed: Observed): void {

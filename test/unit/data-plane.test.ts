@@ -1,5 +1,5 @@
 /**
- * The data plane's reply batching (src/http/data.ts, ReplyBatch), through fastify's inject: every
+ * The data plane's reply batching (src/http/replies.ts, ReplyBatch), through fastify's inject: every
  * request of a turn is answered, and replies still waiting when the plane closes go out with
  * `Connection: close`; the Query protocol at a queue's URL (`/<account>/<queue>`, raw HTTP: no
  * client sends there); and, on a ManualClock, redelivery order over both protocols, which a real
@@ -311,7 +311,7 @@ void test("Given a Query request with Accept: application/json at a queue's URL,
   assert.equal(body.ReceiveMessageResponse.ResponseMetadata.RequestId, r.headers['x-amzn-requestid']);
 });
 
-// ---- a message whose visibility expired comes before later sends (AWS, recorded; issue 21) -----
+// ---- a message whose visibility expired comes before later sends (AWS, recorded) --------------
 
 for (const protocol of ['json', 'query'] as const) {
   void test(`Given m1 received with VisibilityTimeout 3 and m2 sent 1.5 s later, when received after m1's timeout (${protocol}), then m1 comes first`, async (t) => {
