@@ -92,6 +92,20 @@ function checkCovered(v: Verified, req: SignedRequest, protocol: 'json' | 'query
       'There were headers present in the request which were not signed: x-amz-target. Sign the X-Amz-Target header.',
     );
   }
+  // Such a request is read as Query only because its Content-Type is a form's
+  // (src/protocol/detect.ts); were that header unsigned, a captured JSON request could be re-sent
+  // as a form whose parameters come from its JSON body (a message body holding
+  // `&Action=DeleteQueue&`).
+  if (
+    protocol === 'query' &&
+    req.headers['x-amz-target'] !== undefined &&
+    !v.signedHeaders.includes('content-type')
+  ) {
+    throw new AuthError(
+      'SignatureDoesNotMatch',
+      'There were headers present in the request which were not signed: content-type. Sign the Content-Type header.',
+    );
+  }
   if (!v.payloadSigned && req.body.length > 0) {
     throw new AuthError(
       'SignatureDoesNotMatch',

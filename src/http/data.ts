@@ -1,22 +1,18 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { authenticate, type AuthOptions, type Principal } from '../auth/authenticate.js';
-import { AuthError } from '../auth/sigv4.js';
+import type { AuthOptions, Principal } from '../auth/authenticate.js';
 import { memoryOnly, type Durability } from '../core/durability.js';
 import { uuid } from '../core/ids.js';
-import { detectProtocol } from '../protocol/detect.js';
-import { decodeJson, encodeJson, encodeJsonError } from '../protocol/json.js';
-import { utf8Text } from '../protocol/common.js';
-import { parseForm } from '../protocol/form.js';
-import { decodeQuery, encodeQueryError, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
-import { actions } from '../sqs/actions/index.js';
+import { detectProtocol, type Protocol } from '../protocol/detect.js';
 import { SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
-import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
+import type { SqsServices } from '../sqs/service.js';
 import { corsOptions } from './cors.js';
+import { answerClientError, answerNodeRefusals } from './node-refusals.js';
+import { ReplyBatch, sendError } from './replies.js';
 import { lazySchemaController } from './schema-compilers.js';
+import { dispatcher, internalFailure, isBareQueueUrlGet } from './serve.js';
 
 /**
  * The largest body worth reading: a 1 MiB batch, form-encoded (up to 3 bytes per byte) plus
@@ -59,8 +55,6 @@ export interface DataPlaneOptions {
   ) => void;
 }
 
-type Protocol = 'json' | 'query';
-
 /**
  * The SQS data plane: every request is a POST (or GET) to `/` or `/<account>/<queue>`; the
  * protocol is told by its headers, decoded into the one API model, handed to the action, and
@@ -86,20 +80,16 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
       sendError(reply, detectProtocol(req.headers), err, uuid());
     },
     // What Node's HTTP parser refuses before there is a request (headers too large, a NUL in a
-    // header, a body not sent in time) gets an AWS-shaped answer too.
-    clientErrorHandler: (error, socket) =>
-      answerClientError(error, socket, (protocol, status) => observe('Unknown', protocol, status, 0)),
+    // header, a request not sent in time) gets an AWS-shaped answer too.
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, observeRefusal),
+    // Node's answer to HTTP/1.1 without Host is a bare 400; the route gives the AWS-shaped one.
+    http: { requireHostHeader: false },
   });
-  const { services, logger } = opts;
+  const { logger } = opts;
   const observe = opts.observe ?? (() => undefined);
-  const anyAccount = (opts.auth?.mode ?? 'off') === 'off';
-  const authOptions: AuthOptions = {
-    mode: opts.auth?.mode ?? 'off',
-    keyOwner: opts.auth?.keyOwner ?? (() => undefined),
-    now: opts.auth?.now ?? Date.now,
-    defaultAccountId: opts.accountId,
-    defaultRegion: opts.region,
-  };
+  const observeRefusal = (protocol: Protocol, status: number): void =>
+    observe('Unknown', protocol, status, 0);
+  answerNodeRefusals(app.server, observeRefusal);
 
   app.removeAllContentTypeParsers();
   const keepBuffer = (
@@ -124,130 +114,18 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   }
 
   // Once the server is closing, requests still arriving on open connections are refused.
-  let closing = false;
-  const refuse = (req: FastifyRequest, reply: FastifyReply): void => {
-    const protocol = detectProtocol(req.headers);
-    const err = new SqsError(
-      'ServiceUnavailable',
-      closing
-        ? 'This instance is shutting down; retry against the active one.'
-        : 'This instance is not serving; retry against the active one.',
-    );
-    if (closing) void reply.header('connection', 'close');
-    sendError(reply, protocol, err, uuid());
-    observe('Unknown', protocol, 503, 0);
-  };
-  // Memory-only always serves and has nothing to wait for: no gate, and no commit awaited (a
-  // promise per request). Otherwise a callback hook gates, which costs no promise either. Without
-  // the gate, serve() refuses requests while closing.
+  const state = { closing: false };
+  const replies = new ReplyBatch();
+  const { serve, refuse } = dispatcher(opts, state, replies);
+  // Memory-only always serves: no gate. Otherwise a callback hook gates, which costs no promise;
+  // without the gate, serve() refuses requests while closing.
   const durability = opts.durability ?? memoryOnly;
-  const durable = durability.kind !== 'memory';
-  if (durable) {
+  if (durability.kind !== 'memory') {
     app.addHook('onRequest', (req, reply, done) => {
-      if (!closing && durability.serving) done();
+      if (!state.closing && durability.serving) done();
       else refuse(req, reply);
     });
   }
-  const observeCommit = opts.observeCommit ?? (() => undefined);
-  const commit = async (): Promise<void> => {
-    const started = performance.now();
-    try {
-      await durability.commit();
-      observeCommit((performance.now() - started) / 1000, true);
-    } catch (e) {
-      observeCommit((performance.now() - started) / 1000, false);
-      throw e;
-    }
-  };
-
-  const replies = new ReplyBatch();
-  const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (closing) {
-      refuse(req, reply);
-      return;
-    }
-    const started = performance.now();
-    const requestId = uuid();
-    const protocol = detectProtocol(req.headers);
-    let action = 'Unknown';
-    let queue: string | undefined;
-    let status = 200;
-    let principal: Principal | undefined;
-    try {
-      const baseUrl = opts.baseUrl ?? baseUrlOf(req);
-      const body = bodyOf(req);
-      // Decoded first, so an authenticated request's metrics and logs name its action; but an
-      // authentication failure wins over a decoding one: an unsigned client learns nothing more.
-      let decoded: { action: ActionName; input: unknown } | undefined;
-      let decodeError: unknown;
-      try {
-        decoded =
-          protocol === 'json'
-            ? decodeJson(header(req, 'x-amz-target'), body)
-            : decodeQueryRequest(req.url, body, baseUrl);
-        action = decoded.action;
-        queue = queueOf(decoded.input);
-      } catch (e) {
-        decodeError = e;
-      }
-      principal = authenticate(
-        authOptions,
-        { method: req.method, url: req.url, headers: req.headers, body },
-        protocol,
-      );
-      if (decoded === undefined) throw decodeError;
-      // The decoders accept only the model's actions and the table has every one (its type says so).
-      const run = actions[decoded.action] as Action<ActionName>;
-      const ctx: RequestContext = {
-        requestId,
-        accountId: principal.accountId,
-        region: principal.region,
-        defaultRegion: opts.region,
-        baseUrl,
-        anyAccount,
-        senderId: principal.accountId,
-        traceHeader: header(req, 'x-amzn-trace-id'),
-        onAbort: (fn) => {
-          reply.raw.once('close', () => {
-            if (!reply.raw.writableFinished) fn();
-          });
-        },
-      };
-      const output = await run(services, ctx, decoded.input as never);
-      if (durable) await commit();
-      opts.onResult?.(decoded.action, principal, queue, output);
-      reply.header('x-amzn-RequestId', requestId);
-      if (protocol === 'json') {
-        replies.send(reply, 'application/x-amz-json-1.0', encodeJson(output));
-      } else if (acceptsJson(req)) {
-        replies.send(reply, 'application/json', encodeQueryJson(decoded.action, output, requestId));
-      } else {
-        replies.send(reply, 'text/xml', encodeQueryResult(decoded.action, output, requestId));
-      }
-    } catch (e) {
-      const err = asSqsError(e, logger, requestId, action);
-      status = err.def.status;
-      sendError(reply, protocol, err, requestId);
-    } finally {
-      const ms = performance.now() - started;
-      observe(action, protocol, status, ms / 1000);
-      // Built only when it will be written: at the usual warn level the line costs nothing.
-      if (logger.isLevelEnabled('info')) {
-        logger.info(
-          {
-            reqId: requestId,
-            action,
-            queue,
-            protocol,
-            status,
-            ms: Math.round(ms * 100) / 100,
-            ...(principal?.tenant === undefined ? {} : { tenant: principal.tenant }),
-          },
-          'request',
-        );
-      }
-    }
-  };
 
   // A handler that returns nothing leaves the reply to be sent later; one that returns a promise
   // (an async function) or the reply makes fastify wait for the response to finish through
@@ -256,6 +134,18 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
     method: ['GET', 'POST'],
     url: '/*',
     handler: (req, reply) => {
+      if (req.headers.host === undefined && req.raw.httpVersion === '1.1') {
+        const protocol = detectProtocol(req.headers);
+        void reply.header('connection', 'close');
+        sendError(
+          reply,
+          protocol,
+          new SqsError('BadRequest', 'An HTTP/1.1 request must have a Host header.'),
+          uuid(),
+        );
+        observeRefusal(protocol, 400);
+        return;
+      }
       if (isBareQueueUrlGet(req)) {
         // AWS (recorded): a plain GET of a queue's URL names no operation.
         const requestId = uuid();
@@ -278,7 +168,7 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   });
   // Before the server stops taking connections and closes the idle ones.
   app.addHook('preClose', (done) => {
-    closing = true;
+    state.closing = true;
     replies.close();
     done();
   });
@@ -319,51 +209,6 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   return app;
 }
 
-/**
- * Successful replies are written together once this turn of the event loop has handled every
- * request that arrived in it, rather than each as soon as it is ready. Writing a reply to a socket
- * wakes the peer that reads it; when that peer is idle (a client on another vCPU of the same VM,
- * or nginx in front of us on this host), the wake-up costs more than the request's own work. Back
- * to back, the first write wakes the peer and the rest find it awake: on the bench's two vCPUs
- * this is a quarter to a third more SendMessage req/s under load (docs/decisions/002-reply-batching.md). A reply
- * waits at most for the other requests of its turn; alone in its turn (light load) it costs
- * ~40 µs of end-to-end p50 there. Error replies are rare and go out at once.
- */
-class ReplyBatch {
-  private pending: { reply: FastifyReply; type: string; body: string }[] = [];
-  private closing = false;
-
-  send(reply: FastifyReply, type: string, body: string): void {
-    if (this.closing) {
-      ReplyBatch.write(reply, type, body, true);
-      return;
-    }
-    if (this.pending.length === 0) setImmediate(this.flush);
-    this.pending.push({ reply, type, body });
-  }
-
-  /**
-   * From now on every reply is written at once and closes its connection. The server closes only
-   * idle connections when it stops; one whose reply (an answered long poll) was still waiting here
-   * would otherwise stay open, idle, until its keep-alive timeout.
-   */
-  close(): void {
-    this.closing = true;
-    this.flush();
-  }
-
-  private readonly flush = (): void => {
-    const batch = this.pending;
-    this.pending = [];
-    for (const { reply, type, body } of batch) ReplyBatch.write(reply, type, body, this.closing);
-  };
-
-  private static write(reply: FastifyReply, type: string, body: string, last: boolean): void {
-    if (last) void reply.header('connection', 'close');
-    void reply.type(type).send(asIs(body));
-  }
-}
-
 const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 const DRAIN_LIMIT_MS = 10_000;
 
@@ -394,135 +239,4 @@ function drain(raw: IncomingMessage, maxBytes: number, maxMs: number): Promise<b
     raw.once('close', onFail);
     raw.resume();
   });
-}
-
-function sendError(reply: FastifyReply, protocol: Protocol, err: SqsError, requestId: string): void {
-  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
-  void reply
-    .code(encoded.status)
-    .headers(encoded.headers)
-    .header('x-amzn-RequestId', requestId)
-    .send(asIs(encoded.body));
-}
-
-/**
- * The body as bytes: fastify appends `; charset=utf-8` to a JSON-typed string body, while AWS's
- * Content-Type is exactly `application/x-amz-json-1.0`.
- */
-function asIs(body: string): Buffer {
-  return Buffer.from(body, 'utf8');
-}
-
-/**
- * Answers an error of Node's HTTP parser or its request timer on the raw socket, as Node would
- * (only while no answer has begun), but in the AWS shape of the request's protocol: told by the
- * headers of a request that was read (a body not sent in time), else by the bytes the parser saw
- * (headers too large, a bad header); Query, the protocol of anything else, when neither tells.
- */
-function answerClientError(
-  error: Error & { code?: string | undefined; rawPacket?: unknown },
-  socket: Duplex,
-  observed: (protocol: Protocol, status: number) => void,
-): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
-  if (inFlight?.headersSent === true) {
-    socket.destroy();
-    return;
-  }
-  const protocol =
-    inFlight?.req !== undefined ? detectProtocol(inFlight.req.headers) : sniffProtocol(error.rawPacket);
-  const err =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new SqsError('RequestTimeout', 'The request was not received in full within the time allowed.')
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? new SqsError('RequestHeaderFieldsTooLarge', 'The request headers are larger than the server reads.')
-        : new SqsError(
-            'MalformedRequest',
-            `The HTTP request could not be parsed (${error.code ?? 'unknown'}).`,
-          );
-  const requestId = uuid();
-  const encoded = protocol === 'json' ? encodeJsonError(err) : encodeQueryError(err, requestId);
-  let head = `HTTP/1.1 ${encoded.status} ${STATUS_CODES[encoded.status] ?? ''}\r\n`;
-  for (const [name, value] of Object.entries(encoded.headers)) head += `${name}: ${value}\r\n`;
-  head += `x-amzn-RequestId: ${requestId}\r\ncontent-length: ${Buffer.byteLength(encoded.body)}\r\nconnection: close\r\n\r\n`;
-  observed(protocol, encoded.status);
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  socket.end(head + encoded.body, () => socket.destroy());
-}
-
-/** The protocol the start of a request names, the way detectProtocol tells it from headers. */
-function sniffProtocol(raw: unknown): Protocol {
-  // Node gives the bytes it failed on as a Buffer (fastify's types say otherwise).
-  if (!Buffer.isBuffer(raw)) return 'query';
-  const text = raw.toString('latin1').toLowerCase();
-  return text.includes('\nx-amz-target:') || text.includes('\ncontent-type: application/x-amz-json')
-    ? 'json'
-    : 'query';
-}
-
-function internalFailure(): SqsError {
-  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
-}
-
-function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
-  if (e instanceof SqsError) return e;
-  if (e instanceof AuthError) return new SqsError(e.code, e.message);
-  logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
-  return internalFailure();
-}
-
-function header(req: FastifyRequest, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function bodyOf(req: FastifyRequest): Buffer {
-  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-}
-
-/**
- * Query parameters come from the URL and, for a form POST, the body. A request to
- * `/<account>/<queue>` names its queue by its path: that URL is decodeQuery's stand-in for a
- * missing QueueUrl.
- */
-function decodeQueryRequest(
-  url: string,
-  body: Buffer,
-  baseUrl: string,
-): { action: ActionName; input: unknown } {
-  const qm = url.indexOf('?');
-  const params = qm >= 0 ? parseForm(url.slice(qm + 1)) : [];
-  if (body.length > 0) parseForm(utf8Text(body), params);
-  const path = qm >= 0 ? url.slice(0, qm) : url;
-  return decodeQuery(params, path.length > 1 ? baseUrl + path : undefined);
-}
-
-/** A Query request that asks for its answer in JSON (encodeQueryJson). */
-function acceptsJson(req: FastifyRequest): boolean {
-  return header(req, 'accept')?.toLowerCase().includes('application/json') === true;
-}
-
-/** A GET of a path other than `/` with no query string and no JSON headers. */
-function isBareQueueUrlGet(req: FastifyRequest): boolean {
-  if (req.method !== 'GET') return false;
-  const qm = req.url.indexOf('?');
-  const path = qm >= 0 ? req.url.slice(0, qm) : req.url;
-  return path.length > 1 && (qm < 0 || qm === req.url.length - 1) && detectProtocol(req.headers) === 'query';
-}
-
-function baseUrlOf(req: FastifyRequest): string {
-  const proto = header(req, 'x-forwarded-proto')?.split(',')[0]?.trim() ?? 'http';
-  const host = header(req, 'x-forwarded-host')?.split(',')[0]?.trim() ?? header(req, 'host') ?? 'localhost';
-  return `${proto}://${host}`;
-}
-
-function queueOf(input: unknown): string | undefined {
-  if (input === null || typeof input !== 'object') return undefined;
-  const o = input as { QueueUrl?: unknown; QueueName?: unknown };
-  if (typeof o.QueueUrl === 'string') return o.QueueUrl.slice(o.QueueUrl.lastIndexOf('/') + 1);
-  return typeof o.QueueName === 'string' ? o.QueueName : undefined;
 }

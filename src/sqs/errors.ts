@@ -198,6 +198,20 @@ export const errorCatalogue = {
     `${CORAL}RequestTimeoutException`,
     "The request was not received in full within the server's request timeout (120 s).",
   ),
+  // What Node's HTTP server refuses before there is a request. Named after the HTTP status, as
+  // the three above, so that a JSON answer's `__type` and its x-amzn-query-error name one error.
+  BadRequest: def(
+    400,
+    'BadRequest',
+    `${CORAL}BadRequestException`,
+    "Node's HTTP parser refuses the request (a NUL in a header, a bad Content-Length), or HTTP/1.1 without Host.",
+  ),
+  ExpectationFailed: def(
+    417,
+    'ExpectationFailed',
+    `${CORAL}ExpectationFailedException`,
+    'The request carries an Expect header other than 100-continue.',
+  ),
   AccessDenied: def(403, 'AccessDenied', `${CORAL}AccessDeniedException`, 'The caller may not do this.'),
   // Authentication (SigV4, src/auth/sigv4.ts). The Query codes are what SQS answers; the JSON
   // types are the Coral exceptions the JSON services name. SQS answers a stale or future-dated

@@ -1,5 +1,5 @@
 /**
- * Malformed requests in both wire protocols (FAULTS.md rows 13-14), sent with node:http so that
+ * Malformed requests in both wire protocols (docs/faults.md rows 13-14), sent with node:http so that
  * nothing is cleaned up on the way: bad form encoding, bad JSON, JSON of the wrong types, bodies
  * and values over the limits, unknown and missing actions, missing parameters, other HTTP methods,
  * and a few hundred seeded random bodies and headers.
@@ -8,8 +8,9 @@
  * was detected as (Query: XML `<ErrorResponse>` with `<Code>`; JSON: an object with `__type`), and
  * afterwards the server still serves (ListQueues in both protocols) and is alive.
  *
- * Protocol detection as the server documents it (ARCHITECTURE.md, src/protocol/detect.ts): an
- * `X-Amz-Target` header or an `application/x-amz-json*` body makes it JSON; anything else is Query.
+ * Protocol detection as the server documents it (docs/compatibility.md, src/protocol/detect.ts): a
+ * form body is Query and an `application/x-amz-json*` body JSON; any other body is JSON when it
+ * carries an `X-Amz-Target` header, else Query.
  */
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -53,9 +54,9 @@ function headerValue(headers: OutgoingHttpHeaders | undefined, name: string): st
 /** Which error shape the request must get back, or 'either' where only one of the JSON signs is present. */
 function expectedShape(req: Req): 'json' | 'query' | 'either' {
   const target = headerValue(req.headers, 'x-amz-target') !== undefined;
-  const jsonBody = (headerValue(req.headers, 'content-type') ?? '')
-    .toLowerCase()
-    .startsWith('application/x-amz-json');
+  const contentType = (headerValue(req.headers, 'content-type') ?? '').toLowerCase();
+  if (contentType.startsWith('application/x-www-form-urlencoded')) return 'query';
+  const jsonBody = contentType.startsWith('application/x-amz-json');
   if (target && jsonBody) return 'json';
   if (!target && !jsonBody) return 'query';
   return 'either';
@@ -102,7 +103,7 @@ function problemWith(req: Req, res: Seen): string | undefined {
   const jsonType = jsonErrorType(res.text);
   switch (expectedShape(req)) {
     case 'query':
-      // AWS's answer to a GET of a queue's URL without a query (issue 21) is this, not an <ErrorResponse>.
+      // AWS's answer to a GET of a queue's URL without a query (test/unit/data-plane.test.ts) is this, not an <ErrorResponse>.
       if (res.status === 404 && res.text === '<UnknownOperationException/>') return undefined;
       return xmlCode === undefined ? 'Query <ErrorResponse> with <Code> expected' : undefined;
     case 'json':
@@ -792,11 +793,15 @@ describe('invalid UTF-8 is refused, not rewritten', () => {
 });
 
 /**
- * What Node's HTTP parser refuses before there is a request: headers over its 16 KiB, a NUL byte
- * in a header. Sent on a raw socket (node:http will not send either). The answer is AWS-shaped in
- * the protocol the request's first bytes name, with a request id, and the connection is closed.
+ * What Node's HTTP server refuses or answers itself, before there is a request for fastify: headers
+ * over its 16 KiB, a NUL byte in a header (X-Amz-Target included), a Content-Length or chunk it
+ * cannot read, HTTP/1.1 without Host, an Expect other than 100-continue, CONNECT, a version it does
+ * not speak. Sent on a raw socket (node:http will not send these). The answer is AWS-shaped in the
+ * protocol the request's headers name (docs/errors.md), with a request id, and the connection is
+ * closed; over JSON the x-amzn-query-error header names the same error as the body's `__type`.
+ * (Headers or a body not sent in time, 408: test/unit/data-plane.test.ts.)
  */
-describe('errors below SQS: the HTTP parser', () => {
+describe('errors below SQS: the HTTP server', () => {
   function rawExchange(request: Buffer): Promise<string> {
     const { hostname, port } = new URL(sqs.server.url);
     return new Promise((resolve, reject) => {
@@ -810,42 +815,101 @@ describe('errors below SQS: the HTTP parser', () => {
       socket.write(request, () => undefined);
     });
   }
-  const request = (headers: string): Buffer =>
-    Buffer.from(`POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n${headers}content-length: 2\r\n\r\n{}`, 'latin1');
+  const JSON_HEAD = `content-type: ${JSON_10}\r\nx-amz-target: AmazonSQS.ListQueues\r\n`;
+  const QUERY_HEAD = `content-type: ${FORM}\r\n`;
 
-  const cases: ReadonlyArray<{ label: string; head: string; status: string; query: string; json: string }> = [
+  interface Case {
+    readonly label: string;
+    /** The protocol's own headers, when the case is in them. */
+    readonly json?: string;
+    readonly query?: string;
+    readonly line?: string;
+    readonly host?: false;
+    /** Headers after the protocol's, and the framing of a 2-byte body unless given. */
+    readonly head: string;
+    readonly status: string;
+    readonly code: string;
+    readonly type: string;
+  }
+  const badRequest = {
+    status: '400',
+    code: 'BadRequest',
+    type: 'com.amazon.coral.service#BadRequestException',
+  };
+  const cases: readonly Case[] = [
     {
       label: 'a 100 KB header',
-      head: `x-big: ${'a'.repeat(100_000)}\r\n`,
+      head: `x-big: ${'a'.repeat(100_000)}\r\ncontent-length: 2\r\n`,
       status: '431',
-      query: 'RequestHeaderFieldsTooLarge',
-      json: 'com.amazon.coral.service#RequestHeaderFieldsTooLargeException',
+      code: 'RequestHeaderFieldsTooLarge',
+      type: 'com.amazon.coral.service#RequestHeaderFieldsTooLargeException',
     },
     {
       label: 'a NUL byte in a header',
-      head: 'x-amz-date: 2026\u0000\r\n',
+      head: 'x-amz-date: 2026\u0000\r\ncontent-length: 2\r\n',
+      ...badRequest,
+    },
+    {
+      label: 'a NUL byte in X-Amz-Target',
+      json: `content-type: ${JSON_10}\r\nx-amz-target: AmazonSQS.List\u0000Queues\r\n`,
+      query: `content-type: ${FORM}\r\nx-amz-target: AmazonSQSv20121105.List\u0000Queues\r\n`,
+      head: 'content-length: 2\r\n',
+      ...badRequest,
+    },
+    { label: 'a Content-Length that is no number', head: 'content-length: 2x\r\n', ...badRequest },
+    {
+      label: 'both Content-Length and Transfer-Encoding',
+      head: 'content-length: 2\r\ntransfer-encoding: chunked\r\n',
+      ...badRequest,
+    },
+    {
+      label: 'a chunk size that is no number',
+      head: 'transfer-encoding: chunked\r\n\r\nzz\r\n',
+      ...badRequest,
+    },
+    { label: 'HTTP/1.1 without Host', host: false, head: 'content-length: 2\r\n', ...badRequest },
+    {
+      label: 'an HTTP version it does not speak',
+      line: 'POST / HTTP/3.0',
+      head: 'content-length: 2\r\n',
+      ...badRequest,
+    },
+    {
+      label: 'Expect: 999-x',
+      head: 'expect: 999-x\r\ncontent-length: 2\r\n',
+      status: '417',
+      code: 'ExpectationFailed',
+      type: 'com.amazon.coral.service#ExpectationFailedException',
+    },
+    {
+      label: 'CONNECT',
+      line: 'CONNECT 127.0.0.1:443 HTTP/1.1',
+      head: '',
       status: '400',
-      query: 'MalformedQueryString',
-      json: 'com.amazon.coral.service#SerializationException',
+      code: 'InvalidAction',
+      type: 'com.amazon.coral.service#UnknownOperationException',
     },
   ];
+  const request = (c: Case, protocolHead: string): Buffer =>
+    Buffer.from(
+      `${c.line ?? 'POST / HTTP/1.1'}\r\n${c.host === false ? '' : 'Host: 127.0.0.1\r\n'}${protocolHead}${c.head}\r\n{}`,
+      'latin1',
+    );
+
   for (const c of cases) {
     test(`Given ${c.label}, When sent as JSON and as Query, Then ${c.status} in that protocol's AWS shape with a request id`, async () => {
-      const json = await rawExchange(
-        request(
-          `content-type: application/x-amz-json-1.0\r\nx-amz-target: AmazonSQS.ListQueues\r\n${c.head}`,
-        ),
-      );
-      const query = await rawExchange(request(`content-type: ${FORM}\r\n${c.head}`));
-      for (const [answer, code] of [
-        [json, c.json],
-        [query, c.query],
-      ] as const) {
-        const [head = '', body = ''] = answer.split('\r\n\r\n');
+      const json = await rawExchange(request(c, c.json ?? JSON_HEAD));
+      const query = await rawExchange(request(c, c.query ?? QUERY_HEAD));
+      for (const answer of [json, query]) {
+        const [head = ''] = answer.split('\r\n\r\n');
         assert.match(head, new RegExp(`^HTTP/1\\.1 ${c.status} `), answer.slice(0, 300));
-        assert.match(head, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/i);
-        assert.equal(queryErrorCode(body) ?? jsonErrorType(body), code, answer.slice(0, 300));
+        assert.match(head, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/i, answer.slice(0, 300));
+        assert.match(head, /\r\nconnection: close(\r\n|$)/i, answer.slice(0, 300));
       }
+      const jsonBody = json.slice(json.indexOf('\r\n\r\n') + 4);
+      assert.equal(jsonErrorType(jsonBody), c.type, json.slice(0, 400));
+      assert.match(json, new RegExp(`\r\nx-amzn-query-error: ${c.code};Sender\r\n`, 'i'), json.slice(0, 400));
+      assert.equal(queryErrorCode(query.slice(query.indexOf('\r\n\r\n') + 4)), c.code, query.slice(0, 400));
       await expectStillServing();
     });
   }

@@ -1,5 +1,5 @@
 /**
- * The data plane's reply batching (src/http/data.ts, ReplyBatch), through fastify's inject: every
+ * The data plane's reply batching (src/http/replies.ts, ReplyBatch), through fastify's inject: every
  * request of a turn is answered, and replies still waiting when the plane closes go out with
  * `Connection: close`; the Query protocol at a queue's URL (`/<account>/<queue>`, raw HTTP: no
  * client sends there); and, on a ManualClock, redelivery order over both protocols, which a real
@@ -9,6 +9,8 @@
  * themselves are covered by the e2e tests.
  */
 import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { Duplex } from 'node:stream';
 import { test, type TestContext } from 'node:test';
 import { ManualClock, type Clock } from '../../src/core/clock.js';
@@ -23,7 +25,9 @@ function dataPlane(
   {
     clock,
     ...extra
-  }: { clock?: Clock } & Partial<Pick<DataPlaneOptions, 'corsOrigins' | 'auth' | 'durability'>> = {},
+  }: { clock?: Clock } & Partial<
+    Pick<DataPlaneOptions, 'corsOrigins' | 'auth' | 'durability' | 'observe'>
+  > = {},
 ): { app: ReturnType<typeof buildDataPlane>; services: SqsServices } {
   const services = memoryServices(undefined, clock);
   const app = buildDataPlane({
@@ -157,6 +161,63 @@ void test("Given a request body not received in time (Node's 408), when answered
   assert.equal(started.written(), '');
   assert.ok(started.socket.destroyed);
 });
+
+/**
+ * Headers that never finish: Node's parser holds them in its native half, and its headers timer
+ * (checked every 30 s) emits clientError with no request. Sent on a real socket; the timer's
+ * emit is done here once the server has read every byte, so no test waits 60 s.
+ */
+for (const { label, head, protocol } of [
+  {
+    label: 'JSON, whole header lines',
+    head: 'POST / HTTP/1.1\r\nHost: x\r\ncontent-type: application/x-amz-json-1.0\r\nx-amz-target: AmazonSQS.ListQueues\r\ncontent-length: 2\r\n',
+    protocol: 'json',
+  },
+  {
+    label: 'JSON, cut inside the X-Amz-Target value',
+    head: 'POST / HTTP/1.1\r\nHost: x\r\nx-amz-target: AmazonSQS.Li',
+    protocol: 'json',
+  },
+  {
+    label: 'a form with X-Amz-Target (Query)',
+    head: 'POST / HTTP/1.1\r\nHost: x\r\ncontent-type: application/x-www-form-urlencoded\r\nx-amz-target: AmazonSQSv20121105.ListQueues\r\n',
+    protocol: 'query',
+  },
+  { label: 'a request line cut short', head: 'POST / HT', protocol: 'query' },
+] as const) {
+  void test(`Given headers that never finish (${label}), when Node's headers timer fires, then a 408 in the ${protocol} shape and no request runs`, async (t) => {
+    const seen: Array<[string, string, number]> = [];
+    const { app } = dataPlane(t, { observe: (action, p, status) => seen.push([action, p, status]) });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const serverSide = new Promise<Duplex>((resolve) => app.server.once('connection', resolve));
+    const client = connect((app.server.address() as AddressInfo).port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    client.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise((resolve) => client.once('close', resolve));
+    client.write(head);
+    const socket = (await serverSide) as Duplex & { bytesRead: number };
+    while (socket.bytesRead < head.length) await new Promise((resolve) => setImmediate(resolve));
+    app.server.emit(
+      'clientError',
+      Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }),
+      socket,
+    );
+    await closed;
+    const [answer = '', body = ''] = Buffer.concat(chunks).toString('utf8').split('\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+    assert.match(answer, /\r\nx-amzn-RequestId: [0-9a-f-]{36}\r\n/);
+    if (protocol === 'json') {
+      assert.match(answer, /\r\nx-amzn-query-error: RequestTimeout;Sender\r\n/);
+      assert.equal(
+        (JSON.parse(body) as { __type: string }).__type,
+        'com.amazon.coral.service#RequestTimeoutException',
+      );
+    } else {
+      assert.match(body, /^<\?xml[\s\S]*<Code>RequestTimeout<\/Code>/);
+    }
+    assert.deepEqual(seen, [['Unknown', protocol, 408]]);
+  });
+}
 
 // ---- Query protocol at a queue's URL (AWS, recorded) ---------------------------------------------
 

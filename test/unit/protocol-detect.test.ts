@@ -8,11 +8,35 @@ describe('detectProtocol', () => {
     assert.equal(detectProtocol({ 'x-amz-target': 'AmazonSQS.ListQueues' }), 'json');
   });
 
-  test('Given an X-Amz-Target header with a form content type, when detecting, then the target wins', () => {
+  test('Given an X-Amz-Target header with a form content type (older Query clients), when detecting, then the content type wins: Query', () => {
+    for (const contentType of [
+      'application/x-www-form-urlencoded',
+      'application/x-www-form-urlencoded; charset=utf-8',
+      'Application/X-WWW-Form-Urlencoded;charset=UTF-8',
+    ]) {
+      assert.equal(
+        detectProtocol({ 'x-amz-target': 'AmazonSQSv20121105.ListQueues', 'content-type': contentType }),
+        'query',
+        contentType,
+      );
+    }
+  });
+
+  test('Given an X-Amz-Target header with a content type that is neither form nor x-amz-json, when detecting, then the target makes it JSON', () => {
+    for (const contentType of ['text/plain', 'application/json', 'application/x-www-form-urlencodedx', '']) {
+      assert.equal(
+        detectProtocol({ 'x-amz-target': 'AmazonSQS.ListQueues', 'content-type': contentType }),
+        'json',
+        contentType,
+      );
+    }
+  });
+
+  test('Given an X-Amz-Target header with the JSON content type, when detecting, then the request is JSON', () => {
     assert.equal(
       detectProtocol({
         'x-amz-target': 'AmazonSQS.ListQueues',
-        'content-type': 'application/x-www-form-urlencoded',
+        'content-type': 'application/x-amz-json-1.0',
       }),
       'json',
     );
