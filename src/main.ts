@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   if (config.checkConfig) {
     const file = await readConfigFile(config);
     process.stdout.write(
-      `${config.configFile}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
+      `${config.config}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
     );
     return;
   }

@@ -5,7 +5,8 @@ import { systemClock } from './core/clock.js';
 import { memoryOnly, type Durability } from './core/durability.js';
 import { PURGE_INTERVAL_MS } from './core/limits.js';
 import { QueueStore } from './core/store.js';
-import { formatBytes, type Config } from './config.js';
+import type { Config } from './config.js';
+import { formatBytes } from './flag-values.js';
 import { MessageMetrics } from './http/message-metrics.js';
 import { deadLetterStats, keyOwnerIn, memoryStats, queueStats, tenantLabel } from './http/tenancy.js';
 import { applyStartupConfig, StartupConfigError, type StartupConfig } from './startup-config.js';
@@ -115,7 +116,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       ? undefined
       : {
           count: config.redisWaitReplicas,
-          timeoutMs: config.redisWaitTimeoutMs,
+          timeoutMs: config.redisWaitTimeout,
           aof: config.redisWaitAof,
           observe: (seconds: number, acknowledged: boolean) =>
             messageMetrics.observeReplicaWait(seconds, acknowledged),
@@ -158,8 +159,8 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       subscriber: connection('events'),
       keys: keysFor(config.redisPrefix),
       instanceId,
-      ttlMs: config.leaderTtlMs,
-      intervalMs: config.leaderIntervalMs,
+      ttlMs: config.leaderTtl,
+      intervalMs: config.leaderInterval,
       createStore: newStore,
       unavailable: () =>
         new SqsError('ServiceUnavailable', 'This instance is not serving; retry against the active one.'),
@@ -181,7 +182,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     accountId: config.accountId,
     region: config.region,
     baseUrl: config.baseUrl,
-    corsOrigins: config.corsOrigins,
+    corsOrigins: config.corsOrigin,
     observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
     auth: { mode: config.auth, keyOwner: keyOwnerIn(() => current.store), now: () => clock.now() },
     onResult: (action, principal, queue, output) =>
@@ -325,9 +326,9 @@ function urlOf(address: AddressInfo | string | null): string {
 
 /** The --config file, read and checked (src/config-file.ts, loaded only when a file is given). */
 export async function readConfigFile(config: Config): Promise<StartupConfig | undefined> {
-  if (config.configFile === undefined) return undefined;
+  if (config.config === undefined) return undefined;
   const { loadConfigFile } = await import('./config-file.js');
-  return await loadConfigFile(config.configFile, config);
+  return await loadConfigFile(config.config, config);
 }
 
 /** Where Redis is, from the flags; undefined: memory only. */
