@@ -31,6 +31,7 @@ const against: [file: string, importLine: string][] = [
   ['src/persistence/writer.ts', "import '../ha/lock.js';"],
   ['src/persistence/writer.ts', "import '../sqs/errors.js';"],
   ['src/ha/elector.ts', "import '../http/data.js';"],
+  ['src/ha/active.ts', "import '../wiring/warmup.js';"],
   ['src/http/data.ts', "import '../server.js';"],
 ];
 
@@ -47,6 +48,7 @@ const allowed: [file: string, importLine: string][] = [
   ['src/persistence/writer.ts', "import '../core/store.js';"],
   ['src/ha/active.ts', "import '../persistence/persistence.js';"],
   ['src/http/data.ts', "import '../protocol/json.js';"],
+  ['src/wiring/warmup.ts', "import '../http/data.js';"],
 ];
 
 for (const [file, line] of allowed) {
