@@ -3,6 +3,7 @@
  * an import against them in each layer fails `npm run check`, and the imports the table allows pass.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -56,3 +57,14 @@ for (const [file, line] of allowed) {
     assert.deepEqual(await violations(file, line), []);
   });
 }
+
+void test("Given src/, then docs/architecture.md's Layers table places each of its folders and root files", () => {
+  const root = new URL('../../', import.meta.url);
+  const doc = readFileSync(new URL('docs/architecture.md', root), 'utf8');
+  const table = doc.slice(doc.indexOf('## Layers'), doc.indexOf('The rules:'));
+  const placed = [...table.matchAll(/^\| `(src\/[^`]+)`/gm)].map((m) => m[1]);
+  const entries = readdirSync(new URL('src/', root), { withFileTypes: true })
+    .filter((e) => e.isDirectory() || e.name.endsWith('.ts'))
+    .map((e) => (e.isDirectory() ? `src/${e.name}/` : `src/${e.name}`));
+  assert.deepEqual([...placed].sort(), entries.sort());
+});
