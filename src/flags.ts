@@ -1,7 +1,8 @@
 /**
  * The one way a shared-sqs command line is declared: a table of flags, each with its environment
  * variables, type, shown default, help text and group, handed to yargs. The server's flags
- * (src/config.ts) and the admin CLI's (src/cli/admin.ts) are both such tables.
+ * (src/config.ts) and the admin CLI's (src/cli/admin.ts) are both such tables; the server's
+ * command line is read by {@link readCommandLine}.
  *
  * The environment is read here rather than by yargs' `.env()`, so that an empty variable counts
  * as unset and an error can name the variable that held the bad value.
@@ -202,7 +203,7 @@ const VERSION = readVersion();
 
 function readVersion(): string {
   try {
-    // src/config.ts and dist/config.js both sit one level below package.json.
+    // src/flags.ts and dist/flags.js both sit one level below package.json.
     const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     if (typeof pkg === 'object' && pkg !== null && 'version' in pkg && typeof pkg.version === 'string') {
       return pkg.version;
