@@ -7,13 +7,14 @@
  *   // ... point an SQS client at sqs.url ...
  *   await sqs.close();
  *
- * The options are the command line's flags in camelCase (README, "Configuration"), read by the
- * same parser as the command line, so they are checked the same way and a bad one rejects with
- * the same message (naming the flag). The environment is not read: a test suite's server does
+ * The options are the command line's flags in camelCase (README, "Options"; all but
+ * --check-config), read by the same parser as the command line (src/config.ts), so they are
+ * checked the same way and a bad one rejects with the same message (naming the flag);
+ * test/unit/config.test.ts keeps `ServerOptions` and the flag table alike. The environment is not read: a test suite's server does
  * not change with the shell it runs in.
  */
 import type { AuthMode } from './auth/authenticate.js';
-import { parseConfig } from './config.js';
+import { optionsArgv, parseConfig } from './config.js';
 import type { LogLevel } from './log.js';
 import { start } from './server.js';
 
@@ -22,7 +23,7 @@ export type { AuthMode, LogLevel };
 /** A duration: a number of milliseconds, or as on the command line (`10s`, `500ms`, `1m30s`). */
 export type Duration = number | string;
 
-/** The command line's flags, in camelCase; each is optional, as the flag is. */
+/** The command line's flags, in camelCase; each is optional, as the flag is; defaults as the flag's unless said. */
 export interface ServerOptions {
   /** SQS API port. Default here: 0, a free port (see `url`). */
   readonly port?: number;
@@ -78,29 +79,12 @@ export interface RunningServer {
 
 const EMBEDDED_DEFAULTS: ServerOptions = { port: 0, controlPort: 0, host: '127.0.0.1', logLevel: 'silent' };
 
-const DURATIONS = new Set<string>(['redisWaitTimeout', 'leaderTtl', 'leaderInterval']);
-
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
-  const config = parseConfig(toArgv({ ...EMBEDDED_DEFAULTS, ...options }), {});
+  const config = parseConfig(optionsArgv({ ...EMBEDDED_DEFAULTS, ...options }), {});
   const server = await start(config, {
     // What Redis holds cannot be loaded: the server has stopped (and said why on stderr); the
     // process it runs in is not ours to end.
     onFatal: () => undefined,
   });
   return { url: server.url, controlUrl: server.controlUrl, close: () => server.stop() };
-}
-
-/** The options as the command line would give them: `--redis-wait-timeout=250ms`, `--no-queue-deleted-recently`... */
-function toArgv(options: ServerOptions): string[] {
-  const argv: string[] = [];
-  for (const [key, value] of Object.entries(options) as [string, unknown][]) {
-    if (value === undefined) continue;
-    const flag = key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    if (typeof value === 'boolean') argv.push(value ? `--${flag}` : `--no-${flag}`);
-    else if (typeof value === 'number' && DURATIONS.has(key)) argv.push(`--${flag}=${value}ms`);
-    else if (Array.isArray(value)) argv.push(`--${flag}=${value.join(',')}`);
-    else if (typeof value === 'string' || typeof value === 'number') argv.push(`--${flag}=${value}`);
-    else throw new TypeError(`startServer: option ${key} must be a string, number or boolean`);
-  }
-  return argv;
 }

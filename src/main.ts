@@ -3,8 +3,8 @@
  * (src/server.ts) until SIGTERM or SIGINT; `shared-sqs admin ...` is the admin API's client.
  */
 import { loadConfigOrExit } from './config.js';
-import { readConfigFile, start } from './server.js';
-import { StartupConfigError } from './startup-config.js';
+import { readSeedFile, start } from './server.js';
+import { SeedError } from './seed.js';
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'admin') {
@@ -15,9 +15,9 @@ async function main(): Promise<void> {
   }
   const config = loadConfigOrExit(process.argv.slice(2), process.env);
   if (config.checkConfig) {
-    const file = await readConfigFile(config);
+    const file = await readSeedFile(config);
     process.stdout.write(
-      `${config.configFile}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
+      `${config.config}: valid (${file?.tenants.length ?? 0} tenant(s), ${file?.queues.length ?? 0} queue(s))\n`,
     );
     return;
   }
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  if (e instanceof StartupConfigError) {
+  if (e instanceof SeedError) {
     // Every problem of the file on a line of its own, so that one pass fixes them all.
     console.error(
       e.problems.length === 0

@@ -1,5 +1,5 @@
 /**
- * The follower's warm-up (src/ha/warmup.ts): it runs while the instance waits to lead, leaves no
+ * The follower's warm-up (src/wiring/warmup.ts): it runs while the instance waits to lead, leaves no
  * trace outside the process (Redis, /metrics, the data plane, the temporary directory), stops as
  * soon as the instance takes over, and a serving instance does not run one.
  */

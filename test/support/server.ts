@@ -69,7 +69,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 
 /**
  * The servers' TMPDIR: one directory per test process, removed when it exits, so that what a server
- * killed with -9 leaves there (a follower's warm-up sockets, src/ha/warmup.ts) goes with it.
+ * killed with -9 leaves there (a follower's warm-up sockets, src/wiring/warmup.ts) goes with it.
  */
 let serverTmp: string | undefined;
 function serverTmpDir(): string {

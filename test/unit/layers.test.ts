@@ -3,6 +3,7 @@
  * an import against them in each layer fails `npm run check`, and the imports the table allows pass.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { ESLint } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -31,6 +32,7 @@ const against: [file: string, importLine: string][] = [
   ['src/persistence/writer.ts', "import '../ha/lock.js';"],
   ['src/persistence/writer.ts', "import '../sqs/errors.js';"],
   ['src/ha/elector.ts', "import '../http/data.js';"],
+  ['src/ha/active.ts', "import '../wiring/warmup.js';"],
   ['src/http/data.ts', "import '../server.js';"],
   ['src/shard/hash.ts', "import '../core/queue.js';"],
   ['src/shard/tags.ts', "import 'ioredis';"],
@@ -51,6 +53,7 @@ const allowed: [file: string, importLine: string][] = [
   ['src/http/data.ts', "import '../protocol/json.js';"],
   ['src/shard/hash.ts', "import 'node:crypto';"],
   ['src/shard/tags.ts', "import './hash.js';"],
+  ['src/wiring/warmup.ts', "import '../http/data.js';"],
 ];
 
 for (const [file, line] of allowed) {
@@ -58,3 +61,14 @@ for (const [file, line] of allowed) {
     assert.deepEqual(await violations(file, line), []);
   });
 }
+
+void test("Given src/, then docs/architecture.md's Layers table places each of its folders and root files", () => {
+  const root = new URL('../../', import.meta.url);
+  const doc = readFileSync(new URL('docs/architecture.md', root), 'utf8');
+  const table = doc.slice(doc.indexOf('## Layers'), doc.indexOf('The rules:'));
+  const placed = [...table.matchAll(/^\| `(src\/[^`]+)`/gm)].map((m) => m[1]);
+  const entries = readdirSync(new URL('src/', root), { withFileTypes: true })
+    .filter((e) => e.isDirectory() || e.name.endsWith('.ts'))
+    .map((e) => (e.isDirectory() ? `src/${e.name}/` : `src/${e.name}`));
+  assert.deepEqual([...placed].sort(), entries.sort());
+});

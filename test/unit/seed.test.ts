@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { loadConfigFile, parseConfigFile } from '../../src/config-file.js';
-import { applyStartupConfig, StartupConfigError } from '../../src/startup-config.js';
+import { loadSeedFile, parseSeedFile } from '../../src/seed-file.js';
+import { applySeed, SeedError } from '../../src/seed.js';
 import { quietLog } from '../../src/log.js';
 
 const DEFAULTS = { accountId: '000000000000', region: 'us-east-1' };
@@ -23,15 +23,15 @@ const CONFIG = {
   queues: [{ name: 'jobs', region: 'eu-west-1', tags: { env: 'dev' } }],
 };
 
-/** The problems a StartupConfigError lists for `raw`. */
+/** The problems a SeedError lists for `raw`. */
 function problemsOf(raw: unknown): readonly string[] {
   try {
-    parseConfigFile(raw, DEFAULTS);
+    parseSeedFile(raw, DEFAULTS);
   } catch (e) {
-    assert.ok(e instanceof StartupConfigError, String(e));
+    assert.ok(e instanceof SeedError, String(e));
     return e.problems;
   }
-  assert.fail('expected a StartupConfigError');
+  assert.fail('expected a SeedError');
 }
 
 async function withFile(name: string, text: string, fn: (path: string) => Promise<void>): Promise<void> {
@@ -46,7 +46,7 @@ async function withFile(name: string, text: string, fn: (path: string) => Promis
 
 test('Given a config of tenants and queues, when applied to an empty store, then all of it exists', () => {
   const store = new QueueStore(new ManualClock());
-  applyStartupConfig(store, parseConfigFile(CONFIG, DEFAULTS), quietLog);
+  applySeed(store, parseSeedFile(CONFIG, DEFAULTS), quietLog);
   assert.equal(store.tenants.byAccessKeyId('AKIATEAMA')?.tenant.accountId, '111111111111');
   assert.equal(store.get('111111111111', 'orders')?.attributes['VisibilityTimeout'], '60');
   assert.equal(store.get('111111111111', 'events.fifo')?.fifo, true);
@@ -55,14 +55,14 @@ test('Given a config of tenants and queues, when applied to an empty store, then
 
 test('Given a store that has the config and more, when applied again, then nothing is lost or duplicated', () => {
   const store = new QueueStore(new ManualClock());
-  const config = parseConfigFile(CONFIG, DEFAULTS);
-  applyStartupConfig(store, config, quietLog);
+  const config = parseSeedFile(CONFIG, DEFAULTS);
+  applySeed(store, config, quietLog);
   const a = store.tenants.get('team-a');
   assert.ok(a);
   store.tenants.addKey(a, { accessKeyId: 'AKIAADDED', secretAccessKey: 'x', createdAt: 1 }, false);
   store.get('111111111111', 'orders')?.setAttributes({ VisibilityTimeout: '5' }, 1);
   const warnings: string[] = [];
-  applyStartupConfig(store, config, {
+  applySeed(store, config, {
     info: () => undefined,
     warn: (_o: object, msg: string) => warnings.push(msg),
     error: () => undefined,
@@ -121,7 +121,7 @@ test('Given a config with several problems, when parsed, then all of them are re
 });
 
 test('Given numbers and booleans where AWS takes strings, when parsed, then they are strings', () => {
-  const config = parseConfigFile(
+  const config = parseSeedFile(
     { queues: [{ name: 'q.fifo', attributes: { FifoQueue: true, DelaySeconds: 5 }, tags: { build: 42 } }] },
     DEFAULTS,
   );
@@ -130,7 +130,7 @@ test('Given numbers and booleans where AWS takes strings, when parsed, then they
 });
 
 test('Given a RedrivePolicy naming a queue defined later, when applied, then the DLQ is created first and the source names its ARN', () => {
-  const config = parseConfigFile(
+  const config = parseSeedFile(
     {
       queues: [
         {
@@ -156,7 +156,7 @@ test('Given a RedrivePolicy naming a queue defined later, when applied, then the
     ['orders-dlq', 'orders', 'payments'],
   );
   const store = new QueueStore(new ManualClock());
-  applyStartupConfig(store, config, quietLog);
+  applySeed(store, config, quietLog);
   assert.deepEqual(JSON.parse(store.get('000000000000', 'orders')?.attributes['RedrivePolicy'] ?? ''), {
     deadLetterTargetArn: 'arn:aws:sqs:us-east-1:000000000000:orders-dlq',
     maxReceiveCount: 3,
@@ -207,18 +207,16 @@ queues:
     tags: { env: dev }
 `;
   await withFile('c.yaml', yaml, async (path) => {
-    assert.deepEqual(await loadConfigFile(path, DEFAULTS), parseConfigFile(CONFIG, DEFAULTS));
+    assert.deepEqual(await loadSeedFile(path, DEFAULTS), parseSeedFile(CONFIG, DEFAULTS));
   });
 });
 
-test('Given a file that is not JSON, not YAML or missing, when loaded, then a StartupConfigError with the path', async () => {
-  await withFile('c.json', 'tenants: []', (path) =>
-    assert.rejects(loadConfigFile(path, DEFAULTS), /not JSON/),
-  );
+test('Given a file that is not JSON, not YAML or missing, when loaded, then a SeedError with the path', async () => {
+  await withFile('c.json', 'tenants: []', (path) => assert.rejects(loadSeedFile(path, DEFAULTS), /not JSON/));
   await withFile('c.yaml', 'tenants: [\n', (path) =>
-    assert.rejects(loadConfigFile(path, DEFAULTS), /c\.yaml: not YAML at line/),
+    assert.rejects(loadSeedFile(path, DEFAULTS), /c\.yaml: not YAML at line/),
   );
-  await assert.rejects(loadConfigFile('/nonexistent/missing.json', DEFAULTS), /missing\.json/);
+  await assert.rejects(loadSeedFile('/nonexistent/missing.json', DEFAULTS), /missing\.json/);
 });
 
 test('Given the examples of docs/admin.md, when loaded, then they are valid', async () => {
@@ -227,7 +225,7 @@ test('Given the examples of docs/admin.md, when loaded, then they are valid', as
   assert.ok(blocks.length >= 3, 'docs/admin.md has config examples');
   for (const [, kind = '', text = ''] of blocks) {
     await withFile(`example.${kind}`, text, async (path) =>
-      assert.ok((await loadConfigFile(path, DEFAULTS)).queues.length > 0),
+      assert.ok((await loadSeedFile(path, DEFAULTS)).queues.length > 0),
     );
   }
 });
@@ -244,12 +242,12 @@ test('Given a tenant with a memoryShare, when applied, then the tenant has it, o
       },
     ],
   });
-  applyStartupConfig(store, parseConfigFile(tenant(0.5), DEFAULTS), quietLog);
+  applySeed(store, parseSeedFile(tenant(0.5), DEFAULTS), quietLog);
   const t = store.tenants.get('shared');
   assert.equal(t?.memoryShare, 0.5);
   assert.equal(store.budget.limitOf('444444444444'), 512 * 1024 ** 2);
   if (t !== undefined) store.tenants.setMemoryShare(t, 0.1);
-  applyStartupConfig(store, parseConfigFile(tenant(0.5), DEFAULTS), quietLog);
+  applySeed(store, parseSeedFile(tenant(0.5), DEFAULTS), quietLog);
   assert.equal(store.tenants.get('shared')?.memoryShare, 0.5);
   for (const bad of [0, 2, '0.5']) {
     assert.ok(problemsOf(tenant(bad)).some((p) => p.startsWith('tenants[0].memoryShare: ')));

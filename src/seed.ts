@@ -1,7 +1,7 @@
 /**
- * `--config FILE`: tenants and queues to create at start, for setups that ElasticMQ's and goaws'
- * users write down once. The file (JSON or YAML, schema docs/config.schema.json) is read and
- * checked by src/config-file.ts; this applies what it gives:
+ * The seed: what `--config FILE` names, tenants and queues to create at start, for setups that
+ * ElasticMQ's and goaws' users write down once. The file (JSON or YAML, schema docs/config.schema.json) is read and
+ * checked by src/seed-file.ts; this applies what it gives:
  *
  * ```yaml
  * tenants:
@@ -32,7 +32,7 @@ import type { QueueStore } from './core/store.js';
 import { TenantError } from './core/tenants.js';
 import type { LogSink } from './log.js';
 
-export interface StartupQueue {
+export interface SeedQueue {
   readonly name: string;
   readonly accountId: string;
   readonly region: string;
@@ -41,7 +41,7 @@ export interface StartupQueue {
   readonly tags: Readonly<Record<string, string>>;
 }
 
-export interface StartupTenant {
+export interface SeedTenant {
   readonly name: string;
   readonly accountId: string;
   readonly keys: readonly { readonly accessKeyId: string; readonly secretAccessKey: string }[];
@@ -49,15 +49,15 @@ export interface StartupTenant {
   readonly memoryShare?: number;
 }
 
-export interface StartupConfig {
-  readonly tenants: readonly StartupTenant[];
+export interface Seed {
+  readonly tenants: readonly SeedTenant[];
   /** Every queue of the file, tenants' included, each dead-letter queue before its sources. */
-  readonly queues: readonly StartupQueue[];
+  readonly queues: readonly SeedQueue[];
 }
 
 /** The file is unreadable, not of the schema's shape, or conflicts with the state; names the places. */
-export class StartupConfigError extends Error {
-  override readonly name = 'StartupConfigError';
+export class SeedError extends Error {
+  override readonly name = 'SeedError';
   constructor(
     /** The file, or the whole message when there is no list of problems. */
     readonly where: string,
@@ -69,12 +69,12 @@ export class StartupConfigError extends Error {
 }
 
 /**
- * Creates what the config names and the store lacks. Throws a StartupConfigError for what can
+ * Creates what the seed names and the store lacks. Throws a SeedError for what can
  * never work (a bad name, an account id another tenant holds, a key another tenant holds).
  */
-export function applyStartupConfig(store: QueueStore, config: StartupConfig, log: LogSink): void {
+export function applySeed(store: QueueStore, seed: Seed, log: LogSink): void {
   const now = store.clock.now();
-  for (const t of config.tenants) {
+  for (const t of seed.tenants) {
     try {
       let tenant = store.tenants.get(t.name);
       if (tenant === undefined) {
@@ -87,7 +87,7 @@ export function applyStartupConfig(store: QueueStore, config: StartupConfig, log
         log.info({ tenant: t.name, accountId: t.accountId }, 'tenant created from --config');
       } else {
         if (tenant.accountId !== t.accountId) {
-          throw new StartupConfigError(
+          throw new SeedError(
             `tenant ${t.name} exists with account ${tenant.accountId}, the config says ${t.accountId}`,
           );
         }
@@ -101,14 +101,14 @@ export function applyStartupConfig(store: QueueStore, config: StartupConfig, log
         store.tenants.setMemoryShare(tenant, t.memoryShare);
       }
     } catch (e) {
-      if (e instanceof TenantError) throw new StartupConfigError(`--config: tenant ${t.name}: ${e.message}`);
+      if (e instanceof TenantError) throw new SeedError(`--config: tenant ${t.name}: ${e.message}`);
       throw e;
     }
   }
-  for (const q of config.queues) createQueue(store, q, log);
+  for (const q of seed.queues) createQueue(store, q, log);
 }
 
-function createQueue(store: QueueStore, q: StartupQueue, log: LogSink): void {
+function createQueue(store: QueueStore, q: SeedQueue, log: LogSink): void {
   const id = { accountId: q.accountId, region: q.region, name: q.name };
   const attributes =
     q.name.endsWith('.fifo') && q.attributes.FifoQueue === undefined
@@ -127,6 +127,6 @@ function createQueue(store: QueueStore, q: StartupQueue, log: LogSink): void {
       );
       return;
     }
-    throw new StartupConfigError(`--config: queue ${q.name} (account ${id.accountId}): ${e.message}`);
+    throw new SeedError(`--config: queue ${q.name} (account ${id.accountId}): ${e.message}`);
   }
 }

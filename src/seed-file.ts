@@ -1,5 +1,5 @@
 /**
- * Reading a `--config` file (JSON or YAML) into a {@link StartupConfig}: the file is checked against
+ * Reading a `--config` file (JSON or YAML) into a {@link Seed}: the file is checked against
  * the published schema, docs/config.schema.json, and then across queues (each RedrivePolicy names a
  * queue of the file, without a cycle). Every problem is reported at once, one `path: reason` each.
  *
@@ -7,17 +7,13 @@
  * numbers and booleans become strings, a RedrivePolicy object becomes its JSON with the target's
  * ARN, and queues come in an order where each dead-letter queue precedes the queues that name it.
  *
- * Loaded only when a file is given (main imports it on demand): the schema compiler is not free.
+ * Loaded only when a file is given (src/server.ts: `readSeedFile` imports it on demand): the schema
+ * compiler is not free.
  */
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parseQueueArn } from './core/redrive.js';
-import {
-  StartupConfigError,
-  type StartupConfig,
-  type StartupQueue,
-  type StartupTenant,
-} from './startup-config.js';
+import { SeedError, type Seed, type SeedQueue, type SeedTenant } from './seed.js';
 
 /** Where a queue that names no account or region lives: --account-id and --region. */
 export interface FileDefaults {
@@ -25,7 +21,7 @@ export interface FileDefaults {
   readonly region: string;
 }
 
-// src/config-file.ts and dist/config-file.js both sit one level below the repository root.
+// src/seed-file.ts and dist/seed-file.js both sit one level below the repository root.
 const SCHEMA_URL = new URL('../docs/config.schema.json', import.meta.url);
 
 let validator: ReturnType<Ajv['compile']> | undefined;
@@ -40,20 +36,20 @@ function validate(raw: unknown): readonly ErrorObject[] {
   return validator(raw) ? [] : (validator.errors ?? []);
 }
 
-/** Reads and checks `path`; rejects with a {@link StartupConfigError} listing every problem. */
-export async function loadConfigFile(path: string, defaults: FileDefaults): Promise<StartupConfig> {
+/** Reads and checks `path`; rejects with a {@link SeedError} listing every problem. */
+export async function loadSeedFile(path: string, defaults: FileDefaults): Promise<Seed> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new StartupConfigError(`--config ${path}: ${(e as Error).message}`);
+    throw new SeedError(`--config ${path}: ${(e as Error).message}`);
   }
   let raw: unknown;
   if (/\.json$/i.test(path)) {
     try {
       raw = JSON.parse(text);
     } catch (e) {
-      throw new StartupConfigError(`--config ${path}: not JSON (${(e as Error).message})`);
+      throw new SeedError(`--config ${path}: not JSON (${(e as Error).message})`);
     }
   } else {
     // Imported only for YAML: it costs a JSON file's start about 0.1 s of CPU.
@@ -62,22 +58,22 @@ export async function loadConfigFile(path: string, defaults: FileDefaults): Prom
       raw = parse(text, { prettyErrors: true });
     } catch (e) {
       const where = e instanceof YAMLParseError && e.linePos ? ` at line ${e.linePos[0].line}` : '';
-      throw new StartupConfigError(`--config ${path}: not YAML${where} (${oneLine((e as Error).message)})`);
+      throw new SeedError(`--config ${path}: not YAML${where} (${oneLine((e as Error).message)})`);
     }
   }
   // An empty YAML file is null: nothing to create.
-  return parseConfigFile(raw ?? {}, defaults, `--config ${path}`);
+  return parseSeedFile(raw ?? {}, defaults, `--config ${path}`);
 }
 
 /** The parsed file's content (an object as JSON or YAML gives it), checked and resolved. */
-export function parseConfigFile(raw: unknown, defaults: FileDefaults, where = 'config'): StartupConfig {
+export function parseSeedFile(raw: unknown, defaults: FileDefaults, where = 'config'): Seed {
   const problems = validate(raw).map(problemOf);
   // The checks across queues run on a file the schema refused too, over the queues that have a
   // name and an account, so that one pass shows every problem.
   const file = (isObject(raw) ? raw : {}) as FileShape;
   const list = <T>(v: readonly T[] | undefined): readonly T[] =>
     Array.isArray(v) ? (v as readonly T[]) : [];
-  const tenants: StartupTenant[] = [];
+  const tenants: SeedTenant[] = [];
   const queues: Entry[] = [];
   list(file.tenants).forEach((t, i) => {
     if (!isObject(t)) return;
@@ -98,7 +94,7 @@ export function parseConfigFile(raw: unknown, defaults: FileDefaults, where = 'c
     queues.filter((e) => typeof e.queue.name === 'string' && typeof e.queue.accountId === 'string'),
   );
   problems.push(...across);
-  if (problems.length > 0) throw new StartupConfigError(where, problems);
+  if (problems.length > 0) throw new SeedError(where, problems);
   return { tenants, queues: ordered.map((e) => e.queue) };
 }
 
@@ -115,7 +111,7 @@ interface FileQueue {
 }
 
 interface FileShape {
-  readonly tenants?: readonly (Omit<StartupTenant, 'queues'> & { readonly queues?: readonly FileQueue[] })[];
+  readonly tenants?: readonly (Omit<SeedTenant, 'queues'> & { readonly queues?: readonly FileQueue[] })[];
   readonly queues?: readonly FileQueue[];
 }
 
@@ -155,7 +151,7 @@ function describePattern(path: string): string {
 
 interface Entry {
   readonly path: string;
-  readonly queue: StartupQueue & { readonly accountId: string; readonly region: string };
+  readonly queue: SeedQueue & { readonly accountId: string; readonly region: string };
   /** The queue its RedrivePolicy names, as account/region/name, when the policy was an object. */
   readonly target: string | undefined;
   readonly targetGiven: string | undefined;

@@ -1,0 +1,84 @@
+/**
+ * The two planes, built and listening: the data plane (the SQS API) first, then the control plane
+ * (/health, /ready, /metrics, the admin API with its page and OpenAPI document), which is loaded
+ * and built once the data plane listens, so that a first SQS request is not kept waiting for it.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
+import type { Durability } from '../core/durability.js';
+import type { ActivePassive } from '../ha/active.js';
+import { buildDataPlane } from '../http/data.js';
+import type { MessageMetrics } from '../http/message-metrics.js';
+import type { Metrics } from '../http/metrics.js';
+import { keyOwnerIn, tenantLabel } from '../http/tenancy.js';
+import type { Logger } from '../log.js';
+import type { SqsServices } from '../sqs/service.js';
+
+export interface PlanesOptions {
+  readonly services: SqsServices;
+  readonly durability: Durability;
+  readonly ha: ActivePassive | undefined;
+  readonly metrics: Metrics;
+  readonly messageMetrics: MessageMetrics;
+  readonly logger: Logger;
+}
+
+export interface Planes {
+  readonly data: FastifyInstance;
+  readonly control: FastifyInstance;
+}
+
+export async function listenPlanes(config: Config, opts: PlanesOptions): Promise<Planes> {
+  const { services, durability, ha, metrics, messageMetrics, logger } = opts;
+  const data = buildDataPlane({
+    services,
+    logger: logger.child({ plane: 'data' }),
+    accountId: config.accountId,
+    region: config.region,
+    baseUrl: config.baseUrl,
+    corsOrigins: config.corsOrigin,
+    observe: (action, protocol, status, seconds) => metrics.observeRequest(action, protocol, status, seconds),
+    auth: { mode: config.auth, keyOwner: keyOwnerIn(() => services.store), now: () => services.clock.now() },
+    onResult: (action, principal, queue, output) =>
+      messageMetrics.countResult(
+        action,
+        principal.tenant ?? tenantLabel(services.store, principal.accountId),
+        principal.region,
+        queue,
+        output,
+      ),
+    durability,
+    observeCommit: (seconds, durable) => messageMetrics.observeCommit(seconds, durable),
+  });
+  if (ha !== undefined) {
+    // Counts the requests that passed the gate, so that a drain knows when they are all answered.
+    data.addHook('onRequest', (_req, reply, done) => {
+      reply.raw.once('close', ha.enter());
+      done();
+    });
+  }
+  await data.listen({ port: config.port, host: config.host });
+
+  const [{ buildControlPlane }, { registerAdminHa }, { registerAdmin }] = await Promise.all([
+    import('../http/control.js'),
+    import('../http/admin-ha.js'),
+    import('../http/admin.js'),
+  ]);
+  const control = buildControlPlane({
+    logger: logger.child({ plane: 'control' }),
+    metrics,
+    isReady: () => durability.serving,
+  });
+  registerAdminHa(control, { adminToken: config.adminToken, ha });
+  registerAdmin(control, {
+    adminToken: config.adminToken,
+    services,
+    messageTotals: messageMetrics,
+    durability,
+    baseUrl: config.baseUrl,
+    defaultAccountId: config.accountId,
+    defaultRegion: config.region,
+  });
+  await control.listen({ port: config.controlPort, host: config.host });
+  return { data, control };
+}
