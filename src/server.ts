@@ -92,16 +92,6 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     },
     clock,
   };
-  const metrics = new Metrics();
-  metrics.setQueueStatsProvider(() => {
-    const now = clock.now();
-    return queueStats(current.store, now);
-  });
-  const messageMetrics = new MessageMetrics(metrics);
-  messageMetrics.setDeadLetterProvider(() => deadLetterStats(current.store));
-  metrics.setLongPollWaitersProvider(() => current.poller.waiting);
-  metrics.setMemoryStatsProvider(() => memoryStats(current.store));
-
   /** Serves `store` from now on; waiting long polls of the store being replaced are answered (empty). */
   function replaceStore(store: QueueStore): void {
     current.poller.closeAll();
@@ -171,8 +161,18 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       replicaWait,
     });
   }
-  if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
-  metrics.setLoadingProvider(() => (ha ?? persistence)?.loading);
+  // Built here, once `ha` and `persistence` are known; the closures above read it only later.
+  const metrics = new Metrics({
+    providers: {
+      queues: () => queueStats(current.store, clock.now()),
+      longPollWaiters: () => current.poller.waiting,
+      leader: () => ha?.stats(),
+      loading: () => (ha ?? persistence)?.loading,
+      memory: () => memoryStats(current.store),
+      deadLetters: () => deadLetterStats(current.store),
+    },
+  });
+  const messageMetrics = new MessageMetrics(metrics);
   const durability: Durability = ha ?? persistence ?? memoryOnly;
 
   const data = buildDataPlane({
