@@ -206,9 +206,8 @@ export async function start(config: Config, options: StartOptions = {}): Promise
   await data.listen({ port: config.port, host: config.host });
   // The control plane and the admin API (with its page and OpenAPI document) are loaded and built
   // once the data plane listens: a first SQS request is not kept waiting for them.
-  const [{ buildControlPlane }, { registerAdminHa }, { registerAdmin }] = await Promise.all([
+  const [{ buildControlPlane }, { registerAdmin }] = await Promise.all([
     import('./http/control.js'),
-    import('./http/admin-ha.js'),
     import('./http/admin.js'),
   ]);
   const control = buildControlPlane({
@@ -216,9 +215,9 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     metrics,
     isReady: () => durability.serving,
   });
-  registerAdminHa(control, { adminToken: config.adminToken, ha });
   registerAdmin(control, {
     adminToken: config.adminToken,
+    ha,
     services,
     messageTotals: messageMetrics,
     durability,
