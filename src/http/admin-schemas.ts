@@ -485,6 +485,9 @@ export const DELETE_QUEUE: AdminRouteSchema = {
   response: { '200': deleted('Deleted', {}), ...BAD_INPUT, ...NOT_FOUND, ...FAILURES },
 };
 
+/** Peek returns at most this many messages. */
+const PEEK_MAX = 100;
+
 export interface PeekQuery {
   readonly max: number;
 }
@@ -492,7 +495,7 @@ export const PEEK: AdminRouteSchema = {
   operationId: 'peekMessages',
   summary: 'The oldest messages, in any state, without receiving them or changing their visibility',
   params: QUEUE_PARAMS,
-  querystring: object({ max: { type: 'integer', minimum: 1, maximum: 100, default: 10 } }),
+  querystring: object({ max: { type: 'integer', minimum: 1, maximum: PEEK_MAX, default: 10 } }),
   response: {
     '200': answer(
       'Messages in send order',

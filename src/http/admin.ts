@@ -68,8 +68,7 @@ const PAGE_DIR = new URL('./admin-page/', import.meta.url);
 /** The listing's history merges this many samples into one point (20 s). */
 const LISTED_SAMPLES_MERGED = 4;
 
-/** Peek returns at most this many messages, and bodies cut to this many characters. */
-export const PEEK_MAX = 100;
+/** Peek cuts bodies to this many characters (and returns at most schemas.PEEK_MAX messages). */
 export const PEEK_BODY_CHARS = 64 * 1024;
 
 class HttpError extends Error {

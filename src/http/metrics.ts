@@ -96,10 +96,10 @@ export interface LeaderStats {
   readonly renewFailures: number;
 }
 
-export const LEADER_STATES = ['follower', 'loading', 'leader'] as const;
+const LEADER_STATES = ['follower', 'loading', 'leader'] as const;
 
 /** Seconds: 50 µs .. 25 s in 1-2.5-5 steps. */
-export const REQUEST_DURATION_BUCKETS: readonly number[] = [
+const REQUEST_DURATION_BUCKETS: readonly number[] = [
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
   25,
 ];
@@ -135,7 +135,7 @@ export interface MetricsOptions {
 }
 
 /** The Content-Type of {@link Metrics.metrics}' text (Prometheus exposition format 0.0.4). */
-export const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A label value in the text exposition format: backslash, double quote and newline escaped. */
 export function escapeLabel(value: string): string {
