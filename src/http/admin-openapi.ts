@@ -3,10 +3,9 @@
  * routes' schemas (admin-schemas.ts, the one source) when first asked for. A stable path: tools
  * may fetch it.
  *
- * A walk over the routes of our own rather than @fastify/swagger: that plugin must be registered
- * before any route it describes (the leader routes are added by another module), would add four
- * packages, and writes schemas shared by identity as generated names; here they are the
- * components, by their names.
+ * A walk over the routes of our own rather than @fastify/swagger: that plugin sees only the routes
+ * registered after it (by an onRoute hook, as here), and would add itself and four packages
+ * (fastify-plugin, json-schema-resolver, openapi-types, rfdc) for what this does in a page.
  */
 import type { RouteOptions } from 'fastify';
 import { COMPONENTS, type AdminRouteSchema } from './admin-schemas.js';

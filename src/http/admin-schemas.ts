@@ -17,116 +17,71 @@ export interface AdminRouteSchema extends FastifySchema {
 
 // ---- shared schemas, the document's components ---------------------------------------------
 
+/** An object of these properties, each required: every field of an answer is always there. */
+function all(properties: Record<string, object>, extra: Record<string, unknown> = {}): object {
+  return { type: 'object', ...extra, required: Object.keys(properties), properties };
+}
+
 const iso = { type: 'string', format: 'date-time' } as const;
 const strings = { type: 'array', items: { type: 'string' } } as const;
 const integers = { type: 'array', items: { type: 'integer' } } as const;
 
-export const ERROR = {
-  type: 'object',
-  required: ['error', 'message'],
-  properties: { error: { type: 'string' }, message: { type: 'string' } },
-} as const;
+export const ERROR = all({ error: { type: 'string' }, message: { type: 'string' } });
 
-const KEY = {
-  type: 'object',
-  required: ['accessKeyId', 'createdAt'],
-  properties: { accessKeyId: { type: 'string' }, createdAt: iso },
-} as const;
+const KEY = all({ accessKeyId: { type: 'string' }, createdAt: iso });
 
-const NEW_KEY = {
-  type: 'object',
-  description: 'Shown once: the secret is not retrievable later.',
-  required: ['accessKeyId', 'secretAccessKey', 'createdAt'],
-  properties: { accessKeyId: { type: 'string' }, secretAccessKey: { type: 'string' }, createdAt: iso },
-} as const;
+const NEW_KEY = all(
+  { accessKeyId: { type: 'string' }, secretAccessKey: { type: 'string' }, createdAt: iso },
+  { description: 'Shown once: the secret is not retrievable later.' },
+);
 
-export const TENANT = {
-  type: 'object',
-  required: [
-    'name',
-    'accountId',
-    'createdAt',
-    'keys',
-    'queues',
-    'memoryShare',
-    'memoryUsedBytes',
-    'memoryLimitBytes',
-  ],
-  properties: {
-    name: { type: 'string' },
-    accountId: { type: 'string' },
-    createdAt: iso,
-    keys: { type: 'array', items: KEY },
-    queues: { type: 'integer', description: 'How many queues the account has' },
-    memoryShare: {
-      type: ['number', 'null'],
-      description: 'Its share of the memory budget (--max-memory), in (0, 1]; null: none of its own',
-    },
-    memoryUsedBytes: { type: 'integer', description: 'What its queues count against the budget' },
-    memoryLimitBytes: {
-      type: ['integer', 'null'],
-      description: 'Its share of the budget in bytes, or the budget; null: no budget',
-    },
+export const TENANT = all({
+  name: { type: 'string' },
+  accountId: { type: 'string' },
+  createdAt: iso,
+  keys: { type: 'array', items: KEY },
+  queues: { type: 'integer', description: 'How many queues the account has' },
+  memoryShare: {
+    type: ['number', 'null'],
+    description: 'Its share of the memory budget (--max-memory), in (0, 1]; null: none of its own',
   },
-} as const;
+  memoryUsedBytes: { type: 'integer', description: 'What its queues count against the budget' },
+  memoryLimitBytes: {
+    type: ['integer', 'null'],
+    description: 'Its share of the budget in bytes, or the budget; null: no budget',
+  },
+});
 
 export const TENANT_WITH_NEW_KEY = {
   allOf: [TENANT, { type: 'object', required: ['newKey'], properties: { newKey: NEW_KEY } }],
 } as const;
 
-export const QUEUE_SUMMARY = {
-  type: 'object',
-  required: [
-    'tenant',
-    'accountId',
-    'region',
-    'name',
-    'arn',
-    'url',
-    'fifo',
-    'visible',
-    'inflight',
-    'delayed',
-    'memoryBytes',
-    'createdAt',
-    'deadLetterTarget',
-    'deadLetterSources',
-    'oldestMessageAgeSeconds',
-  ],
-  properties: {
-    tenant: { type: 'string', description: "Tenant name; '(default)' or the account id without one" },
-    accountId: { type: 'string' },
-    region: { type: 'string' },
-    name: { type: 'string' },
-    arn: { type: 'string' },
-    url: { type: ['string', 'null'] },
-    fifo: { type: 'boolean' },
-    visible: { type: 'integer' },
-    inflight: { type: 'integer' },
-    delayed: { type: 'integer' },
-    memoryBytes: { type: 'integer', description: 'What its messages count against the memory budget' },
-    createdAt: iso,
-    deadLetterTarget: { type: ['string', 'null'], description: 'ARN of its dead-letter queue' },
-    deadLetterSources: {
-      ...strings,
-      description: 'ARNs of the queues whose dead-letter queue it is (only those can be redriven)',
-    },
-    oldestMessageAgeSeconds: {
-      type: ['integer', 'null'],
-      description: 'Since the oldest message in the queue (any state) was sent; null when empty',
-    },
+export const QUEUE_SUMMARY = all({
+  tenant: { type: 'string', description: "Tenant name; '(default)' or the account id without one" },
+  accountId: { type: 'string' },
+  region: { type: 'string' },
+  name: { type: 'string' },
+  arn: { type: 'string' },
+  url: { type: ['string', 'null'] },
+  fifo: { type: 'boolean' },
+  visible: { type: 'integer' },
+  inflight: { type: 'integer' },
+  delayed: { type: 'integer' },
+  memoryBytes: { type: 'integer', description: 'What its messages count against the memory budget' },
+  createdAt: iso,
+  deadLetterTarget: { type: ['string', 'null'], description: 'ARN of its dead-letter queue' },
+  deadLetterSources: {
+    ...strings,
+    description: 'ARNs of the queues whose dead-letter queue it is (only those can be redriven)',
   },
-} as const;
+  oldestMessageAgeSeconds: {
+    type: ['integer', 'null'],
+    description: 'Since the oldest message in the queue (any state) was sent; null when empty',
+  },
+});
 
-export const HISTORY = {
-  type: ['object', 'null'],
-  description:
-    'The last 10 minutes in samples every intervalSeconds (5; 20 in the listing, where 4 samples are merged), oldest first ' +
-    '(null: not sampled yet, or beyond the 1,000 queues charted). ' +
-    'sent / received / deleted: messages in the interval before each sample, through the SQS API; ' +
-    'visible / inflight / delayed: the depth at the sample.',
-  required: ['intervalSeconds', 'end', 'sent', 'received', 'deleted', 'visible', 'inflight', 'delayed'],
-  properties: {
+export const HISTORY = all(
+  {
     intervalSeconds: { type: 'integer' },
     end: { type: 'integer', description: 'When the newest sample was taken, ms since the epoch' },
     sent: integers,
@@ -136,52 +91,38 @@ export const HISTORY = {
     inflight: integers,
     delayed: integers,
   },
-} as const;
-
-export const SENT = {
-  type: 'object',
-  required: ['messageId', 'md5OfBody', 'sequenceNumber', 'duplicate'],
-  properties: {
-    messageId: { type: 'string' },
-    md5OfBody: { type: 'string' },
-    sequenceNumber: { type: ['string', 'null'] },
-    duplicate: { type: 'boolean' },
+  {
+    type: ['object', 'null'],
+    description:
+      'The last 10 minutes in samples every intervalSeconds (5; 20 in the listing, where 4 samples are merged), oldest first ' +
+      '(null: not sampled yet, or beyond the 1,000 queues charted). ' +
+      'sent / received / deleted: messages in the interval before each sample, through the SQS API; ' +
+      'visible / inflight / delayed: the depth at the sample.',
   },
-} as const;
+);
 
-export const MESSAGE = {
-  type: 'object',
-  required: [
-    'messageId',
-    'state',
-    'visibleAt',
-    'sentAt',
-    'receiveCount',
-    'body',
-    'bodyTruncated',
-    'md5OfBody',
-    'attributes',
-    'groupId',
-    'deduplicationId',
-    'sequenceNumber',
-    'deadLetterSourceArn',
-  ],
-  properties: {
-    messageId: { type: 'string' },
-    state: { enum: ['visible', 'inflight', 'delayed'] },
-    visibleAt: { type: ['string', 'null'], format: 'date-time' },
-    sentAt: iso,
-    receiveCount: { type: 'integer' },
-    body: { type: 'string' },
-    bodyTruncated: { type: 'boolean' },
-    md5OfBody: { type: 'string' },
-    attributes: { type: 'object' },
-    groupId: { type: ['string', 'null'] },
-    deduplicationId: { type: ['string', 'null'] },
-    sequenceNumber: { type: ['string', 'null'] },
-    deadLetterSourceArn: { type: ['string', 'null'] },
-  },
-} as const;
+export const SENT = all({
+  messageId: { type: 'string' },
+  md5OfBody: { type: 'string' },
+  sequenceNumber: { type: ['string', 'null'] },
+  duplicate: { type: 'boolean' },
+});
+
+export const MESSAGE = all({
+  messageId: { type: 'string' },
+  state: { enum: ['visible', 'inflight', 'delayed'] },
+  visibleAt: { type: ['string', 'null'], format: 'date-time' },
+  sentAt: iso,
+  receiveCount: { type: 'integer' },
+  body: { type: 'string' },
+  bodyTruncated: { type: 'boolean' },
+  md5OfBody: { type: 'string' },
+  attributes: { type: 'object' },
+  groupId: { type: ['string', 'null'] },
+  deduplicationId: { type: ['string', 'null'] },
+  sequenceNumber: { type: ['string', 'null'] },
+  deadLetterSourceArn: { type: ['string', 'null'] },
+});
 
 /** Named in the document's components and referred to from the operations. */
 export const COMPONENTS: Record<string, object> = {
@@ -239,7 +180,7 @@ export const LIST_TENANTS: AdminRouteSchema = {
   operationId: 'listTenants',
   summary: 'List tenants (no secrets)',
   response: {
-    '200': answer('Tenants', object({ tenants: { type: 'array', items: TENANT } }, ['tenants'])),
+    '200': answer('Tenants', all({ tenants: { type: 'array', items: TENANT } })),
     ...FAILURES,
   },
 };
@@ -344,31 +285,25 @@ export const GET_MEMORY: AdminRouteSchema = {
   response: {
     '200': answer(
       'The budget',
-      object(
-        {
-          budgetBytes: { type: ['integer', 'null'], description: 'null: no budget' },
-          usedBytes: { type: 'integer' },
-          lowWaterBytes: {
-            type: ['integer', 'null'],
-            description: 'Refused sends are taken again below this; null: no budget',
-          },
-          refusing: { type: 'boolean' },
-          tenants: {
-            type: 'array',
-            items: object(
-              {
-                tenant: { type: ['string', 'null'] },
-                accountId: { type: 'string' },
-                usedBytes: { type: 'integer' },
-                limitBytes: { type: ['integer', 'null'] },
-                refusing: { type: 'boolean' },
-              },
-              ['tenant', 'accountId', 'usedBytes', 'limitBytes', 'refusing'],
-            ),
-          },
+      all({
+        budgetBytes: { type: ['integer', 'null'], description: 'null: no budget' },
+        usedBytes: { type: 'integer' },
+        lowWaterBytes: {
+          type: ['integer', 'null'],
+          description: 'Refused sends are taken again below this; null: no budget',
         },
-        ['budgetBytes', 'usedBytes', 'lowWaterBytes', 'refusing', 'tenants'],
-      ),
+        refusing: { type: 'boolean' },
+        tenants: {
+          type: 'array',
+          items: all({
+            tenant: { type: ['string', 'null'] },
+            accountId: { type: 'string' },
+            usedBytes: { type: 'integer' },
+            limitBytes: { type: ['integer', 'null'] },
+            refusing: { type: 'boolean' },
+          }),
+        },
+      }),
     ),
     ...FAILURES,
   },
@@ -398,15 +333,12 @@ export const LIST_QUEUES: AdminRouteSchema = {
   response: {
     '200': answer(
       'Queues',
-      object(
-        {
-          queues: {
-            type: 'array',
-            items: { allOf: [QUEUE_SUMMARY, object({ history: HISTORY })] },
-          },
+      all({
+        queues: {
+          type: 'array',
+          items: { allOf: [QUEUE_SUMMARY, object({ history: HISTORY })] },
         },
-        ['queues'],
-      ),
+      }),
     ),
     ...BAD_INPUT,
     ...NOT_FOUND,
@@ -570,7 +502,7 @@ export const PURGE: AdminRouteSchema = {
   summary: 'Delete every message (as PurgeQueue: once per 60 s)',
   params: QUEUE_PARAMS,
   response: {
-    '200': answer('Purged', object({ purged: { type: 'integer' } }, ['purged'])),
+    '200': answer('Purged', all({ purged: { type: 'integer' } })),
     ...BAD_INPUT,
     '409': answer('Purged less than 60 s ago', ERROR),
     ...NOT_FOUND,
@@ -593,16 +525,13 @@ export const REDRIVE: AdminRouteSchema = {
   response: {
     '202': answer(
       'Started',
-      object(
-        {
-          taskHandle: { type: 'string' },
-          status: { type: 'string' },
-          toMove: { type: 'integer' },
-          sourceArn: { type: 'string' },
-          destinationArn: { type: ['string', 'null'] },
-        },
-        ['taskHandle', 'status', 'toMove', 'sourceArn', 'destinationArn'],
-      ),
+      all({
+        taskHandle: { type: 'string' },
+        status: { type: 'string' },
+        toMove: { type: 'integer' },
+        sourceArn: { type: 'string' },
+        destinationArn: { type: ['string', 'null'] },
+      }),
     ),
     '400': answer('Not a dead-letter queue, a task already runs, or a bad destination', ERROR),
     ...NOT_FOUND,
