@@ -108,13 +108,26 @@ export function validationMessage(errors: readonly FastifySchemaValidationError[
       return `${path === '' ? '' : `${path}.`}${String(params['missingProperty'])} is required`;
     case 'type': {
       const types = String(params['type']).split(',');
-      return `${where} must be ${types.map((t) => TYPE_NAMES[t] ?? t).join(' or ')}`;
+      const names = types.map((t) => TYPE_NAMES[t] ?? t);
+      const last = names.pop() ?? '';
+      return `${where} must be ${names.length === 0 ? last : `${names.join(', ')} or ${last}`}`;
     }
     case 'enum':
       return `${where} must be one of: ${(params['allowedValues'] as unknown[]).map(String).join(', ')}`;
     default:
       return `${where} ${e.message ?? 'is not valid'}`;
   }
+}
+
+/**
+ * JSON.stringify, but for an Error: fastify's own last-resort error handler hands the route's
+ * serializer one whose fields are not enumerable, and writes for it what it writes without a
+ * schema.
+ */
+function serialize(data: unknown): string {
+  if (!(data instanceof Error)) return JSON.stringify(data);
+  const e = data as Partial<FastifyError> & { error?: string };
+  return JSON.stringify({ statusCode: e.statusCode, code: e.code, error: e.error, message: e.message });
 }
 
 /**
@@ -130,7 +143,7 @@ export function adminSchemaScope(
   onError: (err: FastifyError) => { status: number; body: { error: string; message: string } } | undefined,
 ): void {
   app.setValidatorCompiler(adminValidatorCompiler);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.setSerializerCompiler(() => serialize);
   const parent = app.errorHandler;
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err.validation !== undefined) {
