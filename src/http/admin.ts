@@ -3,7 +3,7 @@
  * and their keys, queues across tenants, peek, purge, redrive, delete, and (admin-ha.ts) the
  * leader. The page's files are in admin-page/, served as they are.
  *
- * Each route's JSON schemas (admin-openapi.ts) check its input before the handler runs and are the
+ * Each route's JSON schemas (admin-schemas.ts) check its input before the handler runs and are the
  * OpenAPI document; handlers check only what a schema cannot say (a tenant that exists, a region
  * name, the values SendMessage and CreateQueue check).
  *
@@ -68,7 +68,7 @@ const PAGE_DIR = new URL('./admin-page/', import.meta.url);
 /** The listing's history merges this many samples into one point (20 s). */
 const LISTED_SAMPLES_MERGED = 4;
 
-/** Peek cuts bodies to this many characters (and returns at most schemas.PEEK_MAX messages). */
+/** Peek cuts bodies to this many characters (and returns at most admin-schemas.ts' PEEK_MAX messages). */
 export const PEEK_BODY_CHARS = 64 * 1024;
 
 class HttpError extends Error {
