@@ -37,8 +37,6 @@ export interface StartOptions {
  */
 export async function start(config: Config, options: StartOptions = {}): Promise<Server> {
   const logger = createLogger(config.logLevel);
-  const metrics = new Metrics();
-  const messageMetrics = new MessageMetrics(metrics);
   const stores = new ServedStore({
     clock: systemClock,
     queueDeletedRecently: config.queueDeletedRecently,
@@ -49,10 +47,6 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     onRefused: (store, accountId, scope) => metrics.observeRefusedSend(tenantLabel(store, accountId), scope),
   });
   const { services } = stores;
-  metrics.setQueueStatsProvider(() => queueStats(services.store, services.clock.now()));
-  messageMetrics.setDeadLetterProvider(() => deadLetterStats(services.store));
-  metrics.setLongPollWaitersProvider(() => services.poller.waiting);
-  metrics.setMemoryStatsProvider(() => memoryStats(services.store));
 
   const durable = await durabilityFor(config, {
     stores,
@@ -61,8 +55,18 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     observeReplicaWait: (seconds, acknowledged) => messageMetrics.observeReplicaWait(seconds, acknowledged),
   });
   const { durability, persistence, ha } = durable;
-  if (ha !== undefined) metrics.setLeaderStatsProvider(() => ha.stats());
-  metrics.setLoadingProvider(() => (ha ?? persistence)?.loading);
+  // Built once `ha` and `persistence` are known; the closures above read it only when they run.
+  const metrics = new Metrics({
+    providers: {
+      queues: () => queueStats(services.store, services.clock.now()),
+      longPollWaiters: () => services.poller.waiting,
+      leader: () => ha?.stats(),
+      loading: () => (ha ?? persistence)?.loading,
+      memory: () => memoryStats(services.store),
+      deadLetters: () => deadLetterStats(services.store),
+    },
+  });
+  const messageMetrics = new MessageMetrics(metrics);
 
   const { data, control } = await listenPlanes(config, {
     services,

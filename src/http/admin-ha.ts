@@ -1,5 +1,5 @@
 /**
- * The two HA routes of the control plane's admin API (the rest of the admin API is issue 6's):
+ * The two HA routes of the control plane's admin API (the rest of it is admin.ts'):
  *
  * - GET  /admin/leader            who leads, since when, the epoch, the last renewal: this
  *                                 instance's elector state and the lock as Redis has it
@@ -7,15 +7,14 @@
  *                                 lock, then sit out one TTL (or until another instance leads);
  *                                 the process keeps running as a follower
  *
- * Both need `Authorization: Bearer <SHARED_SQS_ADMIN_TOKEN>`. A missing or wrong token is 401
- * (compared in constant time: both sides are hashed to 32 bytes first, so neither the content
- * nor the length of the configured token leaks through timing); with no token configured the
- * admin API is closed and every call is 403. The token is never logged (the control plane logs
- * no requests, and log.ts redacts `authorization`).
+ * Both need the admin token (admin-auth.ts: 401 for a missing or wrong one, 403 when none is
+ * configured).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ActivePassive } from '../ha/active.js';
+import { adminAuth } from './admin-auth.js';
+import { GET_LEADER, STEP_DOWN } from './admin-schemas.js';
+import { adminSchemaScope } from './schema-compilers.js';
 
 export interface AdminHaOptions {
   /** Undefined: the admin API is closed (403). */
@@ -24,44 +23,21 @@ export interface AdminHaOptions {
   readonly ha: ActivePassive | undefined;
 }
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-/** A pre-handler that answers 401/403 unless the request carries the admin token. */
-export function adminAuth(
-  adminToken: string | undefined,
-): (req: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
-  const expected = adminToken === undefined ? undefined : digest(adminToken);
-  // Async hooks that answer must return the reply (fastify then skips the handler).
-  return async (req, reply) => {
-    if (expected === undefined) {
-      return reply.code(403).send({
-        error: 'AdminDisabled',
-        message: 'the admin API is closed: set SHARED_SQS_ADMIN_TOKEN (or --admin-token) to open it',
-      });
-    }
-    const header = req.headers.authorization;
-    const given = typeof header === 'string' && /^Bearer /i.test(header) ? header.slice(7).trim() : '';
-    // Hash first: timingSafeEqual needs equal lengths, and comparing digests leaks no length.
-    if (!timingSafeEqual(digest(given), expected)) {
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer realm="shared-sqs admin"')
-        .send({ error: 'Unauthorized', message: 'a valid admin bearer token is required' });
-    }
-    return undefined;
-  };
-}
-
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
 
-export function registerAdminHa(app: FastifyInstance, opts: AdminHaOptions): void {
-  // onRequest, not preHandler: the token is checked before any body is read, so a caller without
-  // it gets 401 whatever it sends (a malformed body would otherwise get a parser's 400 first).
+/** Adds the two routes in a plugin scope of their own, with the admin compilers (schema-compilers.ts). */
+export function registerAdminHa(root: FastifyInstance, opts: AdminHaOptions): void {
+  void root.register((app, _pluginOpts, done) => {
+    adminSchemaScope(app, () => undefined);
+    routes(app, opts);
+    done();
+  });
+}
+
+function routes(app: FastifyInstance, opts: AdminHaOptions): void {
   const onRequest = adminAuth(opts.adminToken);
 
-  app.get('/admin/leader', { onRequest }, async (_req, reply) => {
+  app.get('/admin/leader', { onRequest, schema: GET_LEADER }, async (_req, reply) => {
     const ha = opts.ha;
     if (ha === undefined) {
       return reply.send({ leaderElection: false, state: 'leader', leading: true, serving: true });
@@ -98,7 +74,7 @@ export function registerAdminHa(app: FastifyInstance, opts: AdminHaOptions): voi
     });
   });
 
-  app.post('/admin/leader/step-down', { onRequest }, async (_req, reply) => {
+  app.post('/admin/leader/step-down', { onRequest, schema: STEP_DOWN }, async (_req, reply) => {
     const ha = opts.ha;
     if (ha === undefined) {
       return reply

@@ -1,12 +1,14 @@
 /**
  * The admin API on the control plane (docs/admin.md; OpenAPI at /admin/openapi.json): tenants
- * and their keys, queues across tenants, peek, purge, redrive, delete. The leader routes are
- * admin-ha.ts'; the page's files are in admin-page/, served as they are.
+ * and their keys, queues across tenants, peek, purge, redrive, delete, and (admin-ha.ts) the
+ * leader. The page's files are in admin-page/, served as they are.
+ *
+ * Each route's JSON schemas (admin-schemas.ts) check its input before the handler runs and are the
+ * OpenAPI document; handlers check only what a schema cannot say (a tenant that exists, a region
+ * name, the values SendMessage and CreateQueue check).
  *
  * Every /admin route but the page and the OpenAPI description needs `Authorization: Bearer
- * <SHARED_SQS_ADMIN_TOKEN>`, checked in `onRequest` (before a body is read, so no body of an
- * unauthenticated caller is ever parsed) by admin-ha.ts' `adminAuth`: 401 JSON for a missing,
- * wrong, empty or overlong token, in constant time, never logged.
+ * <SHARED_SQS_ADMIN_TOKEN>`, checked before a body is read (admin-auth.ts).
  *
  * Changes go through the same store and write-through path as the SQS API's: a reply comes only
  * after `commit()` resolved (the change is in Redis). An instance that is not serving (a follower,
@@ -14,7 +16,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { newAccessKeyId, newAccountId, newSecretAccessKey } from '../auth/keys.js';
 import { isRegionName } from '../auth/sigv4.js';
 import { LOW_WATER } from '../core/budget.js';
@@ -28,13 +30,19 @@ import { checkBudget, prepareSend, type SendEntry } from '../sqs/actions/send.js
 import { checkTags } from '../sqs/actions/tags.js';
 import { SqsError } from '../sqs/errors.js';
 import { queueUrlOf, type RequestContext, type SqsServices } from '../sqs/service.js';
-import { adminAuth } from './admin-ha.js';
+import type { ActivePassive } from '../ha/active.js';
+import { adminAuth } from './admin-auth.js';
+import { registerAdminHa } from './admin-ha.js';
 import { History, SAMPLE_MS, type MessageTotals } from './admin-history.js';
-import { ADMIN_OPENAPI } from './admin-openapi.js';
+import { openApiDocument } from './admin-openapi.js';
+import * as schemas from './admin-schemas.js';
+import { adminSchemaScope } from './schema-compilers.js';
 
 export interface AdminOptions {
   /** Undefined: the admin API is closed (403 from adminAuth). */
   readonly adminToken: string | undefined;
+  /** For the leader routes (admin-ha.ts); undefined: no leader election. */
+  readonly ha?: ActivePassive | undefined;
   /** The live store and its runners (getters: they change on reload). */
   readonly services: SqsServices;
   /** The data plane's per-queue message counters, which the page's charts sample (admin-history.ts). */
@@ -60,8 +68,7 @@ const PAGE_DIR = new URL('./admin-page/', import.meta.url);
 /** The listing's history merges this many samples into one point (20 s). */
 const LISTED_SAMPLES_MERGED = 4;
 
-/** Peek returns at most this many messages, and bodies cut to this many characters. */
-export const PEEK_MAX = 100;
+/** Peek cuts bodies to this many characters (and returns at most admin-schemas.ts' PEEK_MAX messages). */
 export const PEEK_BODY_CHARS = 64 * 1024;
 
 class HttpError extends Error {
@@ -82,9 +89,9 @@ export interface AdminHandle {
 }
 
 /**
- * Adds the admin routes in a scope of their own (fastify plugin), whose error handler turns
- * their errors into `{error, message}` JSON and passes everything else to the control plane's,
- * and samples the charts every 5 s until the control plane closes.
+ * Adds every /admin route (the leader's too, admin-ha.ts) in a scope of their own (fastify plugin),
+ * whose error handler turns their errors into `{error, message}` JSON and passes everything else
+ * to the control plane's, and samples the charts every 5 s until the control plane closes.
  */
 export function registerAdmin(root: FastifyInstance, opts: AdminOptions): AdminHandle {
   const history = new History(opts.messageTotals);
@@ -99,13 +106,29 @@ export function registerAdmin(root: FastifyInstance, opts: AdminOptions): AdminH
     done();
   });
   void root.register((app, _pluginOpts, done) => {
-    routes(app, opts, history);
+    // Every route of this scope, the leader's included, as the OpenAPI document describes them.
+    const registered: RouteOptions[] = [];
+    app.addHook('onRoute', (route) => {
+      registered.push(route);
+    });
+    adminSchemaScope(app, (err) =>
+      err instanceof HttpError
+        ? { status: err.status, body: { error: err.error, message: err.message } }
+        : undefined,
+    );
+    registerAdminHa(app, { adminToken: opts.adminToken, ha: opts.ha });
+    routes(app, opts, history, registered);
     done();
   });
   return { sample };
 }
 
-function routes(app: FastifyInstance, opts: AdminOptions, history: History): void {
+function routes(
+  app: FastifyInstance,
+  opts: AdminOptions,
+  history: History,
+  registered: readonly RouteOptions[],
+): void {
   const onRequest = adminAuth(opts.adminToken);
   const durability = opts.durability ?? memoryOnly;
   const store = (): QueueStore => {
@@ -131,58 +154,65 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
   app.get('/admin/', index);
   app.get('/admin/app.js', page('app.js', 'text/javascript'));
   app.get('/admin/style.css', page('style.css', 'text/css'));
-  app.get('/admin/openapi.json', (_req, reply) => reply.send(ADMIN_OPENAPI));
+  let document: object | undefined;
+  app.get('/admin/openapi.json', (_req, reply) => reply.send((document ??= openApiDocument(registered))));
 
   // ---- tenants ------------------------------------------------------------------------------
-  app.get('/admin/tenants', { onRequest }, (_req, reply) => {
+  app.get('/admin/tenants', { onRequest, schema: schemas.LIST_TENANTS }, (_req, reply) => {
     const s = store();
     return reply.send({ tenants: s.tenants.list().map((t) => tenantView(s, t)) });
   });
 
-  app.post('/admin/tenants', { onRequest }, async (req, reply) => {
-    const s = store();
-    const body = bodyObject(req);
-    const name = stringField(body, 'name', true);
-    const accountId =
-      stringField(body, 'accountId', false) ?? newAccountId((id) => s.tenants.byAccountId(id) !== undefined);
-    const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
-    const tenant = tenantCall(() => s.tenants.create(name, accountId, [key], now()));
-    await durable();
-    return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
-  });
+  app.post<{ Body: schemas.CreateTenantBody }>(
+    '/admin/tenants',
+    { onRequest, schema: schemas.CREATE_TENANT },
+    async (req, reply) => {
+      const s = store();
+      const { name } = req.body;
+      const accountId = req.body.accountId ?? newAccountId((id) => s.tenants.byAccountId(id) !== undefined);
+      const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
+      const tenant = tenantCall(() => s.tenants.create(name, accountId, [key], now()));
+      await durable();
+      return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+    },
+  );
 
-  app.get<{ Params: { name: string } }>('/admin/tenants/:name', { onRequest }, (req, reply) => {
-    const s = store();
-    return reply.send(tenantView(s, requireTenant(s, req.params.name)));
-  });
+  app.get<{ Params: { name: string } }>(
+    '/admin/tenants/:name',
+    { onRequest, schema: schemas.GET_TENANT },
+    (req, reply) => {
+      const s = store();
+      return reply.send(tenantView(s, requireTenant(s, req.params.name)));
+    },
+  );
 
-  app.post<{ Params: { name: string } }>('/admin/tenants/:name/keys', { onRequest }, async (req, reply) => {
-    const s = store();
-    const tenant = requireTenant(s, req.params.name);
-    const replace = booleanField(bodyObject(req), 'replace') ?? false;
-    const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
-    tenantCall(() => s.tenants.addKey(tenant, key, replace));
-    await durable();
-    return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
-  });
-
-  app.put<{ Params: { name: string } }>(
-    '/admin/tenants/:name/memory-share',
-    { onRequest },
+  app.post<{ Params: { name: string }; Body: schemas.RotateKeysBody }>(
+    '/admin/tenants/:name/keys',
+    { onRequest, schema: schemas.ROTATE_KEYS },
     async (req, reply) => {
       const s = store();
       const tenant = requireTenant(s, req.params.name);
-      const share = bodyObject(req)['memoryShare'];
-      if (share !== null && typeof share !== 'number') {
-        throw new HttpError(400, 'BadRequest', 'memoryShare must be a number in (0, 1], or null for none');
-      }
-      tenantCall(() => s.tenants.setMemoryShare(tenant, share ?? undefined));
+      const replace = req.body.replace ?? false;
+      const key = { accessKeyId: newAccessKeyId(), secretAccessKey: newSecretAccessKey(), createdAt: now() };
+      tenantCall(() => s.tenants.addKey(tenant, key, replace));
+      await durable();
+      return reply.code(201).send({ ...tenantView(s, tenant), newKey: secretView(key) });
+    },
+  );
+
+  app.put<{ Params: { name: string }; Body: schemas.MemoryShareBody }>(
+    '/admin/tenants/:name/memory-share',
+    { onRequest, schema: schemas.SET_MEMORY_SHARE },
+    async (req, reply) => {
+      const s = store();
+      const tenant = requireTenant(s, req.params.name);
+      tenantCall(() => s.tenants.setMemoryShare(tenant, req.body.memoryShare ?? undefined));
       await durable();
       return reply.send(tenantView(s, tenant));
     },
   );
 
-  app.get('/admin/memory', { onRequest }, (_req, reply) => {
+  app.get('/admin/memory', { onRequest, schema: schemas.GET_MEMORY }, (_req, reply) => {
     const s = store();
     const b = s.budget;
     return reply.send({
@@ -202,7 +232,7 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
 
   app.delete<{ Params: { name: string; accessKeyId: string } }>(
     '/admin/tenants/:name/keys/:accessKeyId',
-    { onRequest },
+    { onRequest, schema: schemas.DELETE_KEY },
     async (req, reply) => {
       const s = store();
       const tenant = requireTenant(s, req.params.name);
@@ -212,9 +242,9 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
     },
   );
 
-  app.delete<{ Params: { name: string }; Querystring: { deleteQueues?: string } }>(
+  app.delete<{ Params: { name: string }; Querystring: schemas.DeleteTenantQuery }>(
     '/admin/tenants/:name',
-    { onRequest },
+    { onRequest, schema: schemas.DELETE_TENANT },
     async (req, reply) => {
       const s = store();
       const tenant = requireTenant(s, req.params.name);
@@ -234,9 +264,9 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
   );
 
   // ---- queues -------------------------------------------------------------------------------
-  app.get<{ Querystring: { tenant?: string; accountId?: string; prefix?: string; history?: string } }>(
+  app.get<{ Querystring: schemas.ListQueuesQuery }>(
     '/admin/queues',
-    { onRequest },
+    { onRequest, schema: schemas.LIST_QUEUES },
     (req, reply) => {
       const s = store();
       const t = now();
@@ -267,71 +297,73 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
     },
   );
 
-  app.get<{ Params: QueueParams }>('/admin/queues/:accountId/:region/:name', { onRequest }, (req, reply) => {
-    const s = store();
-    const q = requireQueue(s, req.params);
-    const t = now();
-    return reply.send({
-      ...queueSummary(
-        s,
-        q,
-        t,
-        s.deadLetterSources(q).map((src) => src.arn),
-      ),
-      attributes: q.attributes,
-      tags: q.tags,
-      redrivePolicy: q.redrive,
-      history: history.of(q) ?? null,
-    });
-  });
-
-  app.post('/admin/queues', { onRequest }, async (req, reply) => {
-    const s = store();
-    const body = bodyObject(req);
-    const name = stringField(body, 'name', true);
-    const tenantName = stringField(body, 'tenant', false);
-    let accountId = stringField(body, 'accountId', false);
-    if (tenantName !== undefined) {
-      if (accountId !== undefined)
-        throw new HttpError(400, 'BadRequest', 'give tenant or accountId, not both');
-      accountId = requireTenant(s, tenantName).accountId;
-    }
-    accountId ??= opts.defaultAccountId;
-    if (!/^\d{12}$/.test(accountId)) throw new HttpError(400, 'BadRequest', 'accountId must be 12 digits');
-    const region = stringField(body, 'region', false) ?? opts.defaultRegion ?? DEFAULT_REGION;
-    if (!isRegionName(region)) throw new HttpError(400, 'BadRequest', `${region} is not a region name`);
-    const attributes = stringMap(body, 'attributes');
-    const tags = stringMap(body, 'tags');
-    const { queue, created } = sqsCall(() => {
-      checkTags(tags);
-      return s.create({ accountId, region, name }, attributes, tags);
-    });
-    await durable();
-    return reply.code(created ? 201 : 200).send(queueSummary(s, queue, now(), []));
-  });
-
-  app.get<{ Params: QueueParams; Querystring: { max?: string } }>(
-    '/admin/queues/:accountId/:region/:name/messages',
-    { onRequest },
+  app.get<{ Params: QueueParams }>(
+    '/admin/queues/:accountId/:region/:name',
+    { onRequest, schema: schemas.GET_QUEUE },
     (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
-      const max = req.query.max === undefined ? 10 : Number(req.query.max);
-      if (!Number.isInteger(max) || max < 1 || max > PEEK_MAX) {
-        throw new HttpError(400, 'BadRequest', `max must be a whole number from 1 to ${PEEK_MAX}`);
-      }
       const t = now();
-      return reply.send({ messages: q.peek(max).map((m) => messageView(m, t)), total: q.size });
+      return reply.send({
+        ...queueSummary(
+          s,
+          q,
+          t,
+          s.deadLetterSources(q).map((src) => src.arn),
+        ),
+        attributes: q.attributes,
+        tags: q.tags,
+        redrivePolicy: q.redrive,
+        history: history.of(q) ?? null,
+      });
     },
   );
 
-  app.post<{ Params: QueueParams }>(
+  app.post<{ Body: schemas.CreateQueueBody }>(
+    '/admin/queues',
+    { onRequest, schema: schemas.CREATE_QUEUE },
+    async (req, reply) => {
+      const s = store();
+      const body = req.body;
+      const name = body.name;
+      let accountId = body.accountId ?? undefined;
+      if (body.tenant !== undefined && body.tenant !== null) {
+        if (accountId !== undefined)
+          throw new HttpError(400, 'BadRequest', 'give tenant or accountId, not both');
+        accountId = requireTenant(s, body.tenant).accountId;
+      }
+      accountId ??= opts.defaultAccountId;
+      const region = body.region ?? opts.defaultRegion ?? DEFAULT_REGION;
+      if (!isRegionName(region)) throw new HttpError(400, 'BadRequest', `${region} is not a region name`);
+      const attributes = textMap(body.attributes);
+      const tags = textMap(body.tags);
+      const { queue, created } = sqsCall(() => {
+        checkTags(tags);
+        return s.create({ accountId, region, name }, attributes, tags);
+      });
+      await durable();
+      return reply.code(created ? 201 : 200).send(queueSummary(s, queue, now(), []));
+    },
+  );
+
+  app.get<{ Params: QueueParams; Querystring: schemas.PeekQuery }>(
     '/admin/queues/:accountId/:region/:name/messages',
-    { onRequest },
+    { onRequest, schema: schemas.PEEK },
+    (req, reply) => {
+      const s = store();
+      const q = requireQueue(s, req.params);
+      const t = now();
+      return reply.send({ messages: q.peek(req.query.max).map((m) => messageView(m, t)), total: q.size });
+    },
+  );
+
+  app.post<{ Params: QueueParams; Body: schemas.SendBody }>(
+    '/admin/queues/:accountId/:region/:name/messages',
+    { onRequest, schema: schemas.SEND },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
-      const entry = sendEntry(bodyObject(req));
+      const entry = sendEntry(req.body);
       // The checks, the memory budget and the store of SendMessage, as for a caller of the
       // queue's own account.
       const ctx: RequestContext = {
@@ -361,7 +393,7 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
 
   app.delete<{ Params: QueueParams & { messageId: string } }>(
     '/admin/queues/:accountId/:region/:name/messages/:messageId',
-    { onRequest },
+    { onRequest, schema: schemas.DELETE_MESSAGE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -381,7 +413,7 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
 
   app.post<{ Params: QueueParams }>(
     '/admin/queues/:accountId/:region/:name/purge',
-    { onRequest },
+    { onRequest, schema: schemas.PURGE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -392,16 +424,14 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
     },
   );
 
-  app.post<{ Params: QueueParams }>(
+  app.post<{ Params: QueueParams; Body: schemas.RedriveBody }>(
     '/admin/queues/:accountId/:region/:name/redrive',
-    { onRequest },
+    { onRequest, schema: schemas.REDRIVE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
-      const body = bodyObject(req);
-      const destinationArn = stringField(body, 'destinationArn', false);
-      const rateText = body['maxNumberOfMessagesPerSecond'];
-      const rate = rateText === undefined ? undefined : Number(rateText);
+      const destinationArn = req.body.destinationArn ?? undefined;
+      const rate = req.body.maxNumberOfMessagesPerSecond;
       // The same move task as StartMessageMoveTask: back to each message's source queue, or to the
       // destination given.
       const task = coreCall(() => s.startMoveTask(q.accountId, q.arn, destinationArn, rate, q.region));
@@ -419,7 +449,7 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
 
   app.delete<{ Params: QueueParams }>(
     '/admin/queues/:accountId/:region/:name',
-    { onRequest },
+    { onRequest, schema: schemas.DELETE_QUEUE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -428,14 +458,6 @@ function routes(app: FastifyInstance, opts: AdminOptions, history: History): voi
       return reply.send({ deleted: q.arn });
     },
   );
-
-  // ---- errors of these routes ----------------------------------------------------------------
-  const parent = app.errorHandler;
-  app.setErrorHandler((err, req, reply) => {
-    if (err instanceof HttpError)
-      return reply.code(err.status).send({ error: err.error, message: err.message });
-    return parent.call(app, err, req, reply);
-  });
 
   function queueSummary(s: QueueStore, q: Queue, t: number, deadLetterSources: string[]) {
     const counts = q.counts(t);
@@ -578,50 +600,21 @@ function statusOf(code: string): number {
 
 /**
  * The send's JSON (`body`, `attributes` as peek shows them, `groupId`, `deduplicationId`,
- * `delaySeconds`) as a SendMessage entry; only the shapes are checked here, the values by
- * prepareSend as for SendMessage.
+ * `delaySeconds`; its shape checked by schemas.SEND) as a SendMessage entry, whose values
+ * prepareSend checks as for SendMessage.
  */
-function sendEntry(o: Record<string, unknown>): SendEntry {
-  const entry: SendEntry = { MessageBody: stringField(o, 'body', true) };
-  const groupId = stringField(o, 'groupId', false);
-  if (groupId !== undefined) entry.MessageGroupId = groupId;
-  const dedupId = stringField(o, 'deduplicationId', false);
-  if (dedupId !== undefined) entry.MessageDeduplicationId = dedupId;
-  const delay = o['delaySeconds'];
-  if (delay !== undefined && delay !== null) {
-    if (typeof delay !== 'number' || !Number.isInteger(delay)) {
-      throw new HttpError(400, 'BadRequest', 'delaySeconds must be a whole number');
-    }
-    entry.DelaySeconds = delay;
-  }
-  const attrs = o['attributes'];
-  if (attrs !== undefined && attrs !== null) {
-    if (typeof attrs !== 'object' || Array.isArray(attrs)) {
-      throw new HttpError(
-        400,
-        'BadRequest',
-        'attributes must be an object of name: {DataType, StringValue | BinaryValue}',
-      );
-    }
+function sendEntry(o: schemas.SendBody): SendEntry {
+  const entry: SendEntry = { MessageBody: o.body };
+  if (o.groupId !== undefined && o.groupId !== null) entry.MessageGroupId = o.groupId;
+  if (o.deduplicationId !== undefined && o.deduplicationId !== null)
+    entry.MessageDeduplicationId = o.deduplicationId;
+  if (o.delaySeconds !== undefined && o.delaySeconds !== null) entry.DelaySeconds = o.delaySeconds;
+  if (o.attributes !== undefined && o.attributes !== null) {
     const out: MessageAttributes = {};
-    for (const [name, v] of Object.entries(attrs as Record<string, unknown>)) {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-        throw new HttpError(
-          400,
-          'BadRequest',
-          `attribute ${name} must be {DataType, StringValue | BinaryValue}`,
-        );
-      }
-      const a = v as Record<string, unknown>;
-      const value: MessageAttributeValue = { DataType: stringField(a, 'DataType', true) };
-      const str = stringField(a, 'StringValue', false);
-      if (str !== undefined) value.StringValue = str;
-      const bin = stringField(a, 'BinaryValue', false);
-      if (bin !== undefined) {
-        if (!BASE64.test(bin))
-          throw new HttpError(400, 'BadRequest', `attribute ${name}: BinaryValue must be base64`);
-        value.BinaryValue = bin;
-      }
+    for (const [name, a] of Object.entries(o.attributes)) {
+      const value: MessageAttributeValue = { DataType: a.DataType };
+      if (a.StringValue !== undefined && a.StringValue !== null) value.StringValue = a.StringValue;
+      if (a.BinaryValue !== undefined && a.BinaryValue !== null) value.BinaryValue = a.BinaryValue;
       // Defined, not assigned: `__proto__` is a valid attribute name.
       Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
     }
@@ -630,49 +623,15 @@ function sendEntry(o: Record<string, unknown>): SendEntry {
   return entry;
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/** An optional object of strings; numbers and booleans are taken as their text, as --config does. */
-function stringMap(o: Record<string, unknown>, name: string): Record<string, string> {
-  const v = o[name];
-  if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v))
-    throw new HttpError(400, 'BadRequest', `${name} must be an object`);
+/** Attributes or tags as CreateQueue takes them: numbers and booleans as their text, as --config does. */
+function textMap(
+  map: Readonly<Record<string, string | number | boolean>> | null | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
-      throw new HttpError(400, 'BadRequest', `${name}.${k} must be a string`);
-    }
+  for (const [k, x] of Object.entries(map ?? {})) {
     Object.defineProperty(out, k, { value: String(x), enumerable: true, writable: true, configurable: true });
   }
   return out;
-}
-
-function bodyObject(req: FastifyRequest): Record<string, unknown> {
-  const b = req.body;
-  if (b === undefined || b === null || b === '') return {};
-  if (typeof b !== 'object' || Array.isArray(b))
-    throw new HttpError(400, 'BadRequest', 'the body must be a JSON object');
-  return b as Record<string, unknown>;
-}
-
-function stringField(o: Record<string, unknown>, name: string, required: true): string;
-function stringField(o: Record<string, unknown>, name: string, required: false): string | undefined;
-function stringField(o: Record<string, unknown>, name: string, required: boolean): string | undefined {
-  const v = o[name];
-  if (v === undefined || v === null) {
-    if (required) throw new HttpError(400, 'BadRequest', `${name} is required`);
-    return undefined;
-  }
-  if (typeof v !== 'string') throw new HttpError(400, 'BadRequest', `${name} must be a string`);
-  return v;
-}
-
-function booleanField(o: Record<string, unknown>, name: string): boolean | undefined {
-  const v = o[name];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw new HttpError(400, 'BadRequest', `${name} must be true or false`);
-  return v;
 }
 
 function compare(a: string, b: string): number {

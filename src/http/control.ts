@@ -3,7 +3,7 @@
  *
  * - GET /health   200 {"status":"ok"} while the process runs (liveness: never restart a follower)
  * - GET /ready    200 {"ready":true} when this instance serves traffic, else 503 {"ready":false}
- * - GET /metrics  Prometheus text from the instance's own registry
+ * - GET /metrics  Prometheus text of this instance's metrics (metrics.ts)
  *
  * Other routes (the admin API and page) are added by their owners on the returned instance before
  * it listens. Answers carry `Cache-Control: no-store`: a cached /ready is a wrong /ready.
@@ -21,7 +21,7 @@ export interface ControlPlaneOptions {
 }
 
 export function buildControlPlane(opts: ControlPlaneOptions): FastifyInstance {
-  // Used as given: main passes `logger.child({ plane: 'control' })`.
+  // Used as given: src/server.ts passes `logger.child({ plane: 'control' })`.
   const { logger, metrics, isReady } = opts;
   // No per-request lines: load balancers poll /ready and Prometheus scrapes /metrics all day.
   // (`logController` replaces the deprecated top-level `disableRequestLogging` of fastify 5.12.)

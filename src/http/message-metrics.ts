@@ -1,5 +1,5 @@
 /**
- * Message and storage metrics, registered on a {@link Metrics} registry beside the request ones:
+ * Message and storage metrics, added to a {@link Metrics} scrape beside the request ones:
  *
  * - sqs_messages_sent_total{tenant,region,queue}        messages accepted by SendMessage(Batch)
  * - sqs_messages_received_total{tenant,region,queue}    messages handed out by ReceiveMessage
@@ -20,19 +20,10 @@
  *
  * `tenant` is the tenant's name, or the account id for an account no tenant holds.
  *
- * The three per-request counters are on the hot path: like observeRequest, a request bumps a plain
- * number found by one Map lookup, and the registry reads the totals at scrape time.
+ * Written as text at scrape time from plain numbers, as metrics.ts writes every sqs_* series (why
+ * is there): the per-request counters and the commit wait are on the hot path.
  */
-import type { Counter, Histogram, Registry } from 'prom-client';
-import type { Metrics, Prom } from './metrics.js';
-
-export type MessageEvent = 'sent' | 'received' | 'deleted';
-
-interface Series {
-  readonly labels: { readonly tenant: string; readonly region: string; readonly queue: string };
-  count: number;
-  exported: number;
-}
+import { Histogram, labelText, type Exposition, type Metrics } from './metrics.js';
 
 /** Per-queue totals the store keeps (Queue.deadLettered), read at scrape time. */
 export interface DeadLetterStats {
@@ -44,8 +35,22 @@ export interface DeadLetterStats {
   readonly moved: number;
 }
 
+export type MessageEvent = 'sent' | 'received' | 'deleted';
+
+interface Series {
+  readonly labels: string;
+  count: number;
+}
+
 /** Label sets kept per event kind before new queues are counted under queue="_other". */
 export const MAX_QUEUE_SERIES = 10_000;
+
+const COMMIT_WAIT_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+];
+const REPLICA_WAIT_BUCKETS = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+];
 
 export class MessageMetrics {
   private readonly series: Record<MessageEvent, Map<string, Series>> = {
@@ -53,82 +58,79 @@ export class MessageMetrics {
     received: new Map(),
     deleted: new Map(),
   };
-  private deadLetterProvider: (() => Iterable<DeadLetterStats>) | undefined;
-  /** Per queue uid: how much of its dead-letter total was already added to the counter. */
-  private readonly deadLetterExported = new Map<string, number>();
-  /** Registered with the rest when the registry is built (see {@link Metrics.registry}). */
-  private commit: { readonly writeDuration: Histogram; readonly writeFailures: Counter } | undefined;
-  private replicaWait: { readonly duration: Histogram; readonly timeouts: Counter } | undefined;
+  /** Per queue uid: its dead-letter total when last scraped. */
+  private readonly deadLetterSeen = new Map<string, number>();
+  /** Per label set: what its queues moved, across their loads (a counter never goes down). */
+  private readonly deadLettered = new Map<string, Series>();
+  private readonly commitWait = new Histogram(COMMIT_WAIT_BUCKETS);
+  private commitFailures = 0;
+  private readonly replicaWait = new Histogram(REPLICA_WAIT_BUCKETS);
+  private replicaTimeouts = 0;
 
   constructor(private readonly metrics: Metrics) {
-    metrics.extend((registry, prom) => this.register(registry, prom));
+    metrics.extend((out) => this.write(out));
   }
 
-  private register(registry: Registry, prom: Prom): void {
-    const registers = [registry];
-    const labelNames = ['tenant', 'region', 'queue'] as const;
+  private write(out: Exposition): void {
     for (const event of ['sent', 'received', 'deleted'] as const) {
-      const counter: Counter<'tenant' | 'region' | 'queue'> = new prom.Counter({
-        name: `sqs_messages_${event}_total`,
-        help: `Messages ${event} through the SQS API, by tenant, region and queue`,
-        labelNames,
-        registers,
-        collect: () => {
-          for (const s of this.series[event].values()) {
-            if (s.count > s.exported) {
-              counter.inc(s.labels, s.count - s.exported);
-              s.exported = s.count;
-            }
-          }
-        },
-      });
+      const name = `sqs_messages_${event}_total`;
+      out.family(name, 'counter', `Messages ${event} through the SQS API, by tenant, region and queue`);
+      for (const s of this.series[event].values()) out.sample(name, s.labels, s.count);
     }
-    const dlq: Counter<'tenant' | 'region' | 'queue'> = new prom.Counter({
-      name: 'sqs_messages_moved_to_dlq_total',
-      help: 'Messages moved from a queue to its dead-letter queue after maxReceiveCount receives',
-      labelNames,
-      registers,
-      collect: () => {
-        const provider = this.deadLetterProvider;
-        if (provider === undefined) return;
-        const seen = new Set<string>();
-        for (const s of provider()) {
-          seen.add(s.uid);
-          const before = this.deadLetterExported.get(s.uid) ?? 0;
-          if (s.moved > before)
-            dlq.inc({ tenant: s.tenant, region: s.region, queue: s.queue }, s.moved - before);
-          this.deadLetterExported.set(s.uid, s.moved);
+    this.collectDeadLetters();
+    out.family(
+      'sqs_messages_moved_to_dlq_total',
+      'counter',
+      'Messages moved from a queue to its dead-letter queue after maxReceiveCount receives',
+    );
+    for (const s of this.deadLettered.values())
+      out.sample('sqs_messages_moved_to_dlq_total', s.labels, s.count);
+    out.family(
+      'sqs_redis_commit_wait_seconds',
+      'histogram',
+      'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',
+    );
+    out.histogram('sqs_redis_commit_wait_seconds', '', this.commitWait);
+    out.family(
+      'sqs_redis_commit_failures_total',
+      'counter',
+      'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
+    );
+    out.sample('sqs_redis_commit_failures_total', '', this.commitFailures);
+    out.family(
+      'sqs_redis_replica_wait_seconds',
+      'histogram',
+      'How long each group commit waited for replicas to acknowledge it (WAIT, --redis-wait-replicas)',
+    );
+    out.histogram('sqs_redis_replica_wait_seconds', '', this.replicaWait);
+    out.family(
+      'sqs_redis_replica_wait_timeouts_total',
+      'counter',
+      'Replica waits that ended with fewer replicas than --redis-wait-replicas (their replies: 503)',
+    );
+    out.sample('sqs_redis_replica_wait_timeouts_total', '', this.replicaTimeouts);
+  }
+
+  /** Adds what each queue moved since the last scrape; a queue loaded anew starts from 0. */
+  private collectDeadLetters(): void {
+    const provider = this.metrics.providers.deadLetters;
+    if (provider === undefined) return;
+    const seen = new Set<string>();
+    for (const s of provider()) {
+      seen.add(s.uid);
+      const before = this.deadLetterSeen.get(s.uid) ?? 0;
+      if (s.moved > before) {
+        const key = `${s.tenant}\u0000${s.region}\u0000${s.queue}`;
+        let series = this.deadLettered.get(key);
+        if (series === undefined) {
+          series = { labels: labelText({ tenant: s.tenant, region: s.region, queue: s.queue }), count: 0 };
+          this.deadLettered.set(key, series);
         }
-        for (const uid of this.deadLetterExported.keys())
-          if (!seen.has(uid)) this.deadLetterExported.delete(uid);
-      },
-    });
-    this.commit = {
-      writeDuration: new prom.Histogram({
-        name: 'sqs_redis_commit_wait_seconds',
-        help: 'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',
-        buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-        registers,
-      }),
-      writeFailures: new prom.Counter({
-        name: 'sqs_redis_commit_failures_total',
-        help: 'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
-        registers,
-      }),
-    };
-    this.replicaWait = {
-      duration: new prom.Histogram({
-        name: 'sqs_redis_replica_wait_seconds',
-        help: 'How long each group commit waited for replicas to acknowledge it (WAIT, --redis-wait-replicas)',
-        buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5],
-        registers,
-      }),
-      timeouts: new prom.Counter({
-        name: 'sqs_redis_replica_wait_timeouts_total',
-        help: 'Replica waits that ended with fewer replicas than --redis-wait-replicas (their replies: 503)',
-        registers,
-      }),
-    };
+        series.count += s.moved - before;
+      }
+      this.deadLetterSeen.set(s.uid, s.moved);
+    }
+    for (const uid of this.deadLetterSeen.keys()) if (!seen.has(uid)) this.deadLetterSeen.delete(uid);
   }
 
   /** Counts `n` messages of one event for a queue; n = 0 is ignored. */
@@ -139,9 +141,9 @@ export class MessageMetrics {
     let s = map.get(key);
     if (s === undefined) {
       const overflow = map.size >= MAX_QUEUE_SERIES;
-      const labels = { tenant, region, queue: overflow ? '_other' : queue };
+      const labels = labelText({ tenant, region, queue: overflow ? '_other' : queue });
       const realKey = overflow ? `${tenant}\u0000${region}\u0000_other` : key;
-      s = map.get(realKey) ?? { labels, count: 0, exported: 0 };
+      s = map.get(realKey) ?? { labels, count: 0 };
       map.set(realKey, s);
     }
     s.count += n;
@@ -185,22 +187,15 @@ export class MessageMetrics {
     }
   }
 
-  setDeadLetterProvider(provider: (() => Iterable<DeadLetterStats>) | undefined): void {
-    this.deadLetterProvider = provider;
-  }
-
   /** One reply's wait for Redis ended: stored (ok) or not. */
   observeCommit(seconds: number, ok: boolean): void {
-    // Building the registry, if nothing has yet, registers these.
-    this.metrics.build();
-    this.commit?.writeDuration.observe(seconds);
-    if (!ok) this.commit?.writeFailures.inc();
+    this.commitWait.observe(seconds);
+    if (!ok) this.commitFailures++;
   }
 
   /** One group commit's wait for replicas ended: enough acknowledged it, or not. */
   observeReplicaWait(seconds: number, acknowledged: boolean): void {
-    this.metrics.build();
-    this.replicaWait?.duration.observe(seconds);
-    if (!acknowledged) this.replicaWait?.timeouts.inc();
+    this.replicaWait.observe(seconds);
+    if (!acknowledged) this.replicaTimeouts++;
   }
 }

@@ -1,11 +1,12 @@
 /**
- * Prometheus metrics of one server instance, in a registry of its own (not prom-client's global one),
- * so tests and a process running two servers can each have theirs.
+ * Prometheus metrics of one server instance, each instance its own (no global registry), so tests
+ * and a process running two servers can each have theirs.
  *
  * - sqs_requests_total{action,protocol,status}          counter; status is the HTTP status code
  * - sqs_request_duration_seconds{action,protocol}        histogram, 50 µs .. 25 s (long polls last 20 s)
- * - sqs_queue_messages{tenant,region,queue,state}         gauge, read from a provider at scrape time;
+ * - sqs_queue_messages{queue,tenant,region,state}         gauge, read from a provider at scrape time;
  *                                                         state is visible | inflight | delayed
+ * - sqs_queue_memory_bytes{queue,tenant,region}           gauge, per queue, read like sqs_queue_messages
  * - sqs_long_poll_waiters                                 gauge, read from a provider at scrape time
  * - sqs_leader_state{state}                               gauge, 1 for this instance's elector state
  *                                                         (follower | loading | leader), else 0
@@ -14,8 +15,8 @@
  * - sqs_leader_fenced_writes_total                        counter, terms ended by a fenced write
  * - sqs_leader_renew_failures_total                       counter, renewals that failed (error/timeout)
  *                                                         (read at scrape time; without leader
- *                                                         election the gauges have no series and
- *                                                         the counters stay 0)
+ *                                                         election the state has no series and the
+ *                                                         others stay 0)
  * - sqs_loading                                           gauge, 1 while the state is being loaded
  *                                                         from Redis (/ready answers 503), else 0
  * - sqs_loading_seconds                                   gauge, how long the load in progress ran
@@ -29,30 +30,30 @@
  *                                                         usage is under the low-water mark)
  * - sqs_tenant_memory_used_bytes{tenant}                  gauge, per tenant (account)
  * - sqs_tenant_memory_limit_bytes{tenant}                 gauge, its share of the budget, or all
- * - sqs_queue_memory_bytes{tenant,region,queue}           gauge, per queue, written like
- *                                                         sqs_queue_messages
  * - sqs_memory_refused_sends_total{tenant,scope}          counter, send requests refused with
  *                                                         RequestThrottled; scope is server | tenant
+ * - the message and Redis series of message-metrics.ts, added through {@link Metrics.extend}
  * - process_* and nodejs_*                                prom-client's default metrics
  *
- * {@link Metrics.observeRequest} is on the hot path. prom-client's own labelled children still hash
- * and validate their labels on every call (0.3-1 µs each here), so a request only bumps plain
- * numbers in a series found by one Map lookup on a string key; the registry reads the totals at
- * scrape time (the counter through prom-client's public `inc`, the histogram as a collector of its
- * own in prom-client's metric shape).
+ * Every sqs_* series is written here as text, from plain numbers and from the providers, at scrape
+ * time; prom-client only renders its process and Node metrics. Two measurements decided it:
+ * {@link Metrics.observeRequest} is on the hot path, and prom-client's labelled children hash and
+ * validate their labels on every call (0.3-1 µs each here), where a plain number found by one Map
+ * lookup on a string key costs next to nothing; and a prom-client Gauge for sqs_queue_messages
+ * kept three labelled children per queue between scrapes and built them anew at each, about 6 KB
+ * of RSS per queue at 10,000 queues, more than an empty queue costs in the store.
  *
- * prom-client itself is loaded when the registry is first needed: main builds it once both planes
- * listen, since loading it (with the default metrics) took about 60 ms of a half-second start.
+ * prom-client itself is loaded by {@link Metrics.build} (or the first scrape), which src/server.ts
+ * calls once both planes listen: loading it (with the default metrics) took about 60 ms of a
+ * half-second start.
  */
 import { createRequire } from 'node:module';
 import type * as PromClient from 'prom-client';
-import type { Counter, Gauge, Metric, Registry } from 'prom-client';
+import type { DeadLetterStats } from './message-metrics.js';
 
-export type Prom = typeof PromClient;
-
-// prom-client is CommonJS, so it can be required synchronously where the registry is first used.
+// prom-client is CommonJS, so it can be required synchronously where it is first used.
 const requireCommonJs = createRequire(import.meta.url);
-const loadPromClient = (): Prom => requireCommonJs('prom-client') as Prom;
+const loadPromClient = (): typeof PromClient => requireCommonJs('prom-client') as typeof PromClient;
 
 export interface QueueStats {
   readonly queue: string;
@@ -75,8 +76,6 @@ export interface MemoryStats {
   readonly tenants: Iterable<{ readonly tenant: string; readonly used: number; readonly limit: number }>;
 }
 
-export type QueueStatsProvider = () => Iterable<QueueStats>;
-
 /** A load from Redis in progress (src/persistence/loader.ts, LoadProgress). */
 export interface LoadingStats {
   readonly queues: number;
@@ -97,10 +96,10 @@ export interface LeaderStats {
   readonly renewFailures: number;
 }
 
-export const LEADER_STATES = ['follower', 'loading', 'leader'] as const;
+const LEADER_STATES = ['follower', 'loading', 'leader'] as const;
 
 /** Seconds: 50 µs .. 25 s in 1-2.5-5 steps. */
-export const REQUEST_DURATION_BUCKETS: readonly number[] = [
+const REQUEST_DURATION_BUCKETS: readonly number[] = [
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
   25,
 ];
@@ -113,190 +112,141 @@ export const REQUEST_DURATION_BUCKETS: readonly number[] = [
 export const MAX_LABEL_SETS = 1000;
 export const OVERFLOW_ACTION = '_other';
 
-/** One (action, protocol) histogram series: per-bucket (not cumulative) counts, sum, count. */
-class DurationSeries {
-  /** buckets[i] counts observations in (bound[i-1], bound[i]]; the last slot is above every bound. */
-  readonly buckets = new Float64Array(REQUEST_DURATION_BUCKETS.length + 1);
-  sum = 0;
-  count = 0;
-
-  constructor(readonly labels: { readonly action: string; readonly protocol: string }) {}
-
-  observe(seconds: number): void {
-    let i = 0;
-    while (i < REQUEST_DURATION_BUCKETS.length && seconds > (REQUEST_DURATION_BUCKETS[i] ?? Infinity)) i++;
-    this.buckets[i] = (this.buckets[i] ?? 0) + 1;
-    this.sum += seconds;
-    this.count++;
-  }
+/** What /metrics reads at each scrape; each absent one shows as "nothing there". */
+export interface MetricsProviders {
+  /** sqs_queue_messages and sqs_queue_memory_bytes; absent: no series. */
+  readonly queues?: () => Iterable<QueueStats>;
+  /** sqs_long_poll_waiters; absent: 0. */
+  readonly longPollWaiters?: () => number;
+  /** The sqs_leader_* series; absent or undefined: no leader election. */
+  readonly leader?: () => LeaderStats | undefined;
+  /** The sqs_loading* series; absent or undefined: not loading. */
+  readonly loading?: () => LoadingStats | undefined;
+  /** The sqs_memory_* and sqs_tenant_memory_* gauges; absent: 0 and no series. */
+  readonly memory?: () => MemoryStats;
+  /** sqs_messages_moved_to_dlq_total (message-metrics.ts); absent: no series. */
+  readonly deadLetters?: () => Iterable<DeadLetterStats>;
 }
 
-/** One (action, protocol, status) counter series, and the duration series it feeds. */
-interface RequestSeries {
-  readonly labels: { readonly action: string; readonly protocol: string; readonly status: string };
-  count: number;
-  /** The part of `count` already added to the prom-client counter. */
-  exported: number;
-  readonly duration: DurationSeries;
+export interface MetricsOptions {
+  /** prom-client's process_* / nodejs_* metrics; default true. */
+  readonly defaultMetrics?: boolean;
+  readonly providers?: MetricsProviders;
 }
 
-interface HistogramValue {
-  readonly labels: Record<string, string | number>;
-  readonly value: number;
-  readonly metricName: string;
-}
-
-/**
- * sqs_request_duration_seconds as a registry entry: the shape prom-client's Registry reads from its
- * own metrics (`get()` resolving to name, help, type, aggregator and values, plus `reset()`).
- */
-class DurationHistogram {
-  readonly name = 'sqs_request_duration_seconds';
-  readonly help = 'Time from request to reply, by action and wire protocol (long polls included)';
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  readonly labelNames = ['action', 'protocol'];
-
-  constructor(private readonly series: () => Iterable<DurationSeries>) {}
-
-  get(): Promise<{
-    name: string;
-    help: string;
-    type: string;
-    aggregator: string;
-    values: HistogramValue[];
-  }> {
-    const values: HistogramValue[] = [];
-    for (const s of this.series()) {
-      if (s.count === 0) continue;
-      let cumulative = 0;
-      REQUEST_DURATION_BUCKETS.forEach((bound, i) => {
-        cumulative += s.buckets[i] ?? 0;
-        values.push({
-          labels: { ...s.labels, le: bound },
-          value: cumulative,
-          metricName: `${this.name}_bucket`,
-        });
-      });
-      values.push({ labels: { ...s.labels, le: '+Inf' }, value: s.count, metricName: `${this.name}_bucket` });
-      values.push({ labels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
-      values.push({ labels: s.labels, value: s.count, metricName: `${this.name}_count` });
-    }
-    return Promise.resolve({
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      aggregator: this.aggregator,
-      values,
-    });
-  }
-
-  reset(): void {
-    for (const s of this.series()) {
-      s.buckets.fill(0);
-      s.sum = 0;
-      s.count = 0;
-    }
-  }
-}
-
-const QUEUE_MEMORY = 'sqs_queue_memory_bytes';
-const QUEUE_MEMORY_HELP = "Bytes a queue's messages count against the memory budget, read at scrape time";
-const QUEUE_MESSAGES = 'sqs_queue_messages';
-const QUEUE_MESSAGES_HELP = 'Messages per queue and state (visible, inflight, delayed), read at scrape time';
+/** The Content-Type of {@link Metrics.metrics}' text (Prometheus exposition format 0.0.4). */
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** A label value in the text exposition format: backslash, double quote and newline escaped. */
 export function escapeLabel(value: string): string {
   return /[\\"\n]/.test(value) ? value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`)) : value;
 }
 
-export interface MetricsOptions {
-  /** prom-client's process_* / nodejs_* metrics; default true. */
-  readonly defaultMetrics?: boolean;
+/** `name="value",...` of a label set, values escaped, in the order given. */
+export function labelText(labels: Readonly<Record<string, string>>): string {
+  let text = '';
+  for (const [name, value] of Object.entries(labels)) {
+    text += `${text === '' ? '' : ','}${name}="${escapeLabel(value)}"`;
+  }
+  return text;
 }
 
+function valueText(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (!Number.isFinite(value)) return value < 0 ? '-Inf' : '+Inf';
+  return String(value);
+}
+
+/** The text of one scrape, family after family. */
+export class Exposition {
+  text = '';
+
+  family(name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
+    this.text += `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n`;
+  }
+
+  /** One sample; `labels` as {@link labelText} writes them, '' for none. */
+  sample(name: string, labels: string, value: number): void {
+    this.text += labels === '' ? `${name} ${valueText(value)}\n` : `${name}{${labels}} ${valueText(value)}\n`;
+  }
+
+  /** A histogram's series: cumulative buckets, +Inf, sum and count. */
+  histogram(name: string, labels: string, h: Histogram): void {
+    const sep = labels === '' ? '' : ',';
+    let cumulative = 0;
+    h.bounds.forEach((bound, i) => {
+      cumulative += h.buckets[i] ?? 0;
+      this.sample(`${name}_bucket`, `${labels}${sep}le="${bound}"`, cumulative);
+    });
+    this.sample(`${name}_bucket`, `${labels}${sep}le="+Inf"`, h.count);
+    this.sample(`${name}_sum`, labels, h.sum);
+    this.sample(`${name}_count`, labels, h.count);
+  }
+}
+
+/** One histogram series as plain numbers: per-bucket (not cumulative) counts, sum and count. */
+export class Histogram {
+  /** buckets[i] counts observations in (bound[i-1], bound[i]]; the last slot is above every bound. */
+  readonly buckets: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(readonly bounds: readonly number[]) {
+    this.buckets = new Float64Array(bounds.length + 1);
+  }
+
+  observe(value: number): void {
+    let i = 0;
+    while (i < this.bounds.length && value > (this.bounds[i] ?? Infinity)) i++;
+    this.buckets[i] = (this.buckets[i] ?? 0) + 1;
+    this.sum += value;
+    this.count++;
+  }
+}
+
+/** One (action, protocol, status) counter series, and the (action, protocol) durations it feeds. */
+interface RequestSeries {
+  readonly labels: string;
+  count: number;
+  readonly duration: { readonly labels: string; readonly histogram: Histogram };
+}
+
+/** The families message-metrics.ts (and any other part) adds to a scrape. */
+export type Section = (out: Exposition) => void;
+
 export class Metrics {
-  private builtRegistry: Registry | undefined;
-  /** Registrations of other metrics (MessageMetrics'), run when the registry is built. */
-  private readonly extensions: ((registry: Registry, prom: Prom) => void)[] = [];
+  readonly providers: MetricsProviders;
+  private readonly sections: Section[] = [];
+  /** prom-client's registry of the process and Node metrics, once {@link build} ran. */
+  private defaults: PromClient.Registry | undefined;
   /** Keyed by `action \0 protocol \0 status`. */
   private readonly requestSeries = new Map<string, RequestSeries>();
   /** Keyed by `action \0 protocol`. */
-  private readonly durationSeries = new Map<string, DurationSeries>();
-  private queueStatsProvider: QueueStatsProvider | undefined;
-  private longPollWaitersProvider: (() => number) | undefined;
-  private leaderStatsProvider: (() => LeaderStats) | undefined;
-  private loadingProvider: (() => LoadingStats | undefined) | undefined;
-  private memoryStatsProvider: (() => MemoryStats) | undefined;
-  /** Refused sends by `tenant \0 scope`, with the part already added to the prom-client counter. */
-  private readonly refusedSends = new Map<
-    string,
-    { labels: { tenant: string; scope: string }; count: number; exported: number }
-  >();
+  private readonly durationSeries = new Map<string, RequestSeries['duration']>();
+  /** Refused sends by `tenant \0 scope`. */
+  private readonly refusedSends = new Map<string, { readonly labels: string; count: number }>();
+  /** The leader counters as last shown: a counter never goes down, whatever a provider says. */
+  private readonly leaderTotals = { takeovers: 0, fenced: 0, renewFailures: 0 };
 
-  constructor(private readonly options: MetricsOptions = {}) {}
-
-  /** This instance's registry, with every metric; built (and prom-client loaded) on first use. */
-  get registry(): Registry {
-    this.builtRegistry ??= this.buildRegistry();
-    return this.builtRegistry;
+  constructor(private readonly options: MetricsOptions = {}) {
+    this.providers = options.providers ?? {};
   }
 
-  /** Builds the registry now, if nothing has yet: the default metrics start counting from here. */
+  /** Starts prom-client's process and Node metrics (they count from here), if they are on. */
   build(): void {
-    void this.registry;
-  }
-
-  /** Registers more metrics on the registry: when it is built, or at once if it is. */
-  extend(register: (registry: Registry, prom: Prom) => void): void {
-    if (this.builtRegistry === undefined) this.extensions.push(register);
-    else register(this.builtRegistry, loadPromClient());
-  }
-
-  private buildRegistry(): Registry {
+    if (this.defaults !== undefined || !(this.options.defaultMetrics ?? true)) return;
     const prom = loadPromClient();
-    const registry = new prom.Registry();
-    const registers = [registry];
-
-    const requests: Counter<'action' | 'protocol' | 'status'> = new prom.Counter({
-      name: 'sqs_requests_total',
-      help: 'SQS API requests answered, by action, wire protocol (json|query) and HTTP status',
-      labelNames: ['action', 'protocol', 'status'] as const,
-      registers,
-      collect: () => {
-        for (const series of this.requestSeries.values()) {
-          if (series.count > series.exported) {
-            requests.inc(series.labels, series.count - series.exported);
-            series.exported = series.count;
-          }
-        }
-      },
-    });
-
-    // Not a prom-client class: see DurationHistogram. The Registry only reads what its type says.
-    registry.registerMetric(new DurationHistogram(() => this.durationSeries.values()) as unknown as Metric);
-
-    const longPollWaiters: Gauge = new prom.Gauge({
-      name: 'sqs_long_poll_waiters',
-      help: 'ReceiveMessage calls currently waiting for messages (long polls)',
-      registers,
-      collect: () => {
-        longPollWaiters.set(this.longPollWaitersProvider?.() ?? 0);
-      },
-    });
-
-    this.registerLeaderMetrics(prom, registers);
-    this.registerLoadingMetrics(prom, registers);
-    this.registerMemoryMetrics(prom, registers);
-
-    if (this.options.defaultMetrics ?? true) prom.collectDefaultMetrics({ register: registry });
-    for (const register of this.extensions.splice(0)) register(registry, prom);
-    return registry;
+    this.defaults = new prom.Registry();
+    prom.collectDefaultMetrics({ register: this.defaults });
   }
 
-  /** The Content-Type of {@link metrics}' text (Prometheus exposition format 0.0.4). */
+  /** Adds families to every scrape, after this module's own. */
+  extend(section: Section): void {
+    this.sections.push(section);
+  }
+
   get contentType(): string {
-    return this.registry.contentType;
+    return CONTENT_TYPE;
   }
 
   /**
@@ -307,7 +257,7 @@ export class Metrics {
     const key = `${action}\u0000${protocol}\u0000${status}`;
     const series = this.requestSeries.get(key) ?? this.addRequestSeries(key, action, protocol, status);
     series.count++;
-    if (seconds >= 0 && seconds !== Infinity) series.duration.observe(seconds);
+    if (seconds >= 0 && seconds !== Infinity) series.duration.histogram.observe(seconds);
   }
 
   private addRequestSeries(key: string, action: string, protocol: string, status: number): RequestSeries {
@@ -322,70 +272,122 @@ export class Metrics {
     const durationKey = `${action}\u0000${protocol}`;
     let duration = this.durationSeries.get(durationKey);
     if (duration === undefined) {
-      duration = new DurationSeries({ action, protocol });
+      duration = {
+        labels: labelText({ action, protocol }),
+        histogram: new Histogram(REQUEST_DURATION_BUCKETS),
+      };
       this.durationSeries.set(durationKey, duration);
     }
     const series: RequestSeries = {
-      labels: { action, protocol, status: String(status) },
+      labels: labelText({ action, protocol, status: String(status) }),
       count: 0,
-      exported: 0,
       duration,
     };
     this.requestSeries.set(key, series);
     return series;
   }
 
-  /** Where sqs_queue_messages comes from; called at each scrape. Undefined: no series. */
-  setQueueStatsProvider(provider: QueueStatsProvider | undefined): void {
-    this.queueStatsProvider = provider;
+  /** Counts one send request refused over the memory budget (sqs_memory_refused_sends_total). */
+  observeRefusedSend(tenant: string, scope: 'server' | 'tenant'): void {
+    const key = `${tenant}\u0000${scope}`;
+    let series = this.refusedSends.get(key);
+    if (series === undefined) {
+      series = { labels: labelText({ tenant, scope }), count: 0 };
+      this.refusedSends.set(key, series);
+    }
+    series.count++;
   }
 
-  /** Where sqs_long_poll_waiters comes from; called at each scrape. Undefined: 0. */
-  setLongPollWaitersProvider(provider: (() => number) | undefined): void {
-    this.longPollWaitersProvider = provider;
+  /** The scrape: every sqs_* family, then prom-client's process and Node metrics. */
+  async metrics(): Promise<string> {
+    this.build();
+    const out = new Exposition();
+    this.writeRequests(out);
+    out.family(
+      'sqs_long_poll_waiters',
+      'gauge',
+      'ReceiveMessage calls currently waiting for messages (long polls)',
+    );
+    out.sample('sqs_long_poll_waiters', '', this.providers.longPollWaiters?.() ?? 0);
+    this.writeLeader(out);
+    this.writeLoading(out);
+    this.writeMemory(out);
+    for (const section of this.sections) section(out);
+    this.writeQueues(out);
+    return out.text + (this.defaults === undefined ? '' : await this.defaults.metrics());
   }
 
-  /** Where the sqs_leader_* series come from (with leader election only); called at each scrape. */
-  setLeaderStatsProvider(provider: (() => LeaderStats) | undefined): void {
-    this.leaderStatsProvider = provider;
+  private writeRequests(out: Exposition): void {
+    out.family(
+      'sqs_requests_total',
+      'counter',
+      'SQS API requests answered, by action, wire protocol (json|query) and HTTP status',
+    );
+    for (const s of this.requestSeries.values()) out.sample('sqs_requests_total', s.labels, s.count);
+    out.family(
+      'sqs_request_duration_seconds',
+      'histogram',
+      'Time from request to reply, by action and wire protocol (long polls included)',
+    );
+    for (const d of this.durationSeries.values()) {
+      if (d.histogram.count > 0) out.histogram('sqs_request_duration_seconds', d.labels, d.histogram);
+    }
   }
 
-  /** Where the sqs_loading* series come from; called at each scrape. Undefined: not loading. */
-  setLoadingProvider(provider: (() => LoadingStats | undefined) | undefined): void {
-    this.loadingProvider = provider;
+  private writeLeader(out: Exposition): void {
+    const s = this.providers.leader?.();
+    out.family(
+      'sqs_leader_state',
+      'gauge',
+      "1 for this instance's leader-election state (follower, loading, leader), 0 for the others",
+    );
+    if (s !== undefined) {
+      for (const name of LEADER_STATES)
+        out.sample('sqs_leader_state', `state="${name}"`, s.state === name ? 1 : 0);
+    }
+    out.family(
+      'sqs_leader_epoch',
+      'gauge',
+      'Epoch of the leader term this instance holds (loading or leader); 0 when it holds none',
+    );
+    out.sample('sqs_leader_epoch', '', s?.epoch ?? 0);
+    const totals = this.leaderTotals;
+    if (s !== undefined) {
+      totals.takeovers = Math.max(totals.takeovers, s.takeovers);
+      totals.fenced = Math.max(totals.fenced, s.fenced);
+      totals.renewFailures = Math.max(totals.renewFailures, s.renewFailures);
+    }
+    out.family('sqs_leader_takeovers_total', 'counter', 'Leader terms this instance won and served');
+    out.sample('sqs_leader_takeovers_total', '', totals.takeovers);
+    out.family(
+      'sqs_leader_fenced_writes_total',
+      'counter',
+      'Leader terms ended because Redis refused a write with our token (fencing)',
+    );
+    out.sample('sqs_leader_fenced_writes_total', '', totals.fenced);
+    out.family(
+      'sqs_leader_renew_failures_total',
+      'counter',
+      'Renewals of the leader lock that failed (error or timeout)',
+    );
+    out.sample('sqs_leader_renew_failures_total', '', totals.renewFailures);
   }
 
-  private registerLoadingMetrics(prom: Prom, registers: Registry[]): void {
-    const loading: Gauge = new prom.Gauge({
-      name: 'sqs_loading',
-      help: '1 while the state is being loaded from Redis (the instance is not ready), else 0',
-      registers,
-      collect: () => loading.set(this.loadingProvider?.() === undefined ? 0 : 1),
-    });
-    const seconds: Gauge = new prom.Gauge({
-      name: 'sqs_loading_seconds',
-      help: 'How long the load from Redis in progress has run',
-      registers,
-      collect: () => {
-        seconds.reset();
-        const s = this.loadingProvider?.();
-        if (s !== undefined) seconds.set(s.seconds);
-      },
-    });
+  private writeLoading(out: Exposition): void {
+    const s = this.providers.loading?.();
+    out.family(
+      'sqs_loading',
+      'gauge',
+      '1 while the state is being loaded from Redis (the instance is not ready), else 0',
+    );
+    out.sample('sqs_loading', '', s === undefined ? 0 : 1);
+    out.family('sqs_loading_seconds', 'gauge', 'How long the load from Redis in progress has run');
+    out.sample('sqs_loading_seconds', '', s?.seconds ?? 0);
     const part = (name: string, help: string, done: keyof LoadingStats, all: keyof LoadingStats): void => {
-      const g: Gauge<'part'> = new prom.Gauge({
-        name,
-        help,
-        labelNames: ['part'] as const,
-        registers,
-        collect: () => {
-          g.reset();
-          const s = this.loadingProvider?.();
-          if (s === undefined) return;
-          g.set({ part: 'done' }, s[done]);
-          g.set({ part: 'all' }, s[all]);
-        },
-      });
+      out.family(name, 'gauge', help);
+      if (s === undefined) return;
+      out.sample(name, 'part="done"', s[done]);
+      out.sample(name, 'part="all"', s[all]);
     };
     part(
       'sqs_loading_queues',
@@ -407,180 +409,78 @@ export class Metrics {
     );
   }
 
-  /** Where the sqs_memory_* and sqs_tenant_memory_* gauges come from; called at each scrape. */
-  setMemoryStatsProvider(provider: (() => MemoryStats) | undefined): void {
-    this.memoryStatsProvider = provider;
-  }
-
-  /** Counts one send request refused over the memory budget (sqs_memory_refused_sends_total). */
-  observeRefusedSend(tenant: string, scope: 'server' | 'tenant'): void {
-    const key = `${tenant}\u0000${scope}`;
-    let series = this.refusedSends.get(key);
-    if (series === undefined) {
-      series = { labels: { tenant, scope }, count: 0, exported: 0 };
-      this.refusedSends.set(key, series);
-    }
-    series.count++;
-  }
-
-  private registerMemoryMetrics(prom: Prom, registers: Registry[]): void {
-    const stats = (): MemoryStats | undefined => this.memoryStatsProvider?.();
-    const gauge = (name: string, help: string, read: (s: MemoryStats) => number): void => {
-      const g: Gauge = new prom.Gauge({
-        name,
-        help,
-        registers,
-        collect: () => {
-          const s = stats();
-          if (s === undefined) g.reset();
-          else g.set(read(s));
-        },
-      });
-    };
-    gauge('sqs_memory_budget_bytes', 'The memory budget of stored messages (--max-memory)', (s) =>
-      Number.isFinite(s.limit) ? s.limit : 0,
-    );
-    gauge(
+  private writeMemory(out: Exposition): void {
+    const s = this.providers.memory?.();
+    const finite = (n: number): number => (Number.isFinite(n) ? n : 0);
+    out.family('sqs_memory_budget_bytes', 'gauge', 'The memory budget of stored messages (--max-memory)');
+    out.sample('sqs_memory_budget_bytes', '', finite(s?.limit ?? 0));
+    out.family(
       'sqs_memory_used_bytes',
+      'gauge',
       'Bytes the stored messages and queues count against the budget',
-      (s) => s.used,
     );
-    gauge(
+    out.sample('sqs_memory_used_bytes', '', s?.used ?? 0);
+    out.family(
       'sqs_memory_refusing',
+      'gauge',
       '1 while sends are refused over the memory budget (until usage is under the low-water mark)',
-      (s) => (s.refusing ? 1 : 0),
     );
-    const perTenant = (
-      name: string,
-      help: string,
-      read: (t: { used: number; limit: number }) => number,
-    ): void => {
-      const g: Gauge<'tenant'> = new prom.Gauge({
-        name,
-        help,
-        labelNames: ['tenant'] as const,
-        registers,
-        collect: () => {
-          g.reset();
-          for (const t of stats()?.tenants ?? []) g.set({ tenant: t.tenant }, read(t));
-        },
-      });
-    };
-    perTenant(
+    out.sample('sqs_memory_refusing', '', s?.refusing === true ? 1 : 0);
+    // Read once: the provider builds the list anew at each call.
+    const tenants = [...(s?.tenants ?? [])];
+    out.family(
       'sqs_tenant_memory_used_bytes',
+      'gauge',
       "Bytes a tenant's queues count against the memory budget",
-      (t) => t.used,
     );
-    perTenant(
+    for (const t of tenants)
+      out.sample('sqs_tenant_memory_used_bytes', labelText({ tenant: t.tenant }), t.used);
+    out.family(
       'sqs_tenant_memory_limit_bytes',
+      'gauge',
       "The bytes a tenant's queues may hold: its memoryShare of the budget, or the whole budget",
-      (t) => (Number.isFinite(t.limit) ? t.limit : 0),
     );
-    const refused: Counter<'tenant' | 'scope'> = new prom.Counter({
-      name: 'sqs_memory_refused_sends_total',
-      help: 'Send requests refused with RequestThrottled over the memory budget (scope: server) or a tenant share (tenant)',
-      labelNames: ['tenant', 'scope'] as const,
-      registers,
-      collect: () => {
-        for (const series of this.refusedSends.values()) {
-          if (series.count > series.exported) {
-            refused.inc(series.labels, series.count - series.exported);
-            series.exported = series.count;
-          }
-        }
-      },
-    });
-  }
-
-  private registerLeaderMetrics(prom: Prom, registers: Registry[]): void {
-    const stats = (): LeaderStats | undefined => this.leaderStatsProvider?.();
-    const state: Gauge<'state'> = new prom.Gauge({
-      name: 'sqs_leader_state',
-      help: "1 for this instance's leader-election state (follower, loading, leader), 0 for the others",
-      labelNames: ['state'] as const,
-      registers,
-      collect: () => {
-        state.reset();
-        const s = stats();
-        if (s === undefined) return;
-        for (const name of LEADER_STATES) state.set({ state: name }, s.state === name ? 1 : 0);
-      },
-    });
-    const epoch: Gauge = new prom.Gauge({
-      name: 'sqs_leader_epoch',
-      help: 'Epoch of the leader term this instance holds (loading or leader); 0 when it holds none',
-      registers,
-      collect: () => {
-        epoch.reset();
-        const s = stats();
-        if (s !== undefined) epoch.set(s.epoch);
-      },
-    });
-    // Counters from totals kept by the elector: add what is new since the last scrape.
-    const counter = (name: string, help: string, read: (s: LeaderStats) => number): void => {
-      let exported = 0;
-      const c: Counter = new prom.Counter({
-        name,
-        help,
-        registers,
-        collect: () => {
-          const s = stats();
-          if (s === undefined) return;
-          const total = read(s);
-          if (total > exported) c.inc(total - exported);
-          exported = Math.max(exported, total);
-        },
-      });
-    };
-    counter('sqs_leader_takeovers_total', 'Leader terms this instance won and served', (s) => s.takeovers);
-    counter(
-      'sqs_leader_fenced_writes_total',
-      'Leader terms ended because Redis refused a write with our token (fencing)',
-      (s) => s.fenced,
-    );
-    counter(
-      'sqs_leader_renew_failures_total',
-      'Renewals of the leader lock that failed (error or timeout)',
-      (s) => s.renewFailures,
-    );
-  }
-
-  /** The scrape: every metric of this registry in Prometheus text format, then the queue depths. */
-  async metrics(): Promise<string> {
-    return (await this.registry.metrics()) + this.queueMessagesText() + this.queueMemoryText();
-  }
-
-  /** sqs_queue_memory_bytes, as text for the reason queueMessagesText gives. */
-  private queueMemoryText(): string {
-    let text = `# HELP ${QUEUE_MEMORY} ${QUEUE_MEMORY_HELP}\n# TYPE ${QUEUE_MEMORY} gauge\n`;
-    for (const stats of this.queueStatsProvider?.() ?? []) {
-      if (stats.bytes === undefined) continue;
-      let labels = `queue="${escapeLabel(stats.queue)}"`;
-      if (stats.tenant !== undefined) labels += `,tenant="${escapeLabel(stats.tenant)}"`;
-      if (stats.region !== undefined) labels += `,region="${escapeLabel(stats.region)}"`;
-      text += `${QUEUE_MEMORY}{${labels}} ${stats.bytes}\n`;
+    for (const t of tenants) {
+      out.sample('sqs_tenant_memory_limit_bytes', labelText({ tenant: t.tenant }), finite(t.limit));
     }
-    return text;
+    out.family(
+      'sqs_memory_refused_sends_total',
+      'counter',
+      'Send requests refused with RequestThrottled over the memory budget (scope: server) or a tenant share (tenant)',
+    );
+    for (const r of this.refusedSends.values())
+      out.sample('sqs_memory_refused_sends_total', r.labels, r.count);
   }
 
   /**
-   * sqs_queue_messages, written as text straight from the provider. As a prom-client Gauge it kept
-   * three labelled children per queue between scrapes and built them anew at each: about 6 KB of
-   * RSS per queue at 10,000 queues, more than an empty queue costs in the store.
+   * sqs_queue_messages and sqs_queue_memory_bytes, straight from the provider: nothing is kept
+   * between scrapes, and each queue's labels are written once into a local string (this is the
+   * scrape's largest part: three lines a queue).
    */
-  private queueMessagesText(): string {
-    const provider = this.queueStatsProvider;
-    let text = `# HELP ${QUEUE_MESSAGES} ${QUEUE_MESSAGES_HELP}\n# TYPE ${QUEUE_MESSAGES} gauge\n`;
-    if (provider === undefined) return text;
-    for (const stats of provider()) {
-      let labels = `queue="${escapeLabel(stats.queue)}"`;
-      if (stats.tenant !== undefined) labels += `,tenant="${escapeLabel(stats.tenant)}"`;
-      if (stats.region !== undefined) labels += `,region="${escapeLabel(stats.region)}"`;
-      text +=
-        `${QUEUE_MESSAGES}{${labels},state="visible"} ${stats.visible}\n` +
-        `${QUEUE_MESSAGES}{${labels},state="inflight"} ${stats.inflight}\n` +
-        `${QUEUE_MESSAGES}{${labels},state="delayed"} ${stats.delayed}\n`;
+  private writeQueues(out: Exposition): void {
+    let messages = '';
+    let memory = '';
+    for (const q of this.providers.queues?.() ?? []) {
+      let labels = `queue="${escapeLabel(q.queue)}"`;
+      if (q.tenant !== undefined) labels += `,tenant="${escapeLabel(q.tenant)}"`;
+      if (q.region !== undefined) labels += `,region="${escapeLabel(q.region)}"`;
+      messages +=
+        `sqs_queue_messages{${labels},state="visible"} ${q.visible}\n` +
+        `sqs_queue_messages{${labels},state="inflight"} ${q.inflight}\n` +
+        `sqs_queue_messages{${labels},state="delayed"} ${q.delayed}\n`;
+      if (q.bytes !== undefined) memory += `sqs_queue_memory_bytes{${labels}} ${q.bytes}\n`;
     }
-    return text;
+    out.family(
+      'sqs_queue_messages',
+      'gauge',
+      'Messages per queue and state (visible, inflight, delayed), read at scrape time',
+    );
+    out.text += messages;
+    out.family(
+      'sqs_queue_memory_bytes',
+      'gauge',
+      "Bytes a queue's messages count against the memory budget, read at scrape time",
+    );
+    out.text += memory;
   }
 }

@@ -59,9 +59,8 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
   }
   await data.listen({ port: config.port, host: config.host });
 
-  const [{ buildControlPlane }, { registerAdminHa }, { registerAdmin }] = await Promise.all([
+  const [{ buildControlPlane }, { registerAdmin }] = await Promise.all([
     import('../http/control.js'),
-    import('../http/admin-ha.js'),
     import('../http/admin.js'),
   ]);
   const control = buildControlPlane({
@@ -69,9 +68,9 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
     metrics,
     isReady: () => durability.serving,
   });
-  registerAdminHa(control, { adminToken: config.adminToken, ha });
   registerAdmin(control, {
     adminToken: config.adminToken,
+    ha,
     services,
     messageTotals: messageMetrics,
     durability,

@@ -54,3 +54,16 @@ test('Given the right token and no leader election, When /admin/leader and step-
   assert.equal(step.statusCode, 409);
   assert.equal(step.json<{ error: string }>().error, 'NoLeaderElection');
 });
+
+test('Given the right token and a body that is not JSON, When step-down is called, Then 400 with the error in JSON', async (t) => {
+  const a = app('s3cret-token');
+  t.after(() => a.close());
+  const res = await a.inject({
+    method: 'POST',
+    url: '/admin/leader/step-down',
+    headers: { authorization: 'Bearer s3cret-token', 'content-type': 'application/json' },
+    payload: '{not json',
+  });
+  assert.equal(res.statusCode, 400);
+  assert.match(res.json<{ message: string }>().message, /JSON/);
+});

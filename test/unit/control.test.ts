@@ -8,8 +8,10 @@ import {
   MAX_LABEL_SETS,
   Metrics,
   OVERFLOW_ACTION,
+  type MetricsProviders,
   type QueueStats,
 } from '../../src/http/metrics.js';
+import { MessageMetrics } from '../../src/http/message-metrics.js';
 import { createLogger } from '../../src/log.js';
 import { samples } from '../support/prometheus.js';
 
@@ -34,6 +36,10 @@ function controlPlane(
   const app = buildControlPlane({ logger, metrics, isReady });
   t.after(() => app.close());
   return { app, metrics, lines };
+}
+
+function withProviders(providers: MetricsProviders): Metrics {
+  return new Metrics({ defaultMetrics: false, providers });
 }
 
 /** The value of one sample in Prometheus text with exactly these labels, or undefined when absent. */
@@ -196,8 +202,11 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given a queue stats provider, when scraping, then each queue has visible, inflight and delayed', async (t) => {
-    const { app, metrics } = controlPlane(t);
-    metrics.setQueueStatsProvider(() => [{ queue: 'orders', visible: 3, inflight: 2, delayed: 1 }]);
+    const { app } = controlPlane(
+      t,
+      undefined,
+      withProviders({ queues: () => [{ queue: 'orders', visible: 3, inflight: 2, delayed: 1 }] }),
+    );
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.deepEqual(
       ['visible', 'inflight', 'delayed'].map((state) =>
@@ -208,9 +217,8 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given a queue that was deleted, when scraping again, then its series is gone', async (t) => {
-    const { app, metrics } = controlPlane(t);
     let queues: QueueStats[] = [{ queue: 'old', visible: 1, inflight: 0, delayed: 0 }];
-    metrics.setQueueStatsProvider(() => queues);
+    const { app } = controlPlane(t, undefined, withProviders({ queues: () => queues }));
     await app.inject({ method: 'GET', url: '/metrics' });
     queues = [];
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -218,10 +226,11 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given queue and tenant names with quotes, backslashes and newlines, when scraping, then the label values are escaped', async () => {
-    const metrics = new Metrics({ defaultMetrics: false });
-    metrics.setQueueStatsProvider(() => [
-      { queue: 'q', tenant: 'a"b\\c\nd', region: 'us-east-1', visible: 4, inflight: 0, delayed: 0 },
-    ]);
+    const metrics = withProviders({
+      queues: () => [
+        { queue: 'q', tenant: 'a"b\\c\nd', region: 'us-east-1', visible: 4, inflight: 0, delayed: 0 },
+      ],
+    });
     const text = await metrics.metrics();
     assert.ok(
       text.includes(
@@ -233,8 +242,7 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given a long-poll waiters provider, when scraping, then sqs_long_poll_waiters is its value', async (t) => {
-    const { app, metrics } = controlPlane(t);
-    metrics.setLongPollWaitersProvider(() => 7);
+    const { app } = controlPlane(t, undefined, withProviders({ longPollWaiters: () => 7 }));
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.equal(sample(text, 'sqs_long_poll_waiters'), 7);
   });
@@ -246,10 +254,15 @@ void describe('control plane: /metrics', () => {
   });
 
   void test('Given a provider that throws, when scraping, then 500 without the error text and it is logged', async (t) => {
-    const { app, metrics, lines } = controlPlane(t);
-    metrics.setQueueStatsProvider(() => {
-      throw new Error('core exploded');
-    });
+    const { app, lines } = controlPlane(
+      t,
+      undefined,
+      withProviders({
+        queues: () => {
+          throw new Error('core exploded');
+        },
+      }),
+    );
     const res = await app.inject({ method: 'GET', url: '/metrics' });
     assert.equal(res.statusCode, 500);
     assert.doesNotMatch(res.body, /core exploded/);
@@ -290,5 +303,124 @@ void describe('control plane: /metrics', () => {
       sample(text, 'sqs_requests_total', { action: OVERFLOW_ACTION, protocol: 'query', status: '400' }),
       2,
     );
+  });
+});
+
+void describe('control plane: /metrics families', () => {
+  // What dashboards and alerts (docs/grafana-dashboard.json, docs/prometheus-alerts.yml) rely on:
+  // each family's type and the label names of its samples.
+  const FAMILIES: Record<string, [string, string[]]> = {
+    sqs_requests_total: ['counter', ['action', 'protocol', 'status']],
+    sqs_request_duration_seconds: ['histogram', ['action', 'protocol', 'le']],
+    sqs_long_poll_waiters: ['gauge', []],
+    sqs_leader_state: ['gauge', ['state']],
+    sqs_leader_epoch: ['gauge', []],
+    sqs_leader_takeovers_total: ['counter', []],
+    sqs_leader_fenced_writes_total: ['counter', []],
+    sqs_leader_renew_failures_total: ['counter', []],
+    sqs_loading: ['gauge', []],
+    sqs_loading_seconds: ['gauge', []],
+    sqs_loading_queues: ['gauge', ['part']],
+    sqs_loading_messages: ['gauge', ['part']],
+    sqs_loading_bytes: ['gauge', ['part']],
+    sqs_memory_budget_bytes: ['gauge', []],
+    sqs_memory_used_bytes: ['gauge', []],
+    sqs_memory_refusing: ['gauge', []],
+    sqs_tenant_memory_used_bytes: ['gauge', ['tenant']],
+    sqs_tenant_memory_limit_bytes: ['gauge', ['tenant']],
+    sqs_memory_refused_sends_total: ['counter', ['tenant', 'scope']],
+    sqs_messages_sent_total: ['counter', ['tenant', 'region', 'queue']],
+    sqs_messages_received_total: ['counter', ['tenant', 'region', 'queue']],
+    sqs_messages_deleted_total: ['counter', ['tenant', 'region', 'queue']],
+    sqs_messages_moved_to_dlq_total: ['counter', ['tenant', 'region', 'queue']],
+    sqs_redis_commit_wait_seconds: ['histogram', ['le']],
+    sqs_redis_commit_failures_total: ['counter', []],
+    sqs_redis_replica_wait_seconds: ['histogram', ['le']],
+    sqs_redis_replica_wait_timeouts_total: ['counter', []],
+    sqs_queue_messages: ['gauge', ['queue', 'tenant', 'region', 'state']],
+    sqs_queue_memory_bytes: ['gauge', ['queue', 'tenant', 'region']],
+  };
+
+  let deadLettered = { uid: 'u1', moved: 2 };
+  const metrics = withProviders({
+    queues: () => [{ queue: 'q', tenant: 't', region: 'r', visible: 1, inflight: 2, delayed: 3, bytes: 40 }],
+    longPollWaiters: () => 5,
+    leader: () => ({ state: 'loading', epoch: 9, takeovers: 3, fenced: 1, renewFailures: 4 }),
+    loading: () => ({
+      queues: 1,
+      queuesTotal: 2,
+      messages: 10,
+      messagesTotal: 20,
+      bytes: 100,
+      bytesTotal: 200,
+      seconds: 1.5,
+    }),
+    memory: () => ({
+      limit: 1000,
+      used: 600,
+      refusing: true,
+      tenants: [{ tenant: 't', used: 600, limit: 500 }],
+    }),
+    deadLetters: () => [{ tenant: 't', region: 'r', queue: 'q', ...deadLettered }],
+  });
+  const messages = new MessageMetrics(metrics);
+  metrics.observeRequest('SendMessage', 'json', 200, 0.001);
+  metrics.observeRefusedSend('t', 'tenant');
+  for (const event of ['sent', 'received', 'deleted'] as const) messages.count(event, 't', 'r', 'q', 2);
+  messages.observeCommit(0.002, false);
+  messages.observeReplicaWait(0.3, false);
+
+  void test('Given every provider and some traffic, when scraping, then each sqs_ family has its type and labels, and nothing else is there', async () => {
+    const text = await metrics.metrics();
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']));
+    const labels = new Map<string, Set<string>>();
+    for (const s of samples(text)) {
+      const family = types.has(s.name) ? s.name : s.name.replace(/_(bucket|sum|count)$/, '');
+      const names = labels.get(family) ?? new Set();
+      for (const name of Object.keys(s.labels)) names.add(name);
+      labels.set(family, names);
+    }
+    const seen = Object.fromEntries(
+      [...types]
+        .filter(([name]) => name.startsWith('sqs_'))
+        .map(([name, type]) => [name, [type, [...(labels.get(name) ?? [])]]]),
+    );
+    assert.deepEqual(seen, FAMILIES);
+    assert.match(text, /^# HELP sqs_loading_bytes Bytes of message records of the load in progress/m);
+  });
+
+  void test('Given every provider, when scraping, then the values are the providers’ and the counters’', async () => {
+    const text = await metrics.metrics();
+    assert.deepEqual(
+      [
+        sample(text, 'sqs_queue_messages', { queue: 'q', tenant: 't', region: 'r', state: 'delayed' }),
+        sample(text, 'sqs_queue_memory_bytes', { queue: 'q', tenant: 't', region: 'r' }),
+        sample(text, 'sqs_long_poll_waiters'),
+        sample(text, 'sqs_leader_state', { state: 'loading' }),
+        sample(text, 'sqs_leader_state', { state: 'leader' }),
+        sample(text, 'sqs_leader_epoch'),
+        sample(text, 'sqs_leader_renew_failures_total'),
+        sample(text, 'sqs_loading'),
+        sample(text, 'sqs_loading_seconds'),
+        sample(text, 'sqs_loading_bytes', { part: 'all' }),
+        sample(text, 'sqs_memory_refusing'),
+        sample(text, 'sqs_tenant_memory_limit_bytes', { tenant: 't' }),
+        sample(text, 'sqs_memory_refused_sends_total', { tenant: 't', scope: 'tenant' }),
+        sample(text, 'sqs_messages_deleted_total', { tenant: 't', region: 'r', queue: 'q' }),
+        sample(text, 'sqs_redis_commit_failures_total'),
+        sample(text, 'sqs_redis_commit_wait_seconds_bucket', { le: '0.001' }),
+        sample(text, 'sqs_redis_commit_wait_seconds_bucket', { le: '0.0025' }),
+        sample(text, 'sqs_redis_replica_wait_seconds_bucket', { le: '+Inf' }),
+        sample(text, 'sqs_redis_replica_wait_timeouts_total'),
+      ],
+      [3, 40, 5, 1, 0, 9, 4, 1, 1.5, 200, 1, 500, 1, 2, 1, 0, 1, 1, 1],
+    );
+  });
+
+  void test('Given a queue whose dead-letter total restarts (loaded anew), when scraping, then the counter keeps growing', async () => {
+    const dlq = { tenant: 't', region: 'r', queue: 'q' };
+    const first = sample(await metrics.metrics(), 'sqs_messages_moved_to_dlq_total', dlq) ?? 0;
+    deadLettered = { uid: 'u2', moved: 3 };
+    assert.equal(sample(await metrics.metrics(), 'sqs_messages_moved_to_dlq_total', dlq), first + 3);
   });
 });

@@ -10,7 +10,7 @@ const adminDoc = readFileSync(new URL('../../docs/admin.md', import.meta.url), '
 async function exposed(): Promise<Set<string>> {
   const metrics = new Metrics();
   new MessageMetrics(metrics);
-  // Every metric of a scrape, those prom-client renders and those written as text alike.
+  // Every metric of a scrape: the sqs_* families and prom-client's process_* and nodejs_*.
   return new Set([...(await metrics.metrics()).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1] ?? ''));
 }
 
