@@ -6,6 +6,7 @@ import type { CoreListener } from './events.js';
 import {
   contentDedupId,
   dedupKey,
+  DedupScope,
   ExpiringRecords,
   formatSequenceNumber,
   Groups,
@@ -14,6 +15,7 @@ import {
   type DedupRecord,
   type DeduplicationScope,
   type Group,
+  type ScopeChange,
 } from './fifo.js';
 import { IndexedHeap, type HeapItem } from './heap.js';
 import {
@@ -94,6 +96,7 @@ export class Queue {
   /** From RedrivePolicy: where messages go after maxReceiveCount receives; null when not set. */
   redrive: RedrivePolicy | null = null;
   contentBasedDeduplication = false;
+  /** The attribute; deduplication follows it 60 s behind (`scope`). */
   deduplicationScope: DeduplicationScope = 'queue';
 
   /**
@@ -129,6 +132,8 @@ export class Queue {
   private readonly groups: Groups | null;
   private readonly dedup: ExpiringRecords<DedupRecord> | null;
   private readonly attempts: ExpiringRecords<AttemptRecord> | null;
+  /** FIFO: the DeduplicationScope deduplication uses now. */
+  private readonly scope: DedupScope | null;
   /** FIFO: the last SequenceNumber given (kept by its messages and dedup records in storage). */
   private lastSequence = 0n;
 
@@ -159,6 +164,7 @@ export class Queue {
     this.createdAt = now;
     this.lastModifiedAt = now;
     this.cacheAttributes();
+    this.scope = this.fifo ? new DedupScope(this.deduplicationScope) : null;
   }
 
   get key(): string {
@@ -177,6 +183,7 @@ export class Queue {
     this.attributes = sharedDefaults(this.fifo, resolveAttributes(this.attributes, attributes));
     this.lastModifiedAt = now;
     this.cacheAttributes();
+    this.scope?.set(this.deduplicationScope, now);
     this.listener.change?.({ type: 'queue-put', queue: this });
     // A shorter MessageRetentionPeriod brings a FIFO queue's retention deadline forward.
     if (this.groups !== null) this.listener.deadline?.(this);
@@ -238,7 +245,7 @@ export class Queue {
     }
     this.expireFifoRecords(now);
     const dedup = this.dedup as ExpiringRecords<DedupRecord>;
-    const key = dedupKey(this.deduplicationScope, groupId, dedupId);
+    const key = dedupKey((this.scope as DedupScope).at(now), groupId, dedupId);
     const seen = dedup.get(key, now);
     if (seen !== undefined) {
       return { messageId: seen.messageId, sequenceNumber: seen.sequenceNumber, message: undefined };
@@ -365,8 +372,9 @@ export class Queue {
 
   /**
    * FIFO receive: the groups in the order they became receivable (fifo.ts), as many of each one's
-   * visible messages in order as `max` allows, then the next group. Each group served is locked until its
-   * messages are deleted or become visible again. With a ReceiveRequestAttemptId, a retry within
+   * messages in order as `max` allows, up to its first message that is not visible, then the next
+   * group. A group served is not receivable again until its first message is deleted or becomes
+   * visible again. With a ReceiveRequestAttemptId, a retry within
    * 5 minutes returns the same messages and receipt handles, with their visibility timeout
    * started again, as long as none of them was deleted, had its visibility changed or expired;
    * otherwise it receives anew (and the new result is what later retries get).
@@ -397,11 +405,10 @@ export class Queue {
         } else {
           this.unlinkVisible(m);
           this.markReceived(m, now);
-          // In flight even with a zero timeout until the loop is done, so the group stays locked
+          // In flight even with a zero timeout until the loop is done, so the group's turn ends
           // and this call cannot hand the same message out twice.
           m.state = 'inflight';
           m.heapKey = now + vt;
-          g.inflight++;
           if (vt > 0) this.schedule(this.inflight, m);
           this.listener.change?.({ type: 'message-put', queue: this, message: m });
           out.push(m);
@@ -454,11 +461,11 @@ export class Queue {
       msgs.push(m);
     }
     // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
-    let unlocked = false;
+    let receivable = false;
     for (const m of msgs) {
       this.inflight.remove(m);
       if (vt === 0) {
-        if (this.returnToVisible(m, true, now)) unlocked = true;
+        if (this.returnToVisible(m, true, now)) receivable = true;
       } else {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
@@ -477,8 +484,8 @@ export class Queue {
     // Same expiry as before; set() would move it to the back, so write it in place.
     attempts.replace(attemptId, record);
     this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
-    // A timeout of 0 unlocked their groups: long polls waiting on the queue can have them now.
-    if (unlocked) this.listener.available?.(this);
+    // A timeout of 0 made their groups receivable: long polls waiting on the queue can have them now.
+    if (receivable) this.listener.available?.(this);
     return msgs;
   }
 
@@ -646,7 +653,7 @@ export class Queue {
 
   /**
    * The earliest moment a delayed or in-flight message becomes visible, or (FIFO) the oldest
-   * message's retention period ends, which unlocks its group if it was in flight or delayed;
+   * message's retention period ends, which can make its group receivable;
    * Infinity if none.
    */
   nextTransitionAt(): number {
@@ -671,7 +678,7 @@ export class Queue {
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
     }
     const oldest = now - this.retentionMs;
-    // Removed at the moment their retention ended, which is when a FIFO group they held unlocked.
+    // Removed at the moment their retention ended, which is when a FIFO group they held back could go on.
     while (this.head !== null && this.head.sentAt <= oldest) {
       this.remove(this.head, this.head.sentAt + this.retentionMs);
     }
@@ -697,7 +704,7 @@ export class Queue {
   /**
    * A delayed or in-flight message becomes visible (a deadline passed, or its visibility was set
    * to 0). Returns whether it can be received now: always on a standard queue; on a FIFO queue
-   * when its group is receivable (not locked, and this or an earlier message at its head).
+   * when its group is receivable (its first message is visible: this one or an earlier one).
    */
   private returnToVisible(msg: Message, atFront: boolean, at: number): boolean {
     const wasInflight = msg.state === 'inflight';
@@ -714,7 +721,6 @@ export class Queue {
     }
     this.pushVisible(msg, atFront, at);
     const g = this.groups.get(msg.groupId ?? '') as Group;
-    if (wasInflight) this.groups.leftFlight(g, at);
     this.groups.refresh(g);
     return g.heapIndex >= 0;
   }
@@ -749,7 +755,6 @@ export class Queue {
         break;
       case 'inflight':
         this.inflight.push(msg);
-        if (g !== undefined) g.inflight++;
         break;
     }
     if (g !== undefined) this.groups?.refresh(g);
@@ -778,6 +783,19 @@ export class Queue {
     if (this.dedup === null) return;
     this.dedup.set(key, record);
     this.restoreSequence(record.sequenceNumber);
+  }
+
+  /**
+   * FIFO, for storage: the DeduplicationScope in effect and the changes that have not taken effect
+   * yet; undefined when there are none. Restored by restoreScope.
+   */
+  get pendingScope(): { inEffect: DeduplicationScope; changes: readonly ScopeChange[] } | undefined {
+    return this.scope?.state;
+  }
+
+  /** Puts back what pendingScope gave. Emits nothing. */
+  restoreScope(inEffect: DeduplicationScope, changes: readonly ScopeChange[]): void {
+    this.scope?.restore(inEffect, changes);
   }
 
   /** Puts back a ReceiveRequestAttemptId record (FIFO); call in `expiresAt` order. Emits nothing. */
@@ -869,7 +887,7 @@ export class Queue {
     if (heap.peek() === msg && this.nextTransitionAt() === msg.heapKey) this.listener.deadline?.(this);
   }
 
-  /** `at`: the moment it left, which unlocks its FIFO group if it was in flight. */
+  /** `at`: the moment it left, which starts its FIFO group's next turn if it was first and in flight. */
   private remove(msg: Message, at: number): void {
     const was = msg.state;
     switch (msg.state) {
@@ -892,14 +910,14 @@ export class Queue {
       this.late.delete(msg);
       if (this.late.size === 0) this.late = null;
     }
-    let unlocked = false;
+    let receivable = false;
     if (this.groups !== null) {
-      // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
+      // Deleting a group's in-flight first message lets the next one be received, if visible.
       const g = this.groups.unlink(msg, was === 'inflight', at);
-      if (g !== undefined) unlocked = this.groups.refresh(g);
+      if (g !== undefined) receivable = this.groups.refresh(g);
     }
     this.listener.change?.({ type: 'message-delete', queue: this, message: msg });
-    if (unlocked) this.listener.available?.(this);
+    if (receivable) this.listener.available?.(this);
   }
 
   private linkSent(msg: Message): void {

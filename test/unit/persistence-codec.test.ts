@@ -104,6 +104,8 @@ const QUEUE_PERSISTED = [
   'lastPurgeAt',
   'nextSeq',
   'lastSequence',
+  // FIFO: the DeduplicationScope in effect while a change is pending (dedupScope in the record).
+  'scope',
   // Derived from the name and the attributes, compared to be sure they come out the same.
   'arn',
   'fifo',
@@ -310,6 +312,74 @@ test('Given a never-purged queue, when round-tripped, then lastPurgeAt stays -In
   const back = deserializeQueue(serializeQueue(queue), store, 17);
   assert.equal(back.lastPurgeAt, Number.NEGATIVE_INFINITY);
   assert.equal(back.nextSequence, 17, 'the seq hash value raises the record value');
+});
+
+/** A FIFO queue whose DeduplicationScope was changed to messageGroup 10 s ago. */
+function fifoScopeChanged(): { queue: Queue; clock: ManualClock; changedAt: number } {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const store = new QueueStore(clock);
+  const { queue } = store.create(
+    { accountId: '000000000000', region: 'us-east-1', name: 'q.fifo' },
+    { FifoQueue: 'true' },
+    {},
+  );
+  const changedAt = clock.now();
+  queue.setAttributes(
+    { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+    changedAt,
+  );
+  clock.advance(10_000);
+  return { queue, clock, changedAt };
+}
+
+/** Whether one deduplication id sent in two new groups is two messages (scope messageGroup). */
+function dedupsByGroup(q: Queue, now: number): boolean {
+  const id = `d-${now}`;
+  const a = q.sendMessage(
+    { id: `a-${now}`, body: 'a', md5OfBody: 'x', senderId: 's', groupId: `a${now}`, deduplicationId: id },
+    now,
+  );
+  const b = q.sendMessage(
+    { id: `b-${now}`, body: 'b', md5OfBody: 'x', senderId: 's', groupId: `b${now}`, deduplicationId: id },
+    now,
+  );
+  return a.messageId !== b.messageId;
+}
+
+test('Given a FIFO queue restored 10 s after a DeduplicationScope change, when sent to, then the scope before the change applies until 60 s after it, the new one from then', () => {
+  const { queue, clock, changedAt } = fifoScopeChanged();
+  const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
+  assert.deepEqual(back.pendingScope, queue.pendingScope);
+  assert.equal(back.attributes.DeduplicationScope, 'messageGroup', 'the attribute shows the change at once');
+  assert.equal(dedupsByGroup(back, changedAt + 60_000 - 1), false, 'scope queue until 60 s after the change');
+  assert.equal(dedupsByGroup(back, changedAt + 60_000), true, 'scope messageGroup from then');
+});
+
+test('Given a FIFO queue record written before pending scope changes were stored, when parsed, then it loads with the scope of its attributes in effect', () => {
+  const { queue, clock } = fifoScopeChanged();
+  const record = JSON.parse(serializeQueue(queue)) as Record<string, unknown>;
+  assert.ok('dedupScope' in record, 'the record holds the pending change');
+  delete record.dedupScope;
+  const back = deserializeQueue(JSON.stringify(record), new QueueStore(clock));
+  assert.equal(back.pendingScope, undefined);
+  assert.equal(dedupsByGroup(back, clock.now()), true);
+});
+
+test('Given a queue record whose dedupScope is damaged, when parsed, then a CodecError names the queue', () => {
+  const { queue, clock } = fifoScopeChanged();
+  const record = JSON.parse(serializeQueue(queue)) as Record<string, unknown>;
+  for (const bad of [
+    { inEffect: 'all', changes: [] },
+    { inEffect: 'queue', changes: [[1, 'x']] },
+    { inEffect: 'queue' },
+  ]) {
+    const text = JSON.stringify({ ...record, dedupScope: bad });
+    assert.throws(
+      () => deserializeQueue(text, new QueueStore(clock)),
+      (e: unknown) => e instanceof CodecError && e.message.startsWith('queue record q.fifo: dedupScope'),
+      text,
+    );
+  }
 });
 
 test('Given received and never-received messages, when their queue is restored from its records, then the old receipt handles still delete and change visibility', () => {
