@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
-import { systemClock } from './core/clock.js';
+import { systemClock, type Clock } from './core/clock.js';
 import { memoryOnly, type Durability } from './core/durability.js';
 import { PURGE_INTERVAL_MS } from './core/limits.js';
 import { QueueStore } from './core/store.js';
@@ -35,6 +35,8 @@ export interface StartOptions {
    * server stops, and then this is called. Default: exit 1, for the command line.
    */
   readonly onFatal?: (e: Error) => void;
+  /** The time SQS rules run on (default: the system's); a test suite moves it instead of sleeping. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -50,7 +52,7 @@ export interface StartOptions {
  */
 export async function start(config: Config, options: StartOptions = {}): Promise<Server> {
   const logger = createLogger(config.logLevel);
-  const clock = systemClock;
+  const clock = options.clock ?? systemClock;
   const newStore = (): QueueStore => {
     const store: QueueStore = new QueueStore(clock, {
       deletedRecentlyMs: config.queueDeletedRecently ? 60_000 : 0,
