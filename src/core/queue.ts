@@ -17,7 +17,8 @@ import {
   type Group,
   type ScopeChange,
 } from './fifo.js';
-import { IndexedHeap, type HeapItem } from './heap.js';
+import { IndexedHeap } from './heap.js';
+import { SentList, VisibleList } from './lists.js';
 import {
   DEDUP_WINDOW_MS,
   DEFAULT_RETENTION_SECONDS,
@@ -29,6 +30,7 @@ import {
   RECEIVE_ATTEMPT_WINDOW_MS,
 } from './limits.js';
 import { Message, type NewMessage } from './message.js';
+import { expiredHandle, nonce, parseReceiptHandle, receiptHandle } from './receipts.js';
 import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 
@@ -105,29 +107,14 @@ export class Queue {
    * queue with millions of unreceived messages keeps none of them here. Made on first use.
    */
   private received: Map<string, Message> | null = null;
-  /** Messages held, in any state. */
-  private count = 0;
   /** What its messages count against the memory budget (budget.ts). */
   bytes = 0;
-  private head: Message | null = null;
-  private tail: Message | null = null;
-  private vhead: Message | null = null;
-  private vtail: Message | null = null;
-  private visibleCount = 0;
-  /**
-   * Standard queues: visible messages whose visibility timeout passed, by send order (heapKey is
-   * their seq). A receive takes the lower of its top and the visible list's head, so such a
-   * message comes again before the messages sent after it (AWS, recorded).
-   */
-  private readonly expired = new IndexedHeap<Message>();
+  /** Messages held, in any state. */
+  private readonly sent = new SentList();
+  private readonly visible = new VisibleList();
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
-  /**
-   * Messages older than the newest when they arrived (moved here as dead letters): by sentAt.
-   * Only while there are any.
-   */
-  private late: LateRetention | null = null;
   /** FIFO only (null otherwise): message groups, dedup window, receive attempts; see fifo.ts. */
   private readonly groups: Groups | null;
   private readonly dedup: ExpiringRecords<DedupRecord> | null;
@@ -283,14 +270,14 @@ export class Queue {
       msg.heapKey = now + delayMs;
       this.schedule(this.delayed, msg);
     } else {
-      this.pushVisible(msg, false, now);
+      this.visible.push(msg, false, now);
     }
     if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     if (msg.state === 'visible' && (g === undefined || g.heapIndex >= 0)) this.listener.available?.(this);
     // FIFO: the first message of an empty queue brings a retention deadline (nextTransitionAt),
     // which schedule() does not report when it comes before the message's delay ends.
-    else if (g !== undefined && this.head === msg) this.listener.deadline?.(this);
+    else if (g !== undefined && this.sent.head === msg) this.listener.deadline?.(this);
   }
 
   /**
@@ -343,18 +330,18 @@ export class Queue {
     if (this.groups !== null)
       return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
     const out: Message[] = [];
-    if (this.visibleCount === 0) return out;
+    if (this.visible.count === 0) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
       throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
     }
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    for (let msg = this.nextVisible(); out.length < max && msg !== null; msg = this.nextVisible()) {
+    for (let msg = this.visible.next(); out.length < max && msg !== null; msg = this.visible.next()) {
       const dlq = this.deadLetterTarget(msg);
       if (dlq !== undefined) {
         this.moveToDeadLetter(msg, dlq, now);
         continue;
       }
-      this.unlinkVisible(msg);
+      this.visible.unlink(msg);
       this.markReceived(msg, now);
       if (vt > 0) {
         msg.state = 'inflight';
@@ -366,7 +353,7 @@ export class Queue {
     }
     // With a zero timeout the messages are visible again at once, behind the others; only after
     // the loop, so one call does not hand out the same message twice.
-    if (vt === 0) for (const msg of out) this.pushVisible(msg, false, now);
+    if (vt === 0) for (const msg of out) this.visible.push(msg, false, now);
     return out;
   }
 
@@ -403,7 +390,7 @@ export class Queue {
         if (dlq !== undefined) {
           this.moveToDeadLetter(m, dlq, now);
         } else {
-          this.unlinkVisible(m);
+          this.visible.unlink(m);
           this.markReceived(m, now);
           // In flight even with a zero timeout until the loop is done, so the group's turn ends
           // and this call cannot hand the same message out twice.
@@ -512,7 +499,7 @@ export class Queue {
   nextToMove(now: number): Message | undefined {
     this.tick(now);
     if (this.groups !== null) return this.groups.peekReady()?.head ?? undefined;
-    return this.nextVisible() ?? undefined;
+    return this.visible.next() ?? undefined;
   }
 
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
@@ -532,7 +519,7 @@ export class Queue {
    * the same message still deletes it, and deleting a message that is already gone succeeds.
    */
   deleteMessage(receiptHandle: string, now: number): void {
-    const ref = this.parseHandle(receiptHandle);
+    const ref = parseReceiptHandle(this.uid, receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
     if (msg === undefined) return;
@@ -559,7 +546,7 @@ export class Queue {
    * passed; the message is hidden again, or made visible at once with 0.
    */
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
-    const ref = this.parseHandle(receiptHandle);
+    const ref = parseReceiptHandle(this.uid, receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
     if (msg === undefined) {
@@ -582,7 +569,7 @@ export class Queue {
     msg.visibilityChanged = true;
     if (msg.state === 'visible') {
       if (timeoutMs === 0) return;
-      this.unlinkVisible(msg);
+      this.visible.unlink(msg);
     } else {
       this.inflight.remove(msg);
     }
@@ -608,17 +595,14 @@ export class Queue {
       );
     }
     this.lastPurgeAt = now;
-    for (let m = this.head; m !== null; m = m.next) m.state = 'deleted';
+    for (let m = this.sent.head; m !== null; m = m.next) m.state = 'deleted';
     this.received = null;
-    this.count = 0;
+    this.sent.clear();
     this.listener.usage?.(this, -this.bytes);
     this.bytes = 0;
-    this.head = this.tail = this.vhead = this.vtail = null;
-    this.visibleCount = 0;
+    this.visible.clear();
     this.inflight.clear();
     this.delayed.clear();
-    this.expired.clear();
-    this.late = null;
     this.groups?.clear();
     // AWS (recorded): a deduplication id sent again right after a purge is a new message.
     if (this.dedup !== null) {
@@ -638,17 +622,17 @@ export class Queue {
    */
   peek(max: number): Message[] {
     const out: Message[] = [];
-    for (let m = this.head; m !== null && out.length < max; m = m.next) out.push(m);
+    for (let m = this.sent.head; m !== null && out.length < max; m = m.next) out.push(m);
     return out;
   }
 
   counts(now: number): QueueCounts {
     this.tick(now);
-    return { visible: this.visibleCount, inflight: this.inflight.size, delayed: this.delayed.size };
+    return { visible: this.visible.count, inflight: this.inflight.size, delayed: this.delayed.size };
   }
 
   get size(): number {
-    return this.count;
+    return this.sent.count;
   }
 
   /**
@@ -659,9 +643,10 @@ export class Queue {
   nextTransitionAt(): number {
     const a = this.inflight.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
     const b = this.delayed.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
-    if (this.groups === null || this.head === null) return Math.min(a, b);
-    const late = this.late?.peekOldest();
-    const oldest = late !== undefined && late.sentAt < this.head.sentAt ? late.sentAt : this.head.sentAt;
+    const head = this.sent.head;
+    if (this.groups === null || head === null) return Math.min(a, b);
+    const late = this.sent.oldestLate();
+    const oldest = late !== undefined && late.sentAt < head.sentAt ? late.sentAt : head.sentAt;
     return Math.min(a, b, oldest + this.retentionMs);
   }
 
@@ -679,14 +664,10 @@ export class Queue {
     }
     const oldest = now - this.retentionMs;
     // Removed at the moment their retention ended, which is when a FIFO group they held back could go on.
-    while (this.head !== null && this.head.sentAt <= oldest) {
-      this.remove(this.head, this.head.sentAt + this.retentionMs);
+    for (let m = this.sent.head; m !== null && m.sentAt <= oldest; m = this.sent.head) {
+      this.remove(m, m.sentAt + this.retentionMs);
     }
-    for (
-      let m = this.late?.peekOldest();
-      m !== undefined && m.sentAt <= oldest;
-      m = this.late?.peekOldest()
-    ) {
+    for (let m = this.sent.oldestLate(); m !== undefined && m.sentAt <= oldest; m = this.sent.oldestLate()) {
       this.remove(m, m.sentAt + this.retentionMs);
     }
     if (this.groups !== null) this.expireFifoRecords(now);
@@ -709,17 +690,11 @@ export class Queue {
   private returnToVisible(msg: Message, atFront: boolean, at: number): boolean {
     const wasInflight = msg.state === 'inflight';
     if (this.groups === null) {
-      if (wasInflight && !atFront) {
-        msg.state = 'visible';
-        msg.heapKey = msg.seq;
-        this.expired.push(msg);
-        this.visibleCount++;
-      } else {
-        this.pushVisible(msg, atFront, at);
-      }
+      if (wasInflight && !atFront) this.visible.pushExpired(msg);
+      else this.visible.push(msg, atFront, at);
       return true;
     }
-    this.pushVisible(msg, atFront, at);
+    this.visible.push(msg, atFront, at);
     const g = this.groups.get(msg.groupId ?? '') as Group;
     this.groups.refresh(g);
     return g.heapIndex >= 0;
@@ -748,7 +723,7 @@ export class Queue {
     switch (msg.state) {
       case 'visible':
         // A FIFO message keeps the moment it became visible: its group's place (fifo.ts).
-        this.pushVisible(msg, false, msg.heapKey);
+        this.visible.push(msg, false, msg.heapKey);
         break;
       case 'delayed':
         this.delayed.push(msg);
@@ -840,45 +815,16 @@ export class Queue {
    * by group). For tests, not the hot path: it sorts the expired ones.
    */
   *visibleInReceiveOrder(): IterableIterator<Message> {
-    const expired = [...this.expired].sort((a, b) => a.seq - b.seq);
-    let i = 0;
-    for (let m = this.vhead; m !== null; m = m.vnext) {
-      for (; i < expired.length && (expired[i] as Message).seq < m.seq; i++) yield expired[i] as Message;
-      yield m;
-    }
-    for (; i < expired.length; i++) yield expired[i] as Message;
+    yield* this.visible.inReceiveOrder();
   }
 
   /** Visits every message in send order; for persistence and admin views, not the hot path. */
   *allMessages(): IterableIterator<Message> {
-    for (let m = this.head; m !== null; m = m.next) yield m;
+    for (let m = this.sent.head; m !== null; m = m.next) yield m;
   }
 
   receiptHandle(msg: Message): string {
-    return Buffer.from(`${this.uid}:${msg.id}:${msg.receiveCount}:${msg.receiptNonce}`, 'latin1').toString(
-      'base64',
-    );
-  }
-
-  private parseHandle(handle: string): { messageId: string; receiveCount: number; nonce: string } {
-    const parts = Buffer.from(handle, 'base64').toString('latin1').split(':');
-    const [uid, messageId, count, nonceText] = parts;
-    const receiveCount = Number(count);
-    if (
-      parts.length !== 4 ||
-      uid !== this.uid ||
-      messageId === undefined ||
-      messageId === '' ||
-      nonceText === undefined ||
-      !Number.isInteger(receiveCount) ||
-      receiveCount < 1
-    ) {
-      throw new CoreError(
-        'ReceiptHandleIsInvalid',
-        `The input receipt handle "${handle}" is not a valid receipt handle.`,
-      );
-    }
-    return { messageId, receiveCount, nonce: nonceText };
+    return receiptHandle(this.uid, msg);
   }
 
   /** Puts a message on a deadline heap; tells the listener when it now has the queue's earliest. */
@@ -892,7 +838,7 @@ export class Queue {
     const was = msg.state;
     switch (msg.state) {
       case 'visible':
-        this.unlinkVisible(msg);
+        this.visible.unlink(msg);
         break;
       case 'inflight':
         this.inflight.remove(msg);
@@ -906,10 +852,6 @@ export class Queue {
     msg.state = 'deleted';
     this.received?.delete(msg.id);
     this.unlinkSent(msg);
-    if (this.late !== null) {
-      this.late.delete(msg);
-      if (this.late.size === 0) this.late = null;
-    }
     let receivable = false;
     if (this.groups !== null) {
       // Deleting a group's in-flight first message lets the next one be received, if visible.
@@ -921,15 +863,7 @@ export class Queue {
   }
 
   private linkSent(msg: Message): void {
-    // Retention drops messages from the head while they are past it, so the list must be in
-    // sentAt order; a message older than the newest (a dead letter keeps its SentTimestamp) is
-    // also kept by age on the side.
-    if (this.tail !== null && msg.sentAt < this.tail.sentAt) (this.late ??= new LateRetention()).add(msg);
-    msg.prev = this.tail;
-    if (this.tail === null) this.head = msg;
-    else this.tail.next = msg;
-    this.tail = msg;
-    this.count++;
+    this.sent.append(msg);
     msg.cost = messageCost(msg);
     this.bytes += msg.cost;
     this.listener.usage?.(this, msg.cost);
@@ -941,98 +875,9 @@ export class Queue {
   }
 
   private unlinkSent(msg: Message): void {
-    if (msg.prev === null) this.head = msg.next;
-    else msg.prev.next = msg.next;
-    if (msg.next === null) this.tail = msg.prev;
-    else msg.next.prev = msg.prev;
-    msg.prev = msg.next = null;
-    this.count--;
+    this.sent.unlink(msg);
     this.bytes -= msg.cost;
     this.listener.usage?.(this, -msg.cost);
-  }
-
-  /** `at`: when it became visible; FIFO groups are served in the order they became receivable. */
-  private pushVisible(msg: Message, atFront: boolean, at: number): void {
-    msg.state = 'visible';
-    msg.heapKey = at;
-    if (atFront) {
-      msg.vprev = null;
-      msg.vnext = this.vhead;
-      if (this.vhead === null) this.vtail = msg;
-      else this.vhead.vprev = msg;
-      this.vhead = msg;
-    } else {
-      msg.vnext = null;
-      msg.vprev = this.vtail;
-      if (this.vtail === null) this.vhead = msg;
-      else this.vtail.vnext = msg;
-      this.vtail = msg;
-    }
-    this.visibleCount++;
-  }
-
-  /** Standard queues: the visible message a receive takes next; see `expired`. */
-  private nextVisible(): Message | null {
-    const e = this.expired.peek();
-    if (e === undefined) return this.vhead;
-    return this.vhead !== null && this.vhead.seq < e.seq ? this.vhead : e;
-  }
-
-  private unlinkVisible(msg: Message): void {
-    if (msg.heapIndex >= 0) {
-      this.expired.remove(msg);
-      this.visibleCount--;
-      return;
-    }
-    if (msg.vprev === null) this.vhead = msg.vnext;
-    else msg.vprev.vnext = msg.vnext;
-    if (msg.vnext === null) this.vtail = msg.vprev;
-    else msg.vnext.vprev = msg.vprev;
-    msg.vprev = msg.vnext = null;
-    this.visibleCount--;
-  }
-}
-
-function expiredHandle(receiptHandle: string): CoreError {
-  return new CoreError(
-    'InvalidParameterValue',
-    `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`,
-  );
-}
-
-/** A message's place in LateRetention's heap. */
-class LateEntry implements HeapItem {
-  heapIndex = -1;
-  constructor(
-    readonly msg: Message,
-    public heapKey: number,
-  ) {}
-}
-
-/** Messages linked out of sentAt order, by sentAt, so retention finds them when they expire. */
-class LateRetention {
-  private readonly heap = new IndexedHeap<LateEntry>();
-  private readonly byMessage = new Map<Message, LateEntry>();
-
-  get size(): number {
-    return this.byMessage.size;
-  }
-
-  add(msg: Message): void {
-    const e = new LateEntry(msg, msg.sentAt);
-    this.byMessage.set(msg, e);
-    this.heap.push(e);
-  }
-
-  delete(msg: Message): void {
-    const e = this.byMessage.get(msg);
-    if (e === undefined) return;
-    this.byMessage.delete(msg);
-    this.heap.remove(e);
-  }
-
-  peekOldest(): Message | undefined {
-    return this.heap.peek()?.msg;
   }
 }
 
@@ -1044,12 +889,4 @@ export const DEFAULT_REGION = 'us-east-1';
 /** Queue names are unique per account and region, as on AWS. */
 export function queueKey(accountId: string, name: string, region: string = DEFAULT_REGION): string {
   return `${accountId}/${region}/${name}`;
-}
-
-let nonceCounter = 0;
-const noncePrefix = randomBytes(4).toString('hex');
-/** Unique per receive within this process and across restarts (the prefix is random per start). */
-function nonce(): string {
-  nonceCounter = (nonceCounter + 1) % 0x7fffffff;
-  return noncePrefix + nonceCounter.toString(36);
 }

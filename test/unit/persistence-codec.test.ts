@@ -67,21 +67,15 @@ const QUEUE_STRUCTURE = new Set([
   // The store's listener and queue lookup: a restored queue is bound to its new store's.
   'listener',
   'queueByArn',
-  // Message structures: filled by the loader through restoreMessage.
+  // Message structures (lists.ts and heaps), filled by the loader through restoreMessage. Visible
+  // messages whose timeout passed are restored into the visible list, which is in send order;
+  // messages out of sentAt order (dead letters) and FIFO groups are rebuilt the same way.
   'received',
-  'count',
   'bytes',
-  'head',
-  'tail',
-  'vhead',
-  'vtail',
-  'visibleCount',
+  'sent',
+  'visible',
   'inflight',
   'delayed',
-  // Visible messages whose timeout passed: restored into the visible list, which is in send order.
-  'expired',
-  // Messages out of sentAt order (dead letters), FIFO groups: rebuilt by restoreMessage.
-  'late',
   'groups',
   // FIFO deduplication and ReceiveRequestAttemptId records: their own hashes (d:, a:), restored
   // by load-records.ts; round-tripped by the record tests below.
