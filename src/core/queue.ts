@@ -3,20 +3,9 @@ import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js
 import { messageCost } from './budget.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
-import {
-  contentDedupId,
-  dedupKey,
-  DedupScope,
-  ExpiringRecords,
-  formatSequenceNumber,
-  Groups,
-  nextSequenceNumber,
-  type AttemptRecord,
-  type DedupRecord,
-  type DeduplicationScope,
-  type Group,
-  type ScopeChange,
-} from './fifo.js';
+import type { DedupRecord, DeduplicationScope, Group, Groups } from './fifo.js';
+import { receiveFifo, type ReceiveHost } from './fifo-receive.js';
+import { FifoState } from './fifo-state.js';
 import { IndexedHeap } from './heap.js';
 import { SentList, VisibleList } from './lists.js';
 import {
@@ -27,7 +16,6 @@ import {
   MAX_MESSAGE_SIZE,
   MAX_VISIBILITY_TIMEOUT_SECONDS,
   PURGE_INTERVAL_MS,
-  RECEIVE_ATTEMPT_WINDOW_MS,
 } from './limits.js';
 import { Message, type NewMessage } from './message.js';
 import { expiredHandle, nonce, parseReceiptHandle, receiptHandle } from './receipts.js';
@@ -98,7 +86,7 @@ export class Queue {
   /** From RedrivePolicy: where messages go after maxReceiveCount receives; null when not set. */
   redrive: RedrivePolicy | null = null;
   contentBasedDeduplication = false;
-  /** The attribute; deduplication follows it 60 s behind (`scope`). */
+  /** The attribute; deduplication follows it 60 s behind (fifo.ts: DedupScope). */
   deduplicationScope: DeduplicationScope = 'queue';
 
   /**
@@ -115,14 +103,10 @@ export class Queue {
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
-  /** FIFO only (null otherwise): message groups, dedup window, receive attempts; see fifo.ts. */
+  /** FIFO only (null otherwise): groups, deduplication and attempt records, sequence numbers. */
+  readonly fifoState: FifoState | null;
+  /** FIFO only: fifoState's groups. */
   private readonly groups: Groups | null;
-  private readonly dedup: ExpiringRecords<DedupRecord> | null;
-  private readonly attempts: ExpiringRecords<AttemptRecord> | null;
-  /** FIFO: the DeduplicationScope deduplication uses now. */
-  private readonly scope: DedupScope | null;
-  /** FIFO: the last SequenceNumber given (kept by its messages and dedup records in storage). */
-  private lastSequence = 0n;
 
   constructor(
     id: QueueIdentity,
@@ -142,16 +126,14 @@ export class Queue {
     this.name = id.name;
     this.arn = ownString(`arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`);
     this.fifo = id.name.endsWith('.fifo');
-    this.groups = this.fifo ? new Groups() : null;
-    this.dedup = this.fifo ? new ExpiringRecords<DedupRecord>() : null;
-    this.attempts = this.fifo ? new ExpiringRecords<AttemptRecord>() : null;
     this.uid = uid ?? randomBytes(6).toString('hex');
     this.attributes = withDefaults(this.fifo, attributes);
     this.tags = Object.keys(tags).length === 0 ? NO_TAGS : { ...tags };
     this.createdAt = now;
     this.lastModifiedAt = now;
     this.cacheAttributes();
-    this.scope = this.fifo ? new DedupScope(this.deduplicationScope) : null;
+    this.fifoState = this.fifo ? new FifoState(this.deduplicationScope) : null;
+    this.groups = this.fifoState?.groups ?? null;
   }
 
   get key(): string {
@@ -170,7 +152,7 @@ export class Queue {
     this.attributes = sharedDefaults(this.fifo, resolveAttributes(this.attributes, attributes));
     this.lastModifiedAt = now;
     this.cacheAttributes();
-    this.scope?.set(this.deduplicationScope, now);
+    this.fifoState?.setScope(this.deduplicationScope, now);
     this.listener.change?.({ type: 'queue-put', queue: this });
     // A shorter MessageRetentionPeriod brings a FIFO queue's retention deadline forward.
     if (this.groups !== null) this.listener.deadline?.(this);
@@ -216,24 +198,10 @@ export class Queue {
   }
 
   private sendFifo(m: NewMessage, now: number): SendResult {
-    const groupId = m.groupId;
-    if (groupId === undefined) {
-      throw new CoreError('MissingParameter', 'The request must contain the parameter MessageGroupId.');
-    }
-    let dedupId = m.deduplicationId;
-    if (dedupId === undefined) {
-      if (!this.contentBasedDeduplication) {
-        throw new CoreError(
-          'InvalidParameterValue',
-          'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
-        );
-      }
-      dedupId = contentDedupId(m.body);
-    }
+    const fifo = this.fifoState as FifoState;
+    const dedupId = fifo.dedupIdOf(m, this.contentBasedDeduplication);
     this.expireFifoRecords(now);
-    const dedup = this.dedup as ExpiringRecords<DedupRecord>;
-    const key = dedupKey((this.scope as DedupScope).at(now), groupId, dedupId);
-    const seen = dedup.get(key, now);
+    const { key, seen } = fifo.lookup(m.groupId as string, dedupId, now);
     if (seen !== undefined) {
       return { messageId: seen.messageId, sequenceNumber: seen.sequenceNumber, message: undefined };
     }
@@ -242,7 +210,7 @@ export class Queue {
       this.nextSeq++,
       now,
     );
-    msg.sequenceNumber = this.takeSequenceNumber(now);
+    msg.sequenceNumber = fifo.takeSequenceNumber(now);
     const record: DedupRecord = {
       messageId: msg.id,
       sequenceNumber: msg.sequenceNumber,
@@ -250,15 +218,10 @@ export class Queue {
     };
     // Kept for 5 minutes: not as a view into the request the ids came with.
     const ownKey = ownString(key);
-    dedup.set(ownKey, record);
+    fifo.remember(ownKey, record);
     this.listener.change?.({ type: 'dedup-put', queue: this, key: ownKey, record });
     this.enqueue(msg, this.delayMs, now);
     return { messageId: msg.id, sequenceNumber: msg.sequenceNumber, message: msg };
-  }
-
-  private takeSequenceNumber(now: number): string {
-    this.lastSequence = nextSequenceNumber(this.lastSequence, now);
-    return formatSequenceNumber(this.lastSequence);
   }
 
   /** Links a new message into the queue's structures, visible or delayed, and tells the listener. */
@@ -311,7 +274,7 @@ export class Queue {
     msg.firstReceiveAt = src.firstReceiveAt;
     msg.lastReceiveAt = src.lastReceiveAt;
     msg.deadLetterSourceArn = sourceArn;
-    if (this.fifo) msg.sequenceNumber = this.takeSequenceNumber(now);
+    if (this.fifoState !== null) msg.sequenceNumber = this.fifoState.takeSequenceNumber(now);
     this.enqueue(msg, 0, now);
     return msg;
   }
@@ -327,8 +290,10 @@ export class Queue {
     receiveRequestAttemptId?: string,
   ): Message[] {
     this.tick(now);
-    if (this.groups !== null)
-      return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
+    if (this.fifoState !== null) {
+      const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
+      return receiveFifo(this.fifoState, this.receiveHost, max, vt, now, receiveRequestAttemptId);
+    }
     const out: Message[] = [];
     if (this.visible.count === 0) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
@@ -357,124 +322,41 @@ export class Queue {
     return out;
   }
 
-  /**
-   * FIFO receive: the groups in the order they became receivable (fifo.ts), as many of each one's
-   * messages in order as `max` allows, up to its first message that is not visible, then the next
-   * group. A group served is not receivable again until its first message is deleted or becomes
-   * visible again. With a ReceiveRequestAttemptId, a retry within
-   * 5 minutes returns the same messages and receipt handles, with their visibility timeout
-   * started again, as long as none of them was deleted, had its visibility changed or expired;
-   * otherwise it receives anew (and the new result is what later retries get).
-   */
-  private receiveFifo(
-    groups: Groups,
-    max: number,
-    visibilityTimeoutMs: number | undefined,
-    now: number,
-    attemptId: string | undefined,
-  ): Message[] {
-    const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    if (attemptId !== undefined) {
-      const again = this.retryAttempt(attemptId, vt, now);
-      if (again !== undefined) return again;
-    }
-    const out: Message[] = [];
-    if (groups.peekReady() === undefined) return out;
-    if (this.inflight.size >= MAX_INFLIGHT) {
-      throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
-    }
-    for (let g = groups.peekReady(); g !== undefined && out.length < max; g = groups.peekReady()) {
-      for (let m = g.head; m !== null && m.state === 'visible' && out.length < max;) {
-        const next = m.gnext;
-        const dlq = this.deadLetterTarget(m);
-        if (dlq !== undefined) {
-          this.moveToDeadLetter(m, dlq, now);
-        } else {
-          this.visible.unlink(m);
-          this.markReceived(m, now);
-          // In flight even with a zero timeout until the loop is done, so the group's turn ends
-          // and this call cannot hand the same message out twice.
-          m.state = 'inflight';
-          m.heapKey = now + vt;
-          if (vt > 0) this.schedule(this.inflight, m);
-          this.listener.change?.({ type: 'message-put', queue: this, message: m });
-          out.push(m);
-        }
-        m = next;
-      }
-      // In flight now: off the receivable heap. (Or emptied by dead-lettering: refreshed anyway.)
-      groups.refresh(g);
-    }
-    if (vt === 0) for (const m of out) this.returnToVisible(m, false, now);
-    if (attemptId !== undefined && out.length > 0) {
-      const record: AttemptRecord = {
-        expiresAt: now + RECEIVE_ATTEMPT_WINDOW_MS,
-        entries: out.map((m) => ({
-          id: m.id,
-          receiveCount: m.receiveCount,
-          nonce: m.receiptNonce,
-          visibleAt: m.heapKey,
-        })),
-      };
-      // Kept for 5 minutes: not as a view into the request it came with.
-      const ownId = ownString(attemptId);
-      (this.attempts as ExpiringRecords<AttemptRecord>).set(ownId, record);
-      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId: ownId, record });
-    }
-    return out;
-  }
-
-  /** The same messages and handles again, if the attempt's record still holds; see receiveFifo. */
-  private retryAttempt(attemptId: string, vt: number, now: number): Message[] | undefined {
-    const attempts = this.attempts as ExpiringRecords<AttemptRecord>;
-    const rec = attempts.get(attemptId, now);
-    if (rec === undefined) return undefined;
-    const msgs: Message[] = [];
-    for (const e of rec.entries) {
-      const m = this.received?.get(e.id);
-      if (
-        m === undefined ||
-        m.state !== 'inflight' ||
-        m.receiveCount !== e.receiveCount ||
-        m.receiptNonce !== e.nonce ||
-        // The deadline too: a message stored before visibilityChanged existed reads it as false.
-        m.heapKey !== e.visibleAt ||
-        m.visibilityChanged
-      ) {
-        attempts.delete(attemptId);
-        this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId });
-        return undefined;
-      }
-      msgs.push(m);
-    }
-    // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
-    let receivable = false;
-    for (const m of msgs) {
+  /** What fifo-receive.ts does to this queue's messages. */
+  private readonly receiveHost: ReceiveHost = {
+    inflightCount: () => this.inflight.size,
+    deadLettered: (m, now) => {
+      const dlq = this.deadLetterTarget(m);
+      if (dlq !== undefined) this.moveToDeadLetter(m, dlq, now);
+      return dlq !== undefined;
+    },
+    take: (m, vt, now) => {
+      this.visible.unlink(m);
+      this.markReceived(m, now);
+      m.state = 'inflight';
+      m.heapKey = now + vt;
+      if (vt > 0) this.schedule(this.inflight, m);
+      this.listener.change?.({ type: 'message-put', queue: this, message: m });
+    },
+    received: (id) => this.received?.get(id),
+    returnToVisible: (m, atFront, now) => this.returnToVisible(m, atFront, now),
+    restartVisibility: (m, vt, now) => {
       this.inflight.remove(m);
+      let receivable = false;
       if (vt === 0) {
-        if (this.returnToVisible(m, true, now)) receivable = true;
+        receivable = this.returnToVisible(m, true, now);
       } else {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
       }
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
-    }
-    const record: AttemptRecord = {
-      expiresAt: rec.expiresAt,
-      entries: msgs.map((m) => ({
-        id: m.id,
-        receiveCount: m.receiveCount,
-        nonce: m.receiptNonce,
-        visibleAt: m.heapKey,
-      })),
-    };
-    // Same expiry as before; set() would move it to the back, so write it in place.
-    attempts.replace(attemptId, record);
-    this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
-    // A timeout of 0 made their groups receivable: long polls waiting on the queue can have them now.
-    if (receivable) this.listener.available?.(this);
-    return msgs;
-  }
+      return receivable;
+    },
+    attemptPut: (attemptId, record) =>
+      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record }),
+    attemptDelete: (attemptId) => this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+    available: () => this.listener.available?.(this),
+  };
 
   /**
    * The dead-letter queue a message goes to instead of this receive: when it has been received
@@ -603,15 +485,8 @@ export class Queue {
     this.visible.clear();
     this.inflight.clear();
     this.delayed.clear();
-    this.groups?.clear();
     // AWS (recorded): a deduplication id sent again right after a purge is a new message.
-    if (this.dedup !== null) {
-      for (const [key] of this.dedup.entries()) {
-        this.listener.change?.({ type: 'dedup-delete', queue: this, key });
-      }
-      this.dedup.clear();
-    }
-    this.attempts?.clear();
+    this.fifoState?.purge((key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }));
     this.listener.change?.({ type: 'queue-purge', queue: this });
   }
 
@@ -676,9 +551,10 @@ export class Queue {
 
   /** Drops deduplication and receive-attempt records whose 5 minutes have passed. */
   private expireFifoRecords(now: number): void {
-    this.dedup?.expire(now, (key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }));
-    this.attempts?.expire(now, (attemptId) =>
-      this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+    this.fifoState?.expire(
+      now,
+      (key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }),
+      (attemptId) => this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
     );
   }
 
@@ -734,73 +610,8 @@ export class Queue {
     }
     if (g !== undefined) this.groups?.refresh(g);
     if (msg.seq >= this.nextSeq) this.nextSeq = msg.seq + 1;
-    this.restoreSequence(msg.sequenceNumber);
+    this.fifoState?.restoreSequence(msg.sequenceNumber);
     return true;
-  }
-
-  /** The last SequenceNumber given (FIFO), for storage; restored by restoreFifoCounters. */
-  get lastSequenceNumber(): string | undefined {
-    return this.lastSequence === 0n ? undefined : formatSequenceNumber(this.lastSequence);
-  }
-
-  /** Puts back the last SequenceNumber storage kept; it only ever moves forward. Emits nothing. */
-  restoreSequence(sequenceNumber: string | undefined): void {
-    if (sequenceNumber === undefined || !/^\d+$/.test(sequenceNumber)) return;
-    const n = BigInt(sequenceNumber);
-    if (n > this.lastSequence) this.lastSequence = n;
-  }
-
-  /**
-   * Puts back a deduplication record (FIFO); call in `expiresAt` order. Expired ones are dropped
-   * by the next tick. Emits nothing.
-   */
-  restoreDedup(key: string, record: DedupRecord): void {
-    if (this.dedup === null) return;
-    this.dedup.set(key, record);
-    this.restoreSequence(record.sequenceNumber);
-  }
-
-  /**
-   * FIFO, for storage: the DeduplicationScope in effect and the changes that have not taken effect
-   * yet; undefined when there are none. Restored by restoreScope.
-   */
-  get pendingScope(): { inEffect: DeduplicationScope; changes: readonly ScopeChange[] } | undefined {
-    return this.scope?.state;
-  }
-
-  /** Puts back what pendingScope gave. Emits nothing. */
-  restoreScope(inEffect: DeduplicationScope, changes: readonly ScopeChange[]): void {
-    this.scope?.restore(inEffect, changes);
-  }
-
-  /** Puts back a ReceiveRequestAttemptId record (FIFO); call in `expiresAt` order. Emits nothing. */
-  restoreAttempt(attemptId: string, record: AttemptRecord): void {
-    this.attempts?.set(attemptId, record);
-  }
-
-  /** The deduplication record under `key` (FIFO), as stored; for persistence. */
-  dedupRecord(key: string): DedupRecord | undefined {
-    return this.dedup?.peek(key);
-  }
-
-  /** The record of a ReceiveRequestAttemptId (FIFO), as stored; for persistence. */
-  attemptRecord(attemptId: string): AttemptRecord | undefined {
-    return this.attempts?.peek(attemptId);
-  }
-
-  /** The deduplication records of the window (FIFO), oldest first: for persistence and tests. */
-  *dedupRecords(): IterableIterator<[string, DedupRecord]> {
-    if (this.dedup !== null) yield* this.dedup.entries();
-  }
-
-  /** The ReceiveRequestAttemptId records (FIFO), oldest first: for persistence and tests. */
-  *attemptRecords(): IterableIterator<[string, AttemptRecord]> {
-    if (this.attempts !== null) yield* this.attempts.entries();
-  }
-
-  /** How many message groups hold messages (FIFO; 0 for a standard queue). */
-  get groupCount(): number {
-    return this.groups?.size ?? 0;
   }
 
   /** Puts back the counters and times storage kept; `nextSeq` only ever moves forward. Emits nothing. */

@@ -225,7 +225,7 @@ interface QueueRecord {
   /** FIFO: the last SequenceNumber given, as of this record (messages and dedup records hold newer ones). */
   lastSequence?: string;
   /**
-   * FIFO, while a DeduplicationScope change has not taken effect (Queue.pendingScope): the scope in
+   * FIFO, while a DeduplicationScope change has not taken effect (FifoState.pendingScope): the scope in
    * effect and the changes as [when made, new scope]. Absent from older records: none pending.
    */
   dedupScope?: { inEffect: DeduplicationScope; changes: [number, DeduplicationScope][] };
@@ -247,9 +247,9 @@ export function serializeQueue(q: Queue): string {
     attributes: q.attributes,
     tags: q.tags,
   };
-  const last = q.lastSequenceNumber;
+  const last = q.fifoState?.lastSequenceNumber;
   if (last !== undefined) r.lastSequence = last;
-  const scope = q.pendingScope;
+  const scope = q.fifoState?.pendingScope;
   if (scope !== undefined) {
     r.dedupScope = { inEffect: scope.inEffect, changes: scope.changes.map((c) => [c.at, c.scope]) };
   }
@@ -291,13 +291,13 @@ export function deserializeQueue(record: string, store: QueueStore, nextSeq = 0)
     lastModifiedAt: r.lastModifiedAt,
     lastPurgeAt: typeof r.lastPurgeAt === 'number' ? r.lastPurgeAt : Number.NEGATIVE_INFINITY,
   });
-  if (typeof r.lastSequence === 'string') q.restoreSequence(r.lastSequence);
+  if (typeof r.lastSequence === 'string') q.fifoState?.restoreSequence(r.lastSequence);
   if (r.dedupScope !== undefined) {
     const { inEffect, changes } = r.dedupScope;
     if (!isScope(inEffect) || !Array.isArray(changes) || !changes.every((c) => isScopeChange(c))) {
       throw new CodecError(`queue record ${r.name}: dedupScope is not {inEffect, changes: [at, scope][]}`);
     }
-    q.restoreScope(
+    q.fifoState?.restoreScope(
       inEffect,
       changes.map(([at, scope]) => ({ at, scope })),
     );

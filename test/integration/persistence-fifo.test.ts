@@ -126,7 +126,7 @@ void test('Given deduplication records past their 5 minutes, when reloaded and t
   const b = await open(keys, clock);
   const back = queue(b.store, 'q.fifo');
   back.tick(clock.now());
-  assert.deepEqual([...back.dedupRecords()], []);
+  assert.deepEqual([...(back.fifoState?.dedupRecords() ?? [])], []);
   await b.writer.commit();
   assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 0);
 });

@@ -938,14 +938,14 @@ function run(seed: number, steps: number): void {
         `${s.where}: dead-letter queue counts`,
       );
       if (compareQueue(s, last, q, at, model, fifoFields)) {
-        assert.equal(q.groupCount, model.groupIds().length, `${s.where}: groups`);
+        assert.equal(q.fifoState?.groupCount, model.groupIds().length, `${s.where}: groups`);
         assert.equal(
-          [...q.dedupRecords()].length,
+          [...(q.fifoState?.dedupRecords() ?? [])].length,
           model.liveDedupRecords(at),
           `${s.where}: deduplication records`,
         );
         assert.equal(
-          [...q.attemptRecords()].length,
+          [...(q.fifoState?.attemptRecords() ?? [])].length,
           model.liveAttemptRecords(at),
           `${s.where}: attempt records`,
         );

@@ -122,7 +122,7 @@ void test('Given deduplication records, when their 5 minutes pass, then tick dro
   clock.advance(DEDUP_WINDOW_MS - 10 * S);
   q.tick(clock.now());
   assert.deepEqual(
-    [...q.dedupRecords()].map(([k]) => k),
+    [...(q.fifoState?.dedupRecords() ?? [])].map(([k]) => k),
     ['q:b'],
   );
   assert.deepEqual(
@@ -308,8 +308,8 @@ void test('Given a purged FIFO queue, when a deduplication id sent before the pu
   const { q, clock } = fifo();
   const first = q.sendMessage(msg('a', 'd'), clock.now());
   q.purge(clock.now());
-  assert.equal(q.groupCount, 0);
-  assert.deepEqual([...q.dedupRecords()], []);
+  assert.equal(q.fifoState?.groupCount, 0);
+  assert.deepEqual([...(q.fifoState?.dedupRecords() ?? [])], []);
   const again = q.sendMessage(msg('a', 'd'), clock.now());
   assert.notEqual(again.messageId, first.messageId);
   assert.notEqual(again.message, undefined);
@@ -401,7 +401,7 @@ void test('Given a queue created with DeduplicationScope messageGroup, when sent
 void test('Given a SetQueueAttributes that repeats the DeduplicationScope in effect, when sent at once, then nothing is pending', () => {
   const { q, clock } = fifo({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
   q.setAttributes({ DeduplicationScope: 'messageGroup' }, clock.now());
-  assert.equal(q.pendingScope, undefined);
+  assert.equal(q.fifoState?.pendingScope, undefined);
   const a = q.sendMessage(msg('a', 'd'), clock.now());
   assert.notEqual(q.sendMessage(msg('b', 'd'), clock.now()).messageId, a.messageId);
 });
@@ -417,7 +417,7 @@ void test('Given many groups, when all their messages are received and deleted, 
     for (const m of got) q.deleteMessage(q.receiptHandle(m), clock.now());
   }
   assert.equal(q.size, 0);
-  assert.equal(q.groupCount, 0);
+  assert.equal(q.fifoState?.groupCount, 0);
 });
 
 // ---- ReceiveRequestAttemptId ----------------------------------------------------------------

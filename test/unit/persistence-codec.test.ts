@@ -76,11 +76,14 @@ const QUEUE_STRUCTURE = new Set([
   'visible',
   'inflight',
   'delayed',
+  // FIFO state (fifo-state.ts): its groups rebuilt by restoreMessage; deduplication and
+  // ReceiveRequestAttemptId records in their own hashes (d:, a:), restored by load-records.ts and
+  // round-tripped by the record tests below; the last SequenceNumber and a pending
+  // DeduplicationScope change in the queue record, round-tripped by the FIFO tests below.
   'groups',
-  // FIFO deduplication and ReceiveRequestAttemptId records: their own hashes (d:, a:), restored
-  // by load-records.ts; round-tripped by the record tests below.
-  'dedup',
-  'attempts',
+  'fifoState',
+  // The FIFO receive's way to this queue's messages (fifo-receive.ts), bound to the queue.
+  'receiveHost',
   // Stored queues are never deleted ones.
   'deleted',
   // A metrics counter since this process loaded the queue, not state.
@@ -97,9 +100,6 @@ const QUEUE_PERSISTED = [
   'lastModifiedAt',
   'lastPurgeAt',
   'nextSeq',
-  'lastSequence',
-  // FIFO: the DeduplicationScope in effect while a change is pending (dedupScope in the record).
-  'scope',
   // Derived from the name and the attributes, compared to be sure they come out the same.
   'arn',
   'fifo',
@@ -343,7 +343,7 @@ function dedupsByGroup(q: Queue, now: number): boolean {
 test('Given a FIFO queue restored 10 s after a DeduplicationScope change, when sent to, then the scope before the change applies until 60 s after it, the new one from then', () => {
   const { queue, clock, changedAt } = fifoScopeChanged();
   const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
-  assert.deepEqual(back.pendingScope, queue.pendingScope);
+  assert.deepEqual(back.fifoState?.pendingScope, queue.fifoState?.pendingScope);
   assert.equal(back.attributes.DeduplicationScope, 'messageGroup', 'the attribute shows the change at once');
   assert.equal(dedupsByGroup(back, changedAt + 60_000 - 1), false, 'scope queue until 60 s after the change');
   assert.equal(dedupsByGroup(back, changedAt + 60_000), true, 'scope messageGroup from then');
@@ -355,7 +355,7 @@ test('Given a FIFO queue record written before pending scope changes were stored
   assert.ok('dedupScope' in record, 'the record holds the pending change');
   delete record.dedupScope;
   const back = deserializeQueue(JSON.stringify(record), new QueueStore(clock));
-  assert.equal(back.pendingScope, undefined);
+  assert.equal(back.fifoState?.pendingScope, undefined);
   assert.equal(dedupsByGroup(back, clock.now()), true);
 });
 
@@ -456,7 +456,7 @@ test('Given a FIFO queue that gave sequence numbers, when its record is round-tr
     clock.now(),
   );
   const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
-  assert.equal(back.lastSequenceNumber, sent.sequenceNumber);
+  assert.equal(back.fifoState?.lastSequenceNumber, sent.sequenceNumber);
 });
 
 test('Given a deduplication record, when serialized and parsed, then it is equal', () => {
