@@ -55,8 +55,9 @@ export interface QueueIdentity {
  * scheduler when the next such moment is, so it can wake waiters without polling.
  *
  * Every operation is O(1) or O(log n) in the queue's depth: visible messages are an intrusive
- * list, delayed and in-flight ones indexed heaps, and a receipt handle names its message id, so
- * finding it is one Map lookup.
+ * list (lists.ts), delayed and in-flight ones indexed heaps, and a receipt handle names its
+ * message id (receipts.ts), so finding it is one Map lookup. A FIFO queue's groups and records
+ * are its fifoState (fifo-state.ts); its receives, fifo-receive.ts.
  */
 export class Queue {
   readonly accountId: string;
