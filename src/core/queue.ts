@@ -343,10 +343,8 @@ export class Queue {
     returnToVisible: (m, atFront, now) => this.returnToVisible(m, atFront, now),
     restartVisibility: (m, vt, now) => {
       this.inflight.remove(m);
-      let receivable = false;
-      if (vt === 0) {
-        receivable = this.returnToVisible(m, true, now);
-      } else {
+      const receivable = vt === 0 && this.returnToVisible(m, true, now);
+      if (vt > 0) {
         m.heapKey = now + vt;
         this.schedule(this.inflight, m);
       }
@@ -622,10 +620,7 @@ export class Queue {
     this.lastPurgeAt = c.lastPurgeAt;
   }
 
-  /**
-   * The visible messages in the order receives would take them (standard queues; FIFO receives go
-   * by group). For tests, not the hot path: it sorts the expired ones.
-   */
+  /** Standard queues: the visible messages in the order receives take them; for tests (lists.ts). */
   *visibleInReceiveOrder(): IterableIterator<Message> {
     yield* this.visible.inReceiveOrder();
   }
