@@ -102,7 +102,7 @@ export class Groups {
   refresh(g: Group): boolean {
     if (g.receivable) {
       const head = g.head as Message;
-      // A visible message's heapKey is the moment it became visible (queue.ts pushVisible).
+      // A visible message's heapKey is the moment it became visible (lists.ts: VisibleList.push).
       const key = Math.max(g.headSince, head.heapKey);
       if (g.heapIndex < 0) {
         g.heapKey = key;

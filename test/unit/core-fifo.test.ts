@@ -317,16 +317,36 @@ void test('Given a purged FIFO queue, when a deduplication id sent before the pu
 
 // ---- a change of DeduplicationScope takes effect 60 s after it is made (docs/compatibility.md) ----
 
+/** What Queue.sendMessage takes. */
+type NewFifoMessage = Parameters<Queue['sendMessage']>[0];
+
+let fifoMessages = 0;
+/** A message of `group` with deduplication id `dedup` (undefined: by content) and `body`. */
+function fifoMessage(
+  group: string,
+  dedup: string | undefined,
+  body = `fifo-${fifoMessages + 1}`,
+): NewFifoMessage {
+  fifoMessages++;
+  return {
+    id: `f-${fifoMessages}`,
+    body,
+    md5OfBody: 'md5',
+    senderId: 'AIDAEXAMPLE',
+    groupId: group,
+    ...(dedup === undefined ? {} : { deduplicationId: dedup }),
+  };
+}
 /** The six recorded steps, in one millisecond: the scope before the change still applies. */
 function recordedScopeSteps(): { q: Queue; clock: ManualClock; changedAt: number } {
   const { q, clock } = fifo({ DeduplicationScope: 'queue', ContentBasedDeduplication: 'false' });
   // 1. Test1 (group1, D): received and deleted.
-  q.sendMessage(msg('group1', 'D', 'Test1'), clock.now());
+  q.sendMessage(fifoMessage('group1', 'D', 'Test1'), clock.now());
   const [t1] = q.receive(1, undefined, clock.now());
   assert.equal(t1?.body, 'Test1');
   q.deleteMessage(q.receiptHandle(t1), clock.now());
   // 2. Test2 (group2, D): a duplicate.
-  assert.equal(q.sendMessage(msg('group2', 'D', 'Test2'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(fifoMessage('group2', 'D', 'Test2'), clock.now()).message, undefined);
   assert.deepEqual(q.receive(10, 0, clock.now()), []);
   // 3. The switch to high throughput: the attributes show it at once.
   clock.advance(1);
@@ -339,15 +359,15 @@ function recordedScopeSteps(): { q: Queue; clock: ManualClock; changedAt: number
   assert.equal(q.attributes.FifoThroughputLimit, 'perMessageGroupId');
   // 4. Nothing to receive; Test3 (group3, D) is still a duplicate.
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
-  assert.equal(q.sendMessage(msg('group3', 'D', 'Test3'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(fifoMessage('group3', 'D', 'Test3'), clock.now()).message, undefined);
   assert.deepEqual(q.receive(10, 0, clock.now()), []);
   // 5. Test4 (group4, E): new, received, deleted.
-  assert.ok(q.sendMessage(msg('group4', 'E', 'Test4'), clock.now()).message);
+  assert.ok(q.sendMessage(fifoMessage('group4', 'E', 'Test4'), clock.now()).message);
   const [t4] = q.receive(10, undefined, clock.now());
   assert.equal(t4?.body, 'Test4');
   q.deleteMessage(q.receiptHandle(t4), clock.now());
   // 6. Test5 (group5, E): a duplicate, though its group differs.
-  assert.equal(q.sendMessage(msg('group5', 'E', 'Test5'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(fifoMessage('group5', 'E', 'Test5'), clock.now()).message, undefined);
   assert.deepEqual(q.receive(10, 0, clock.now()), []);
   return { q, clock, changedAt };
 }
@@ -359,15 +379,15 @@ void test('Given a FIFO queue switched to high throughput after creation, when t
 void test('Given a DeduplicationScope change, when 1 ms short of 60 s later a deduplication id is sent in another group, then it is still a duplicate', () => {
   const { q, clock, changedAt } = recordedScopeSteps();
   clock.advance(changedAt + 60 * S - 1 - clock.now());
-  assert.equal(q.sendMessage(msg('group6', 'E', 'Test6'), clock.now()).message, undefined);
+  assert.equal(q.sendMessage(fifoMessage('group6', 'E', 'Test6'), clock.now()).message, undefined);
 });
 
 void test('Given a DeduplicationScope change, when 60 s later a deduplication id is sent in another group, then it is a new message, and again in its own group a duplicate', () => {
   const { q, clock, changedAt } = recordedScopeSteps();
   clock.advance(changedAt + 60 * S - clock.now());
-  const t6 = q.sendMessage(msg('group6', 'E', 'Test6'), clock.now());
+  const t6 = q.sendMessage(fifoMessage('group6', 'E', 'Test6'), clock.now());
   assert.ok(t6.message, 'E in group6 under scope messageGroup: new');
-  assert.equal(q.sendMessage(msg('group6', 'E', 'again'), clock.now()).messageId, t6.messageId);
+  assert.equal(q.sendMessage(fifoMessage('group6', 'E', 'again'), clock.now()).messageId, t6.messageId);
 });
 
 void test('Given two DeduplicationScope changes 30 s apart, when sends follow, then each change takes effect 60 s after it was made', () => {
@@ -375,8 +395,8 @@ void test('Given two DeduplicationScope changes 30 s apart, when sends follow, t
   const scopeAt = (): string => {
     // The same id in two new groups: one message under scope queue, two under messageGroup.
     const id = `probe-${clock.now()}`;
-    const a = q.sendMessage(msg(`a${clock.now()}`, id), clock.now());
-    const b = q.sendMessage(msg(`b${clock.now()}`, id), clock.now());
+    const a = q.sendMessage(fifoMessage(`a${clock.now()}`, id), clock.now());
+    const b = q.sendMessage(fifoMessage(`b${clock.now()}`, id), clock.now());
     return a.messageId === b.messageId ? 'queue' : 'messageGroup';
   };
   q.setAttributes({ DeduplicationScope: 'messageGroup' }, clock.now());
@@ -394,16 +414,16 @@ void test('Given two DeduplicationScope changes 30 s apart, when sends follow, t
 
 void test('Given a queue created with DeduplicationScope messageGroup, when sent at once, then that scope applies from the start', () => {
   const { q, clock } = fifo({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
-  const a = q.sendMessage(msg('a', 'd'), clock.now());
-  assert.notEqual(q.sendMessage(msg('b', 'd'), clock.now()).messageId, a.messageId);
+  const a = q.sendMessage(fifoMessage('a', 'd'), clock.now());
+  assert.notEqual(q.sendMessage(fifoMessage('b', 'd'), clock.now()).messageId, a.messageId);
 });
 
 void test('Given a SetQueueAttributes that repeats the DeduplicationScope in effect, when sent at once, then nothing is pending', () => {
   const { q, clock } = fifo({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
   q.setAttributes({ DeduplicationScope: 'messageGroup' }, clock.now());
   assert.equal(q.fifoState?.pendingScope, undefined);
-  const a = q.sendMessage(msg('a', 'd'), clock.now());
-  assert.notEqual(q.sendMessage(msg('b', 'd'), clock.now()).messageId, a.messageId);
+  const a = q.sendMessage(fifoMessage('a', 'd'), clock.now());
+  assert.notEqual(q.sendMessage(fifoMessage('b', 'd'), clock.now()).messageId, a.messageId);
 });
 
 void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
@@ -565,7 +585,7 @@ function firstOfTwoBack(back: (q: Queue, clock: ManualClock, handle: string) => 
     ['g1', 'g1-m2'],
     ['g2', 'g2-m1'],
   ] as const)
-    q.sendMessage(msg(group, undefined, body), clock.now());
+    q.sendMessage(fifoMessage(group, undefined, body), clock.now());
   const got = q.receive(2, undefined, clock.now());
   assert.deepEqual(bodies(got), ['g1-m1', 'g1-m2']);
   clock.advance(1);
@@ -593,7 +613,7 @@ for (const [p, expected] of [
 ] as const) {
   void test(`Given foo, bar, baz of one group in flight for 1 s, when the one at position ${p} is extended to 4 s and 2.5 s pass, then a receive returns [${expected.join(', ')}]`, () => {
     const { q, clock } = fifo({ VisibilityTimeout: '1', ContentBasedDeduplication: 'true' });
-    for (const body of ['foo', 'bar', 'baz']) q.sendMessage(msg('1', undefined, body), clock.now());
+    for (const body of ['foo', 'bar', 'baz']) q.sendMessage(fifoMessage('1', undefined, body), clock.now());
     const got = q.receive(5, undefined, clock.now());
     assert.deepEqual(bodies(got), ['foo', 'bar', 'baz']);
     q.changeVisibility(q.receiptHandle(got[p] as Message), 4 * S, clock.now());
