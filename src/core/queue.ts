@@ -293,6 +293,7 @@ export class Queue {
     this.tick(now);
     if (this.fifoState !== null) {
       const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
+      this.receiveHost ??= this.newReceiveHost();
       return receiveFifo(this.fifoState, this.receiveHost, max, vt, now, receiveRequestAttemptId);
     }
     const out: Message[] = [];
@@ -323,39 +324,44 @@ export class Queue {
     return out;
   }
 
-  /** What fifo-receive.ts does to this queue's messages. */
-  private readonly receiveHost: ReceiveHost = {
-    inflightCount: () => this.inflight.size,
-    deadLettered: (m, now) => {
-      const dlq = this.deadLetterTarget(m);
-      if (dlq !== undefined) this.moveToDeadLetter(m, dlq, now);
-      return dlq !== undefined;
-    },
-    take: (m, vt, now) => {
-      this.visible.unlink(m);
-      this.markReceived(m, now);
-      m.state = 'inflight';
-      m.heapKey = now + vt;
-      if (vt > 0) this.schedule(this.inflight, m);
-      this.listener.change?.({ type: 'message-put', queue: this, message: m });
-    },
-    received: (id) => this.received?.get(id),
-    returnToVisible: (m, atFront, now) => this.returnToVisible(m, atFront, now),
-    restartVisibility: (m, vt, now) => {
-      this.inflight.remove(m);
-      const receivable = vt === 0 && this.returnToVisible(m, true, now);
-      if (vt > 0) {
+  /** What fifo-receive.ts does to this queue's messages; made at a FIFO queue's first receive. */
+  private receiveHost: ReceiveHost | undefined;
+
+  private newReceiveHost(): ReceiveHost {
+    return {
+      inflightCount: () => this.inflight.size,
+      deadLettered: (m, now) => {
+        const dlq = this.deadLetterTarget(m);
+        if (dlq !== undefined) this.moveToDeadLetter(m, dlq, now);
+        return dlq !== undefined;
+      },
+      take: (m, vt, now) => {
+        this.visible.unlink(m);
+        this.markReceived(m, now);
+        m.state = 'inflight';
         m.heapKey = now + vt;
-        this.schedule(this.inflight, m);
-      }
-      this.listener.change?.({ type: 'message-put', queue: this, message: m });
-      return receivable;
-    },
-    attemptPut: (attemptId, record) =>
-      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record }),
-    attemptDelete: (attemptId) => this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
-    available: () => this.listener.available?.(this),
-  };
+        if (vt > 0) this.schedule(this.inflight, m);
+        this.listener.change?.({ type: 'message-put', queue: this, message: m });
+      },
+      received: (id) => this.received?.get(id),
+      returnToVisible: (m, atFront, now) => this.returnToVisible(m, atFront, now),
+      restartVisibility: (m, vt, now) => {
+        this.inflight.remove(m);
+        const receivable = vt === 0 && this.returnToVisible(m, true, now);
+        if (vt > 0) {
+          m.heapKey = now + vt;
+          this.schedule(this.inflight, m);
+        }
+        this.listener.change?.({ type: 'message-put', queue: this, message: m });
+        return receivable;
+      },
+      attemptPut: (attemptId, record) =>
+        this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record }),
+      attemptDelete: (attemptId) =>
+        this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+      available: () => this.listener.available?.(this),
+    };
+  }
 
   /**
    * The dead-letter queue a message goes to instead of this receive: when it has been received
