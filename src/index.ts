@@ -14,11 +14,12 @@
  * not change with the shell it runs in.
  */
 import type { AuthMode } from './auth/authenticate.js';
+import type { Clock } from './core/clock.js';
 import { optionsArgv, parseConfig } from './config.js';
 import type { LogLevel } from './log.js';
 import { start } from './server.js';
 
-export type { AuthMode, LogLevel };
+export type { AuthMode, Clock, LogLevel };
 
 /** A duration: a number of milliseconds, or as on the command line (`10s`, `500ms`, `1m30s`). */
 export type Duration = number | string;
@@ -79,9 +80,23 @@ export interface RunningServer {
 
 const EMBEDDED_DEFAULTS: ServerOptions = { port: 0, controlPort: 0, host: '127.0.0.1', logLevel: 'silent' };
 
-export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+/** What an embedding program gives that has no command-line flag. */
+export interface EmbedOptions {
+  /**
+   * Milliseconds since the epoch, read for every SQS rule (visibility, delays, retention,
+   * deduplication windows, move-task rates); default: the system clock. A test suite can move it
+   * forward instead of sleeping; where it stands still, so does the server's SQS time.
+   */
+  readonly clock?: Clock;
+}
+
+export async function startServer(
+  options: ServerOptions = {},
+  embed: EmbedOptions = {},
+): Promise<RunningServer> {
   const config = parseConfig(optionsArgv({ ...EMBEDDED_DEFAULTS, ...options }), {});
   const server = await start(config, {
+    ...(embed.clock === undefined ? {} : { clock: embed.clock }),
     // What Redis holds cannot be loaded: the server has stopped (and said why on stderr); the
     // process it runs in is not ours to end.
     onFatal: () => undefined,

@@ -1,22 +1,25 @@
 /**
  * The parts of a FIFO queue a standard queue does not have: message groups, the deduplication
- * window, ReceiveRequestAttemptId records and sequence numbers. Queue (queue.ts) owns one of each
- * and calls them as its messages change state; nothing here knows about time except through the
- * `now` it is handed.
+ * window and its scope, ReceiveRequestAttemptId records and sequence numbers. Queue (queue.ts)
+ * owns one of each and calls them as its messages change state; nothing here knows about time
+ * except through the `now` it is handed.
  *
  * Groups. Every message of a FIFO queue sits in its group's list, in send order, whatever its
- * state (delayed, visible, in flight). A group can be received from when no message of it is in
- * flight and its first message is visible; such groups are kept in a heap ordered by the moment
- * they became receivable (the later of: their first message became visible, their last in-flight
- * message left flight), then by their first message's send order (`seq`). A group whose message
+ * state (delayed, visible, in flight). A receive serves a group's messages in that order and stops
+ * at the first one that is not visible: a message in flight holds back the ones after it, not the
+ * ones before it (AWS, recorded; docs/compatibility.md, "FIFO queues"). So a group can be received
+ * from when its first message is visible. Such groups are kept in a heap ordered by the moment they
+ * became receivable (the later of: their first message became visible, the message before it left
+ * while in flight), then by their first message's send order (`seq`). A group whose first message
  * comes back (timeout, ChangeMessageVisibility 0, a receive with VisibilityTimeout 0) or whose
- * in-flight messages are deleted thus waits behind the groups that were waiting already, as AWS
- * serves them (recorded; docs/compatibility.md). A receive takes the first receivable group in
- * O(log g) without looking at any other group or message, and serves several messages of that
- * group, in order, before it moves on to the next group.
+ * in-flight first message is deleted thus waits behind the groups that were waiting already, as
+ * AWS serves them. A receive takes the first receivable group in O(log g) without looking at any
+ * other group or message, and serves several messages of that group, in order, before it moves on
+ * to the next group.
  */
 import { createHash } from 'node:crypto';
 import { IndexedHeap, type HeapItem } from './heap.js';
+import { SCOPE_CHANGE_DELAY_MS } from './limits.js';
 import type { Message } from './message.js';
 
 export type DeduplicationScope = 'queue' | 'messageGroup';
@@ -25,10 +28,8 @@ export type DeduplicationScope = 'queue' | 'messageGroup';
 export class Group implements HeapItem {
   head: Message | null = null;
   tail: Message | null = null;
-  /** How many of its messages are in flight; the group is locked while this is above 0. */
-  inflight = 0;
-  /** When its last in-flight message left flight (deleted, visible again, expired). */
-  unlockedAt = Number.NEGATIVE_INFINITY;
+  /** When a first message of it left while in flight (deleted, expired): the next one's turn began. */
+  headSince = Number.NEGATIVE_INFINITY;
   /** While the group is receivable: the moment it became so; then its first message's `seq`. */
   heapKey = 0;
   heapTie = 0;
@@ -37,7 +38,7 @@ export class Group implements HeapItem {
   constructor(readonly id: string) {}
 
   get receivable(): boolean {
-    return this.inflight === 0 && this.head !== null && this.head.state === 'visible';
+    return this.head !== null && this.head.state === 'visible';
   }
 }
 
@@ -75,29 +76,23 @@ export class Groups {
   }
 
   /**
-   * Takes a message out of its group; `wasInflight` says whether it counted as in flight. The
+   * Takes a message out of its group at `at`; `wasInflight` says whether it was in flight. The
    * group is forgotten when it becomes empty. Returns the group, for `refresh`.
    */
   unlink(msg: Message, wasInflight: boolean, at: number): Group | undefined {
     const g = this.byId.get(msg.groupId ?? '');
     if (g === undefined) return undefined;
+    if (wasInflight && msg.gprev === null && at > g.headSince) g.headSince = at;
     if (msg.gprev === null) g.head = msg.gnext;
     else msg.gprev.gnext = msg.gnext;
     if (msg.gnext === null) g.tail = msg.gprev;
     else msg.gnext.gprev = msg.gprev;
     msg.gprev = msg.gnext = null;
-    if (wasInflight) this.leftFlight(g, at);
     if (g.head === null) {
       this.ready.remove(g);
       this.byId.delete(g.id);
     }
     return g;
-  }
-
-  /** One of the group's messages stopped being in flight at `at`. */
-  leftFlight(g: Group, at: number): void {
-    g.inflight--;
-    if (at > g.unlockedAt) g.unlockedAt = at;
   }
 
   /**
@@ -107,8 +102,8 @@ export class Groups {
   refresh(g: Group): boolean {
     if (g.receivable) {
       const head = g.head as Message;
-      // A visible message's heapKey is the moment it became visible (queue.ts pushVisible).
-      const key = Math.max(g.unlockedAt, head.heapKey);
+      // A visible message's heapKey is the moment it became visible (lists.ts: VisibleList.push).
+      const key = Math.max(g.headSince, head.heapKey);
       if (g.heapIndex < 0) {
         g.heapKey = key;
         g.heapTie = head.seq;
@@ -130,6 +125,47 @@ export class Groups {
   clear(): void {
     this.ready.clear();
     this.byId.clear();
+  }
+}
+
+/** A change of DeduplicationScope: when it was made, and the new scope. */
+export interface ScopeChange {
+  readonly at: number;
+  readonly scope: DeduplicationScope;
+}
+
+/**
+ * The DeduplicationScope deduplication uses: the attribute's value, except that a change takes
+ * effect `SCOPE_CHANGE_DELAY_MS` after it is made (GetQueueAttributes shows it at once). Until
+ * then sends are deduplicated under the scope before it, old and new deduplication ids alike.
+ */
+export class DedupScope {
+  /** The changes that have not taken effect yet, oldest first. */
+  private pending: ScopeChange[] = [];
+
+  constructor(private current: DeduplicationScope) {}
+
+  /** The attribute was set to `scope` at `now`: a change when it differs from the latest value. */
+  set(scope: DeduplicationScope, now: number): void {
+    if (scope !== (this.pending.at(-1)?.scope ?? this.current)) this.pending.push({ at: now, scope });
+  }
+
+  at(now: number): DeduplicationScope {
+    while (this.pending.length > 0 && (this.pending[0] as ScopeChange).at + SCOPE_CHANGE_DELAY_MS <= now) {
+      this.current = (this.pending.shift() as ScopeChange).scope;
+    }
+    return this.current;
+  }
+
+  /** For storage: the scope in effect before the pending changes, and those; undefined when none. */
+  get state(): { inEffect: DeduplicationScope; changes: readonly ScopeChange[] } | undefined {
+    return this.pending.length === 0 ? undefined : { inEffect: this.current, changes: [...this.pending] };
+  }
+
+  /** Puts back what `state` gave (the loader's way in). */
+  restore(inEffect: DeduplicationScope, changes: readonly ScopeChange[]): void {
+    this.current = inEffect;
+    this.pending = [...changes];
   }
 }
 

@@ -36,6 +36,11 @@ export const DEFAULT_KMS_DATA_KEY_REUSE_SECONDS = 300;
 export const MAX_KMS_DATA_KEY_REUSE_SECONDS = 86_400;
 /** How long a deduplication id is remembered, after the send it came with (5 minutes). */
 export const DEDUP_WINDOW_MS = 300_000;
+/**
+ * How long after a change of DeduplicationScope deduplication keeps the scope before it (AWS:
+ * attribute changes take up to 60 seconds to propagate; docs/compatibility.md, "FIFO queues").
+ */
+export const SCOPE_CHANGE_DELAY_MS = 60_000;
 /** How long a ReceiveRequestAttemptId can be retried (5 minutes). */
 export const RECEIVE_ATTEMPT_WINDOW_MS = 300_000;
 /** One PurgeQueue per queue every 60 seconds. */

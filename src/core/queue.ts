@@ -3,19 +3,11 @@ import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js
 import { messageCost } from './budget.js';
 import { CoreError } from './errors.js';
 import type { CoreListener } from './events.js';
-import {
-  contentDedupId,
-  dedupKey,
-  ExpiringRecords,
-  formatSequenceNumber,
-  Groups,
-  nextSequenceNumber,
-  type AttemptRecord,
-  type DedupRecord,
-  type DeduplicationScope,
-  type Group,
-} from './fifo.js';
-import { IndexedHeap, type HeapItem } from './heap.js';
+import type { DedupRecord, DeduplicationScope, Group, Groups } from './fifo.js';
+import { receiveFifo, type ReceiveHost } from './fifo-receive.js';
+import { FifoState } from './fifo-state.js';
+import { IndexedHeap } from './heap.js';
+import { SentList, VisibleList } from './lists.js';
 import {
   DEDUP_WINDOW_MS,
   DEFAULT_RETENTION_SECONDS,
@@ -24,9 +16,9 @@ import {
   MAX_MESSAGE_SIZE,
   MAX_VISIBILITY_TIMEOUT_SECONDS,
   PURGE_INTERVAL_MS,
-  RECEIVE_ATTEMPT_WINDOW_MS,
 } from './limits.js';
 import { Message, type NewMessage } from './message.js';
+import { expiredHandle, nonce, parseReceiptHandle, receiptHandle } from './receipts.js';
 import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 
@@ -63,8 +55,9 @@ export interface QueueIdentity {
  * scheduler when the next such moment is, so it can wake waiters without polling.
  *
  * Every operation is O(1) or O(log n) in the queue's depth: visible messages are an intrusive
- * list, delayed and in-flight ones indexed heaps, and a receipt handle names its message id, so
- * finding it is one Map lookup.
+ * list (lists.ts), delayed and in-flight ones indexed heaps, and a receipt handle names its
+ * message id (receipts.ts), so finding it is one Map lookup. A FIFO queue's groups and records
+ * are its fifoState (fifo-state.ts); its receives, fifo-receive.ts.
  */
 export class Queue {
   readonly accountId: string;
@@ -94,6 +87,7 @@ export class Queue {
   /** From RedrivePolicy: where messages go after maxReceiveCount receives; null when not set. */
   redrive: RedrivePolicy | null = null;
   contentBasedDeduplication = false;
+  /** The attribute; deduplication follows it 60 s behind (fifo.ts: DedupScope). */
   deduplicationScope: DeduplicationScope = 'queue';
 
   /**
@@ -102,35 +96,18 @@ export class Queue {
    * queue with millions of unreceived messages keeps none of them here. Made on first use.
    */
   private received: Map<string, Message> | null = null;
-  /** Messages held, in any state. */
-  private count = 0;
   /** What its messages count against the memory budget (budget.ts). */
   bytes = 0;
-  private head: Message | null = null;
-  private tail: Message | null = null;
-  private vhead: Message | null = null;
-  private vtail: Message | null = null;
-  private visibleCount = 0;
-  /**
-   * Standard queues: visible messages whose visibility timeout passed, by send order (heapKey is
-   * their seq). A receive takes the lower of its top and the visible list's head, so such a
-   * message comes again before the messages sent after it (AWS, recorded).
-   */
-  private readonly expired = new IndexedHeap<Message>();
+  /** Messages held, in any state. */
+  private readonly sent = new SentList();
+  private readonly visible = new VisibleList();
   private readonly inflight = new IndexedHeap<Message>();
   private readonly delayed = new IndexedHeap<Message>();
   private nextSeq = 1;
-  /**
-   * Messages older than the newest when they arrived (moved here as dead letters): by sentAt.
-   * Only while there are any.
-   */
-  private late: LateRetention | null = null;
-  /** FIFO only (null otherwise): message groups, dedup window, receive attempts; see fifo.ts. */
+  /** FIFO only (null otherwise): groups, deduplication and attempt records, sequence numbers. */
+  readonly fifoState: FifoState | null;
+  /** FIFO only: fifoState's groups. */
   private readonly groups: Groups | null;
-  private readonly dedup: ExpiringRecords<DedupRecord> | null;
-  private readonly attempts: ExpiringRecords<AttemptRecord> | null;
-  /** FIFO: the last SequenceNumber given (kept by its messages and dedup records in storage). */
-  private lastSequence = 0n;
 
   constructor(
     id: QueueIdentity,
@@ -150,15 +127,14 @@ export class Queue {
     this.name = id.name;
     this.arn = ownString(`arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`);
     this.fifo = id.name.endsWith('.fifo');
-    this.groups = this.fifo ? new Groups() : null;
-    this.dedup = this.fifo ? new ExpiringRecords<DedupRecord>() : null;
-    this.attempts = this.fifo ? new ExpiringRecords<AttemptRecord>() : null;
     this.uid = uid ?? randomBytes(6).toString('hex');
     this.attributes = withDefaults(this.fifo, attributes);
     this.tags = Object.keys(tags).length === 0 ? NO_TAGS : { ...tags };
     this.createdAt = now;
     this.lastModifiedAt = now;
     this.cacheAttributes();
+    this.fifoState = this.fifo ? new FifoState(this.deduplicationScope) : null;
+    this.groups = this.fifoState?.groups ?? null;
   }
 
   get key(): string {
@@ -177,6 +153,7 @@ export class Queue {
     this.attributes = sharedDefaults(this.fifo, resolveAttributes(this.attributes, attributes));
     this.lastModifiedAt = now;
     this.cacheAttributes();
+    this.fifoState?.setScope(this.deduplicationScope, now);
     this.listener.change?.({ type: 'queue-put', queue: this });
     // A shorter MessageRetentionPeriod brings a FIFO queue's retention deadline forward.
     if (this.groups !== null) this.listener.deadline?.(this);
@@ -222,24 +199,10 @@ export class Queue {
   }
 
   private sendFifo(m: NewMessage, now: number): SendResult {
-    const groupId = m.groupId;
-    if (groupId === undefined) {
-      throw new CoreError('MissingParameter', 'The request must contain the parameter MessageGroupId.');
-    }
-    let dedupId = m.deduplicationId;
-    if (dedupId === undefined) {
-      if (!this.contentBasedDeduplication) {
-        throw new CoreError(
-          'InvalidParameterValue',
-          'The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly',
-        );
-      }
-      dedupId = contentDedupId(m.body);
-    }
+    const fifo = this.fifoState as FifoState;
+    const dedupId = fifo.dedupIdOf(m, this.contentBasedDeduplication);
     this.expireFifoRecords(now);
-    const dedup = this.dedup as ExpiringRecords<DedupRecord>;
-    const key = dedupKey(this.deduplicationScope, groupId, dedupId);
-    const seen = dedup.get(key, now);
+    const { key, seen } = fifo.lookup(m.groupId as string, dedupId, now);
     if (seen !== undefined) {
       return { messageId: seen.messageId, sequenceNumber: seen.sequenceNumber, message: undefined };
     }
@@ -248,7 +211,7 @@ export class Queue {
       this.nextSeq++,
       now,
     );
-    msg.sequenceNumber = this.takeSequenceNumber(now);
+    msg.sequenceNumber = fifo.takeSequenceNumber(now);
     const record: DedupRecord = {
       messageId: msg.id,
       sequenceNumber: msg.sequenceNumber,
@@ -256,15 +219,10 @@ export class Queue {
     };
     // Kept for 5 minutes: not as a view into the request the ids came with.
     const ownKey = ownString(key);
-    dedup.set(ownKey, record);
+    fifo.remember(ownKey, record);
     this.listener.change?.({ type: 'dedup-put', queue: this, key: ownKey, record });
     this.enqueue(msg, this.delayMs, now);
     return { messageId: msg.id, sequenceNumber: msg.sequenceNumber, message: msg };
-  }
-
-  private takeSequenceNumber(now: number): string {
-    this.lastSequence = nextSequenceNumber(this.lastSequence, now);
-    return formatSequenceNumber(this.lastSequence);
   }
 
   /** Links a new message into the queue's structures, visible or delayed, and tells the listener. */
@@ -276,14 +234,14 @@ export class Queue {
       msg.heapKey = now + delayMs;
       this.schedule(this.delayed, msg);
     } else {
-      this.pushVisible(msg, false, now);
+      this.visible.push(msg, false, now);
     }
     if (g !== undefined) this.groups?.refresh(g);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     if (msg.state === 'visible' && (g === undefined || g.heapIndex >= 0)) this.listener.available?.(this);
     // FIFO: the first message of an empty queue brings a retention deadline (nextTransitionAt),
     // which schedule() does not report when it comes before the message's delay ends.
-    else if (g !== undefined && this.head === msg) this.listener.deadline?.(this);
+    else if (g !== undefined && this.sent.head === msg) this.listener.deadline?.(this);
   }
 
   /**
@@ -317,7 +275,7 @@ export class Queue {
     msg.firstReceiveAt = src.firstReceiveAt;
     msg.lastReceiveAt = src.lastReceiveAt;
     msg.deadLetterSourceArn = sourceArn;
-    if (this.fifo) msg.sequenceNumber = this.takeSequenceNumber(now);
+    if (this.fifoState !== null) msg.sequenceNumber = this.fifoState.takeSequenceNumber(now);
     this.enqueue(msg, 0, now);
     return msg;
   }
@@ -333,21 +291,24 @@ export class Queue {
     receiveRequestAttemptId?: string,
   ): Message[] {
     this.tick(now);
-    if (this.groups !== null)
-      return this.receiveFifo(this.groups, max, visibilityTimeoutMs, now, receiveRequestAttemptId);
+    if (this.fifoState !== null) {
+      const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
+      this.receiveHost ??= this.newReceiveHost();
+      return receiveFifo(this.fifoState, this.receiveHost, max, vt, now, receiveRequestAttemptId);
+    }
     const out: Message[] = [];
-    if (this.visibleCount === 0) return out;
+    if (this.visible.count === 0) return out;
     if (this.inflight.size >= MAX_INFLIGHT) {
       throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
     }
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    for (let msg = this.nextVisible(); out.length < max && msg !== null; msg = this.nextVisible()) {
+    for (let msg = this.visible.next(); out.length < max && msg !== null; msg = this.visible.next()) {
       const dlq = this.deadLetterTarget(msg);
       if (dlq !== undefined) {
         this.moveToDeadLetter(msg, dlq, now);
         continue;
       }
-      this.unlinkVisible(msg);
+      this.visible.unlink(msg);
       this.markReceived(msg, now);
       if (vt > 0) {
         msg.state = 'inflight';
@@ -359,127 +320,47 @@ export class Queue {
     }
     // With a zero timeout the messages are visible again at once, behind the others; only after
     // the loop, so one call does not hand out the same message twice.
-    if (vt === 0) for (const msg of out) this.pushVisible(msg, false, now);
+    if (vt === 0) for (const msg of out) this.visible.push(msg, false, now);
     return out;
   }
 
-  /**
-   * FIFO receive: the groups in the order they became receivable (fifo.ts), as many of each one's
-   * visible messages in order as `max` allows, then the next group. Each group served is locked until its
-   * messages are deleted or become visible again. With a ReceiveRequestAttemptId, a retry within
-   * 5 minutes returns the same messages and receipt handles, with their visibility timeout
-   * started again, as long as none of them was deleted, had its visibility changed or expired;
-   * otherwise it receives anew (and the new result is what later retries get).
-   */
-  private receiveFifo(
-    groups: Groups,
-    max: number,
-    visibilityTimeoutMs: number | undefined,
-    now: number,
-    attemptId: string | undefined,
-  ): Message[] {
-    const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
-    if (attemptId !== undefined) {
-      const again = this.retryAttempt(attemptId, vt, now);
-      if (again !== undefined) return again;
-    }
-    const out: Message[] = [];
-    if (groups.peekReady() === undefined) return out;
-    if (this.inflight.size >= MAX_INFLIGHT) {
-      throw new CoreError('OverLimit', 'Too many messages in flight for this queue.');
-    }
-    for (let g = groups.peekReady(); g !== undefined && out.length < max; g = groups.peekReady()) {
-      for (let m = g.head; m !== null && m.state === 'visible' && out.length < max;) {
-        const next = m.gnext;
+  /** What fifo-receive.ts does to this queue's messages; made at a FIFO queue's first receive. */
+  private receiveHost: ReceiveHost | undefined;
+
+  private newReceiveHost(): ReceiveHost {
+    return {
+      inflightCount: () => this.inflight.size,
+      deadLettered: (m, now) => {
         const dlq = this.deadLetterTarget(m);
-        if (dlq !== undefined) {
-          this.moveToDeadLetter(m, dlq, now);
-        } else {
-          this.unlinkVisible(m);
-          this.markReceived(m, now);
-          // In flight even with a zero timeout until the loop is done, so the group stays locked
-          // and this call cannot hand the same message out twice.
-          m.state = 'inflight';
-          m.heapKey = now + vt;
-          g.inflight++;
-          if (vt > 0) this.schedule(this.inflight, m);
-          this.listener.change?.({ type: 'message-put', queue: this, message: m });
-          out.push(m);
-        }
-        m = next;
-      }
-      // In flight now: off the receivable heap. (Or emptied by dead-lettering: refreshed anyway.)
-      groups.refresh(g);
-    }
-    if (vt === 0) for (const m of out) this.returnToVisible(m, false, now);
-    if (attemptId !== undefined && out.length > 0) {
-      const record: AttemptRecord = {
-        expiresAt: now + RECEIVE_ATTEMPT_WINDOW_MS,
-        entries: out.map((m) => ({
-          id: m.id,
-          receiveCount: m.receiveCount,
-          nonce: m.receiptNonce,
-          visibleAt: m.heapKey,
-        })),
-      };
-      // Kept for 5 minutes: not as a view into the request it came with.
-      const ownId = ownString(attemptId);
-      (this.attempts as ExpiringRecords<AttemptRecord>).set(ownId, record);
-      this.listener.change?.({ type: 'attempt-put', queue: this, attemptId: ownId, record });
-    }
-    return out;
-  }
-
-  /** The same messages and handles again, if the attempt's record still holds; see receiveFifo. */
-  private retryAttempt(attemptId: string, vt: number, now: number): Message[] | undefined {
-    const attempts = this.attempts as ExpiringRecords<AttemptRecord>;
-    const rec = attempts.get(attemptId, now);
-    if (rec === undefined) return undefined;
-    const msgs: Message[] = [];
-    for (const e of rec.entries) {
-      const m = this.received?.get(e.id);
-      if (
-        m === undefined ||
-        m.state !== 'inflight' ||
-        m.receiveCount !== e.receiveCount ||
-        m.receiptNonce !== e.nonce ||
-        // The deadline too: a message stored before visibilityChanged existed reads it as false.
-        m.heapKey !== e.visibleAt ||
-        m.visibilityChanged
-      ) {
-        attempts.delete(attemptId);
-        this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId });
-        return undefined;
-      }
-      msgs.push(m);
-    }
-    // "If a retry occurs within the deduplication interval, it resets the visibility timeout."
-    let unlocked = false;
-    for (const m of msgs) {
-      this.inflight.remove(m);
-      if (vt === 0) {
-        if (this.returnToVisible(m, true, now)) unlocked = true;
-      } else {
+        if (dlq !== undefined) this.moveToDeadLetter(m, dlq, now);
+        return dlq !== undefined;
+      },
+      take: (m, vt, now) => {
+        this.visible.unlink(m);
+        this.markReceived(m, now);
+        m.state = 'inflight';
         m.heapKey = now + vt;
-        this.schedule(this.inflight, m);
-      }
-      this.listener.change?.({ type: 'message-put', queue: this, message: m });
-    }
-    const record: AttemptRecord = {
-      expiresAt: rec.expiresAt,
-      entries: msgs.map((m) => ({
-        id: m.id,
-        receiveCount: m.receiveCount,
-        nonce: m.receiptNonce,
-        visibleAt: m.heapKey,
-      })),
+        if (vt > 0) this.schedule(this.inflight, m);
+        this.listener.change?.({ type: 'message-put', queue: this, message: m });
+      },
+      received: (id) => this.received?.get(id),
+      returnToVisible: (m, atFront, now) => this.returnToVisible(m, atFront, now),
+      restartVisibility: (m, vt, now) => {
+        this.inflight.remove(m);
+        const receivable = vt === 0 && this.returnToVisible(m, true, now);
+        if (vt > 0) {
+          m.heapKey = now + vt;
+          this.schedule(this.inflight, m);
+        }
+        this.listener.change?.({ type: 'message-put', queue: this, message: m });
+        return receivable;
+      },
+      attemptPut: (attemptId, record) =>
+        this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record }),
+      attemptDelete: (attemptId) =>
+        this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+      available: () => this.listener.available?.(this),
     };
-    // Same expiry as before; set() would move it to the back, so write it in place.
-    attempts.replace(attemptId, record);
-    this.listener.change?.({ type: 'attempt-put', queue: this, attemptId, record });
-    // A timeout of 0 unlocked their groups: long polls waiting on the queue can have them now.
-    if (unlocked) this.listener.available?.(this);
-    return msgs;
   }
 
   /**
@@ -505,7 +386,7 @@ export class Queue {
   nextToMove(now: number): Message | undefined {
     this.tick(now);
     if (this.groups !== null) return this.groups.peekReady()?.head ?? undefined;
-    return this.nextVisible() ?? undefined;
+    return this.visible.next() ?? undefined;
   }
 
   /** Removes a message a move task took (nextToMove); emits its message-delete. */
@@ -525,7 +406,7 @@ export class Queue {
    * the same message still deletes it, and deleting a message that is already gone succeeds.
    */
   deleteMessage(receiptHandle: string, now: number): void {
-    const ref = this.parseHandle(receiptHandle);
+    const ref = parseReceiptHandle(this.uid, receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
     if (msg === undefined) return;
@@ -552,7 +433,7 @@ export class Queue {
    * passed; the message is hidden again, or made visible at once with 0.
    */
   changeVisibility(receiptHandle: string, timeoutMs: number, now: number): void {
-    const ref = this.parseHandle(receiptHandle);
+    const ref = parseReceiptHandle(this.uid, receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
     if (msg === undefined) {
@@ -575,7 +456,7 @@ export class Queue {
     msg.visibilityChanged = true;
     if (msg.state === 'visible') {
       if (timeoutMs === 0) return;
-      this.unlinkVisible(msg);
+      this.visible.unlink(msg);
     } else {
       this.inflight.remove(msg);
     }
@@ -601,26 +482,16 @@ export class Queue {
       );
     }
     this.lastPurgeAt = now;
-    for (let m = this.head; m !== null; m = m.next) m.state = 'deleted';
+    for (let m = this.sent.head; m !== null; m = m.next) m.state = 'deleted';
     this.received = null;
-    this.count = 0;
+    this.sent.clear();
     this.listener.usage?.(this, -this.bytes);
     this.bytes = 0;
-    this.head = this.tail = this.vhead = this.vtail = null;
-    this.visibleCount = 0;
+    this.visible.clear();
     this.inflight.clear();
     this.delayed.clear();
-    this.expired.clear();
-    this.late = null;
-    this.groups?.clear();
     // AWS (recorded): a deduplication id sent again right after a purge is a new message.
-    if (this.dedup !== null) {
-      for (const [key] of this.dedup.entries()) {
-        this.listener.change?.({ type: 'dedup-delete', queue: this, key });
-      }
-      this.dedup.clear();
-    }
-    this.attempts?.clear();
+    this.fifoState?.purge((key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }));
     this.listener.change?.({ type: 'queue-purge', queue: this });
   }
 
@@ -631,30 +502,31 @@ export class Queue {
    */
   peek(max: number): Message[] {
     const out: Message[] = [];
-    for (let m = this.head; m !== null && out.length < max; m = m.next) out.push(m);
+    for (let m = this.sent.head; m !== null && out.length < max; m = m.next) out.push(m);
     return out;
   }
 
   counts(now: number): QueueCounts {
     this.tick(now);
-    return { visible: this.visibleCount, inflight: this.inflight.size, delayed: this.delayed.size };
+    return { visible: this.visible.count, inflight: this.inflight.size, delayed: this.delayed.size };
   }
 
   get size(): number {
-    return this.count;
+    return this.sent.count;
   }
 
   /**
    * The earliest moment a delayed or in-flight message becomes visible, or (FIFO) the oldest
-   * message's retention period ends, which unlocks its group if it was in flight or delayed;
+   * message's retention period ends, which can make its group receivable;
    * Infinity if none.
    */
   nextTransitionAt(): number {
     const a = this.inflight.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
     const b = this.delayed.peek()?.heapKey ?? Number.POSITIVE_INFINITY;
-    if (this.groups === null || this.head === null) return Math.min(a, b);
-    const late = this.late?.peekOldest();
-    const oldest = late !== undefined && late.sentAt < this.head.sentAt ? late.sentAt : this.head.sentAt;
+    const head = this.sent.head;
+    if (this.groups === null || head === null) return Math.min(a, b);
+    const late = this.sent.oldestLate();
+    const oldest = late !== undefined && late.sentAt < head.sentAt ? late.sentAt : head.sentAt;
     return Math.min(a, b, oldest + this.retentionMs);
   }
 
@@ -671,15 +543,11 @@ export class Queue {
       this.listener.change?.({ type: 'message-put', queue: this, message: m });
     }
     const oldest = now - this.retentionMs;
-    // Removed at the moment their retention ended, which is when a FIFO group they held unlocked.
-    while (this.head !== null && this.head.sentAt <= oldest) {
-      this.remove(this.head, this.head.sentAt + this.retentionMs);
+    // Removed at the moment their retention ended, which is when a FIFO group they held back could go on.
+    for (let m = this.sent.head; m !== null && m.sentAt <= oldest; m = this.sent.head) {
+      this.remove(m, m.sentAt + this.retentionMs);
     }
-    for (
-      let m = this.late?.peekOldest();
-      m !== undefined && m.sentAt <= oldest;
-      m = this.late?.peekOldest()
-    ) {
+    for (let m = this.sent.oldestLate(); m !== undefined && m.sentAt <= oldest; m = this.sent.oldestLate()) {
       this.remove(m, m.sentAt + this.retentionMs);
     }
     if (this.groups !== null) this.expireFifoRecords(now);
@@ -688,33 +556,27 @@ export class Queue {
 
   /** Drops deduplication and receive-attempt records whose 5 minutes have passed. */
   private expireFifoRecords(now: number): void {
-    this.dedup?.expire(now, (key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }));
-    this.attempts?.expire(now, (attemptId) =>
-      this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
+    this.fifoState?.expire(
+      now,
+      (key) => this.listener.change?.({ type: 'dedup-delete', queue: this, key }),
+      (attemptId) => this.listener.change?.({ type: 'attempt-delete', queue: this, attemptId }),
     );
   }
 
   /**
    * A delayed or in-flight message becomes visible (a deadline passed, or its visibility was set
    * to 0). Returns whether it can be received now: always on a standard queue; on a FIFO queue
-   * when its group is receivable (not locked, and this or an earlier message at its head).
+   * when its group is receivable (its first message is visible: this one or an earlier one).
    */
   private returnToVisible(msg: Message, atFront: boolean, at: number): boolean {
     const wasInflight = msg.state === 'inflight';
     if (this.groups === null) {
-      if (wasInflight && !atFront) {
-        msg.state = 'visible';
-        msg.heapKey = msg.seq;
-        this.expired.push(msg);
-        this.visibleCount++;
-      } else {
-        this.pushVisible(msg, atFront, at);
-      }
+      if (wasInflight && !atFront) this.visible.pushExpired(msg);
+      else this.visible.push(msg, atFront, at);
       return true;
     }
-    this.pushVisible(msg, atFront, at);
+    this.visible.push(msg, atFront, at);
     const g = this.groups.get(msg.groupId ?? '') as Group;
-    if (wasInflight) this.groups.leftFlight(g, at);
     this.groups.refresh(g);
     return g.heapIndex >= 0;
   }
@@ -742,72 +604,19 @@ export class Queue {
     switch (msg.state) {
       case 'visible':
         // A FIFO message keeps the moment it became visible: its group's place (fifo.ts).
-        this.pushVisible(msg, false, msg.heapKey);
+        this.visible.push(msg, false, msg.heapKey);
         break;
       case 'delayed':
         this.delayed.push(msg);
         break;
       case 'inflight':
         this.inflight.push(msg);
-        if (g !== undefined) g.inflight++;
         break;
     }
     if (g !== undefined) this.groups?.refresh(g);
     if (msg.seq >= this.nextSeq) this.nextSeq = msg.seq + 1;
-    this.restoreSequence(msg.sequenceNumber);
+    this.fifoState?.restoreSequence(msg.sequenceNumber);
     return true;
-  }
-
-  /** The last SequenceNumber given (FIFO), for storage; restored by restoreFifoCounters. */
-  get lastSequenceNumber(): string | undefined {
-    return this.lastSequence === 0n ? undefined : formatSequenceNumber(this.lastSequence);
-  }
-
-  /** Puts back the last SequenceNumber storage kept; it only ever moves forward. Emits nothing. */
-  restoreSequence(sequenceNumber: string | undefined): void {
-    if (sequenceNumber === undefined || !/^\d+$/.test(sequenceNumber)) return;
-    const n = BigInt(sequenceNumber);
-    if (n > this.lastSequence) this.lastSequence = n;
-  }
-
-  /**
-   * Puts back a deduplication record (FIFO); call in `expiresAt` order. Expired ones are dropped
-   * by the next tick. Emits nothing.
-   */
-  restoreDedup(key: string, record: DedupRecord): void {
-    if (this.dedup === null) return;
-    this.dedup.set(key, record);
-    this.restoreSequence(record.sequenceNumber);
-  }
-
-  /** Puts back a ReceiveRequestAttemptId record (FIFO); call in `expiresAt` order. Emits nothing. */
-  restoreAttempt(attemptId: string, record: AttemptRecord): void {
-    this.attempts?.set(attemptId, record);
-  }
-
-  /** The deduplication record under `key` (FIFO), as stored; for persistence. */
-  dedupRecord(key: string): DedupRecord | undefined {
-    return this.dedup?.peek(key);
-  }
-
-  /** The record of a ReceiveRequestAttemptId (FIFO), as stored; for persistence. */
-  attemptRecord(attemptId: string): AttemptRecord | undefined {
-    return this.attempts?.peek(attemptId);
-  }
-
-  /** The deduplication records of the window (FIFO), oldest first: for persistence and tests. */
-  *dedupRecords(): IterableIterator<[string, DedupRecord]> {
-    if (this.dedup !== null) yield* this.dedup.entries();
-  }
-
-  /** The ReceiveRequestAttemptId records (FIFO), oldest first: for persistence and tests. */
-  *attemptRecords(): IterableIterator<[string, AttemptRecord]> {
-    if (this.attempts !== null) yield* this.attempts.entries();
-  }
-
-  /** How many message groups hold messages (FIFO; 0 for a standard queue). */
-  get groupCount(): number {
-    return this.groups?.size ?? 0;
   }
 
   /** Puts back the counters and times storage kept; `nextSeq` only ever moves forward. Emits nothing. */
@@ -817,50 +626,18 @@ export class Queue {
     this.lastPurgeAt = c.lastPurgeAt;
   }
 
-  /**
-   * The visible messages in the order receives would take them (standard queues; FIFO receives go
-   * by group). For tests, not the hot path: it sorts the expired ones.
-   */
+  /** Standard queues: the visible messages in the order receives take them; for tests (lists.ts). */
   *visibleInReceiveOrder(): IterableIterator<Message> {
-    const expired = [...this.expired].sort((a, b) => a.seq - b.seq);
-    let i = 0;
-    for (let m = this.vhead; m !== null; m = m.vnext) {
-      for (; i < expired.length && (expired[i] as Message).seq < m.seq; i++) yield expired[i] as Message;
-      yield m;
-    }
-    for (; i < expired.length; i++) yield expired[i] as Message;
+    yield* this.visible.inReceiveOrder();
   }
 
   /** Visits every message in send order; for persistence and admin views, not the hot path. */
   *allMessages(): IterableIterator<Message> {
-    for (let m = this.head; m !== null; m = m.next) yield m;
+    for (let m = this.sent.head; m !== null; m = m.next) yield m;
   }
 
   receiptHandle(msg: Message): string {
-    return Buffer.from(`${this.uid}:${msg.id}:${msg.receiveCount}:${msg.receiptNonce}`, 'latin1').toString(
-      'base64',
-    );
-  }
-
-  private parseHandle(handle: string): { messageId: string; receiveCount: number; nonce: string } {
-    const parts = Buffer.from(handle, 'base64').toString('latin1').split(':');
-    const [uid, messageId, count, nonceText] = parts;
-    const receiveCount = Number(count);
-    if (
-      parts.length !== 4 ||
-      uid !== this.uid ||
-      messageId === undefined ||
-      messageId === '' ||
-      nonceText === undefined ||
-      !Number.isInteger(receiveCount) ||
-      receiveCount < 1
-    ) {
-      throw new CoreError(
-        'ReceiptHandleIsInvalid',
-        `The input receipt handle "${handle}" is not a valid receipt handle.`,
-      );
-    }
-    return { messageId, receiveCount, nonce: nonceText };
+    return receiptHandle(this.uid, msg);
   }
 
   /** Puts a message on a deadline heap; tells the listener when it now has the queue's earliest. */
@@ -869,12 +646,12 @@ export class Queue {
     if (heap.peek() === msg && this.nextTransitionAt() === msg.heapKey) this.listener.deadline?.(this);
   }
 
-  /** `at`: the moment it left, which unlocks its FIFO group if it was in flight. */
+  /** `at`: the moment it left, which starts its FIFO group's next turn if it was first and in flight. */
   private remove(msg: Message, at: number): void {
     const was = msg.state;
     switch (msg.state) {
       case 'visible':
-        this.unlinkVisible(msg);
+        this.visible.unlink(msg);
         break;
       case 'inflight':
         this.inflight.remove(msg);
@@ -888,30 +665,18 @@ export class Queue {
     msg.state = 'deleted';
     this.received?.delete(msg.id);
     this.unlinkSent(msg);
-    if (this.late !== null) {
-      this.late.delete(msg);
-      if (this.late.size === 0) this.late = null;
-    }
-    let unlocked = false;
+    let receivable = false;
     if (this.groups !== null) {
-      // Deleting the last in-flight message of a group unlocks it: its next message is receivable.
+      // Deleting a group's in-flight first message lets the next one be received, if visible.
       const g = this.groups.unlink(msg, was === 'inflight', at);
-      if (g !== undefined) unlocked = this.groups.refresh(g);
+      if (g !== undefined) receivable = this.groups.refresh(g);
     }
     this.listener.change?.({ type: 'message-delete', queue: this, message: msg });
-    if (unlocked) this.listener.available?.(this);
+    if (receivable) this.listener.available?.(this);
   }
 
   private linkSent(msg: Message): void {
-    // Retention drops messages from the head while they are past it, so the list must be in
-    // sentAt order; a message older than the newest (a dead letter keeps its SentTimestamp) is
-    // also kept by age on the side.
-    if (this.tail !== null && msg.sentAt < this.tail.sentAt) (this.late ??= new LateRetention()).add(msg);
-    msg.prev = this.tail;
-    if (this.tail === null) this.head = msg;
-    else this.tail.next = msg;
-    this.tail = msg;
-    this.count++;
+    this.sent.append(msg);
     msg.cost = messageCost(msg);
     this.bytes += msg.cost;
     this.listener.usage?.(this, msg.cost);
@@ -923,98 +688,9 @@ export class Queue {
   }
 
   private unlinkSent(msg: Message): void {
-    if (msg.prev === null) this.head = msg.next;
-    else msg.prev.next = msg.next;
-    if (msg.next === null) this.tail = msg.prev;
-    else msg.next.prev = msg.prev;
-    msg.prev = msg.next = null;
-    this.count--;
+    this.sent.unlink(msg);
     this.bytes -= msg.cost;
     this.listener.usage?.(this, -msg.cost);
-  }
-
-  /** `at`: when it became visible; FIFO groups are served in the order they became receivable. */
-  private pushVisible(msg: Message, atFront: boolean, at: number): void {
-    msg.state = 'visible';
-    msg.heapKey = at;
-    if (atFront) {
-      msg.vprev = null;
-      msg.vnext = this.vhead;
-      if (this.vhead === null) this.vtail = msg;
-      else this.vhead.vprev = msg;
-      this.vhead = msg;
-    } else {
-      msg.vnext = null;
-      msg.vprev = this.vtail;
-      if (this.vtail === null) this.vhead = msg;
-      else this.vtail.vnext = msg;
-      this.vtail = msg;
-    }
-    this.visibleCount++;
-  }
-
-  /** Standard queues: the visible message a receive takes next; see `expired`. */
-  private nextVisible(): Message | null {
-    const e = this.expired.peek();
-    if (e === undefined) return this.vhead;
-    return this.vhead !== null && this.vhead.seq < e.seq ? this.vhead : e;
-  }
-
-  private unlinkVisible(msg: Message): void {
-    if (msg.heapIndex >= 0) {
-      this.expired.remove(msg);
-      this.visibleCount--;
-      return;
-    }
-    if (msg.vprev === null) this.vhead = msg.vnext;
-    else msg.vprev.vnext = msg.vnext;
-    if (msg.vnext === null) this.vtail = msg.vprev;
-    else msg.vnext.vprev = msg.vprev;
-    msg.vprev = msg.vnext = null;
-    this.visibleCount--;
-  }
-}
-
-function expiredHandle(receiptHandle: string): CoreError {
-  return new CoreError(
-    'InvalidParameterValue',
-    `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`,
-  );
-}
-
-/** A message's place in LateRetention's heap. */
-class LateEntry implements HeapItem {
-  heapIndex = -1;
-  constructor(
-    readonly msg: Message,
-    public heapKey: number,
-  ) {}
-}
-
-/** Messages linked out of sentAt order, by sentAt, so retention finds them when they expire. */
-class LateRetention {
-  private readonly heap = new IndexedHeap<LateEntry>();
-  private readonly byMessage = new Map<Message, LateEntry>();
-
-  get size(): number {
-    return this.byMessage.size;
-  }
-
-  add(msg: Message): void {
-    const e = new LateEntry(msg, msg.sentAt);
-    this.byMessage.set(msg, e);
-    this.heap.push(e);
-  }
-
-  delete(msg: Message): void {
-    const e = this.byMessage.get(msg);
-    if (e === undefined) return;
-    this.byMessage.delete(msg);
-    this.heap.remove(e);
-  }
-
-  peekOldest(): Message | undefined {
-    return this.heap.peek()?.msg;
   }
 }
 
@@ -1026,12 +702,4 @@ export const DEFAULT_REGION = 'us-east-1';
 /** Queue names are unique per account and region, as on AWS. */
 export function queueKey(accountId: string, name: string, region: string = DEFAULT_REGION): string {
   return `${accountId}/${region}/${name}`;
-}
-
-let nonceCounter = 0;
-const noncePrefix = randomBytes(4).toString('hex');
-/** Unique per receive within this process and across restarts (the prefix is random per start). */
-function nonce(): string {
-  nonceCounter = (nonceCounter + 1) % 0x7fffffff;
-  return noncePrefix + nonceCounter.toString(36);
 }

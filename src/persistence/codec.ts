@@ -20,7 +20,7 @@
  *
  * Queues change rarely, so their record is JSON.
  */
-import type { AttemptRecord, DedupRecord } from '../core/fifo.js';
+import type { AttemptRecord, DedupRecord, DeduplicationScope } from '../core/fifo.js';
 import { Message, type MessageAttributes, type MessageState } from '../core/message.js';
 import { MoveTask, type MoveTaskStatus } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
@@ -224,6 +224,11 @@ interface QueueRecord {
   nextSeq: number;
   /** FIFO: the last SequenceNumber given, as of this record (messages and dedup records hold newer ones). */
   lastSequence?: string;
+  /**
+   * FIFO, while a DeduplicationScope change has not taken effect (FifoState.pendingScope): the scope in
+   * effect and the changes as [when made, new scope]. Absent from older records: none pending.
+   */
+  dedupScope?: { inEffect: DeduplicationScope; changes: [number, DeduplicationScope][] };
   attributes: Record<string, string>;
   tags: Record<string, string>;
 }
@@ -242,8 +247,12 @@ export function serializeQueue(q: Queue): string {
     attributes: q.attributes,
     tags: q.tags,
   };
-  const last = q.lastSequenceNumber;
+  const last = q.fifoState?.lastSequenceNumber;
   if (last !== undefined) r.lastSequence = last;
+  const scope = q.fifoState?.pendingScope;
+  if (scope !== undefined) {
+    r.dedupScope = { inEffect: scope.inEffect, changes: scope.changes.map((c) => [c.at, c.scope]) };
+  }
   return JSON.stringify(r);
 }
 
@@ -282,8 +291,24 @@ export function deserializeQueue(record: string, store: QueueStore, nextSeq = 0)
     lastModifiedAt: r.lastModifiedAt,
     lastPurgeAt: typeof r.lastPurgeAt === 'number' ? r.lastPurgeAt : Number.NEGATIVE_INFINITY,
   });
-  if (typeof r.lastSequence === 'string') q.restoreSequence(r.lastSequence);
+  if (typeof r.lastSequence === 'string') q.fifoState?.restoreSequence(r.lastSequence);
+  if (r.dedupScope !== undefined) {
+    const { inEffect, changes } = r.dedupScope;
+    if (!isScope(inEffect) || !Array.isArray(changes) || !changes.every((c) => isScopeChange(c))) {
+      throw new CodecError(`queue record ${r.name}: dedupScope is not {inEffect, changes: [at, scope][]}`);
+    }
+    q.fifoState?.restoreScope(
+      inEffect,
+      changes.map(([at, scope]) => ({ at, scope })),
+    );
+  }
   return q;
+}
+
+const isScope = (v: unknown): v is DeduplicationScope => v === 'queue' || v === 'messageGroup';
+
+function isScopeChange(v: unknown): v is [number, DeduplicationScope] {
+  return Array.isArray(v) && v.length === 2 && typeof v[0] === 'number' && isScope(v[1]);
 }
 
 // ---- FIFO records and move tasks (JSON: few, and written once each) ----------------------------

@@ -29,14 +29,15 @@ async function scanHash(
 
 /** Returns how many records were put back. */
 export async function loadQueueRecords(redis: Redis, keys: Keys, queue: Queue): Promise<number> {
-  if (!queue.fifo) return 0;
+  const fifo = queue.fifoState;
+  if (fifo === null) return 0;
   const dedups = new Map<string, ReturnType<typeof deserializeDedup>>();
   await scanHash(redis, keys.dedup(queue.uid), (k, v) => dedups.set(k, deserializeDedup(k, v)));
-  for (const [k, r] of [...dedups].sort((a, b) => a[1].expiresAt - b[1].expiresAt)) queue.restoreDedup(k, r);
+  for (const [k, r] of [...dedups].sort((a, b) => a[1].expiresAt - b[1].expiresAt)) fifo.restoreDedup(k, r);
   const attempts = new Map<string, ReturnType<typeof deserializeAttempt>>();
   await scanHash(redis, keys.attempts(queue.uid), (k, v) => attempts.set(k, deserializeAttempt(k, v)));
   for (const [k, r] of [...attempts].sort((a, b) => a[1].expiresAt - b[1].expiresAt)) {
-    queue.restoreAttempt(k, r);
+    fifo.restoreAttempt(k, r);
   }
   return dedups.size + attempts.size;
 }

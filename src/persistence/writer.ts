@@ -458,7 +458,7 @@ export class Writer {
 
     // A FIFO queue's last sequence number is in its record: rewrite the record when it moved on.
     for (const q of b.messages.values()) {
-      if (q.fifo && !q.deleted && q.lastSequenceNumber !== this.sentLastSequence.get(q)) {
+      if (q.fifo && !q.deleted && q.fifoState?.lastSequenceNumber !== this.sentLastSequence.get(q)) {
         b.queues.set(q, (b.queues.get(q) ?? 0) | PUT);
       }
     }
@@ -475,7 +475,7 @@ export class Writer {
         const record = serializeQueue(q);
         bytes += record.length;
         args.push('Q', q.uid, record);
-        this.sentLastSequence.set(q, q.lastSequenceNumber);
+        this.sentLastSequence.set(q, q.fifoState?.lastSequenceNumber);
       }
     }
 
@@ -489,7 +489,7 @@ export class Writer {
       const puts: string[] = [];
       const dels: string[] = [];
       for (const k of keys) {
-        const r = q.dedupRecord(k);
+        const r = q.fifoState?.dedupRecord(k);
         if (r === undefined) dels.push(k);
         else puts.push(k, serializeDedup(r));
       }
@@ -500,7 +500,7 @@ export class Writer {
       const puts: string[] = [];
       const dels: string[] = [];
       for (const id of ids) {
-        const r = q.attemptRecord(id);
+        const r = q.fifoState?.attemptRecord(id);
         if (r === undefined) dels.push(id);
         else puts.push(id, serializeAttempt(r));
       }

@@ -1,7 +1,7 @@
 /**
  * The state FIFO queues, dead-letter queues and move tasks add, written by the writer and read
- * back by the loader against a real redis-server (started by this file): deduplication records,
- * group locks, sequence numbers, ReceiveRequestAttemptId records, DeadLetterQueueSourceArn and
+ * back by the loader against a real redis-server (started by this file): deduplication records and
+ * a pending DeduplicationScope change, groups held back by a message in flight, sequence numbers, ReceiveRequestAttemptId records, DeadLetterQueueSourceArn and
  * move tasks. Each test has its own key prefix; time is a ManualClock.
  */
 import assert from 'node:assert/strict';
@@ -119,12 +119,12 @@ void test('Given deduplication records past their 5 minutes, when reloaded and t
   const b = await open(keys, clock);
   const back = queue(b.store, 'q.fifo');
   back.tick(clock.now());
-  assert.deepEqual([...back.dedupRecords()], []);
+  assert.deepEqual([...(back.fifoState?.dedupRecords() ?? [])], []);
   await b.writer.commit();
   assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 0);
 });
 
-void test('Given a locked FIFO group and SequenceNumbers, when reloaded, then the group is still locked, the order kept, and new numbers are higher', async () => {
+void test('Given a FIFO group whose first message is in flight, and SequenceNumbers, when reloaded, then the group is still held back, the order kept, and new numbers are higher', async () => {
   const keys = keysFor(uniquePrefix());
   const clock = new ManualClock();
   const a = await open(keys, clock);
@@ -153,6 +153,53 @@ void test('Given a locked FIFO group and SequenceNumbers, when reloaded, then th
   );
   const next = back.sendMessage(msg('a4', { groupId: 'a', deduplicationId: 'a4' }), clock.now());
   assert.ok(BigInt(next.sequenceNumber ?? '0') > BigInt(last));
+});
+
+void test('Given a group whose first message is visible again and its second in flight, when reloaded, then a receive serves the first and stops at the second', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo', { VisibilityTimeout: '60' });
+  for (const b of ['a1', 'a2', 'a3'])
+    q.sendMessage(msg(b, { groupId: 'a', deduplicationId: b }), clock.now());
+  const got = q.receive(2, undefined, clock.now());
+  assert.deepEqual(
+    got.map((m) => m.body),
+    ['a1', 'a2'],
+  );
+  q.changeVisibility(q.receiptHandle(got[0] as (typeof got)[number]), 0, clock.now());
+  await a.writer.commit();
+
+  const b = await open(keys, clock);
+  assert.deepEqual(
+    queue(b.store, 'q.fifo')
+      .receive(10, undefined, clock.now())
+      .map((m) => m.body),
+    ['a1'],
+  );
+});
+
+void test('Given a DeduplicationScope change made 10 s before a reload, when sent to after it, then the scope before the change applies until 60 s after it, the new one from then', async () => {
+  const keys = keysFor(uniquePrefix());
+  const clock = new ManualClock();
+  const a = await open(keys, clock);
+  const q = create(a.store, 'q.fifo');
+  const changedAt = clock.now();
+  a.store.setAttributes(q, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+  await a.writer.commit();
+
+  clock.advance(10 * S);
+  const b = await open(keys, clock);
+  const back = queue(b.store, 'q.fifo');
+  /** One deduplication id in two new groups: two messages under scope messageGroup. */
+  const twoMessages = (id: string): boolean =>
+    back.sendMessage(msg(id, { groupId: `${id}-1`, deduplicationId: id }), clock.now()).messageId !==
+    back.sendMessage(msg(id, { groupId: `${id}-2`, deduplicationId: id }), clock.now()).messageId;
+  assert.equal(twoMessages('before'), false, 'scope queue 10 s after the change');
+  clock.advance(changedAt + 60 * S - 1 - clock.now());
+  assert.equal(twoMessages('just-before'), false, 'scope queue 1 ms before 60 s');
+  clock.advance(1);
+  assert.equal(twoMessages('after'), true, 'scope messageGroup 60 s after the change');
 });
 
 void test('Given a receive with a ReceiveRequestAttemptId, when reloaded and retried, then the same receipt handles come back', async () => {

@@ -941,7 +941,7 @@ test('Given a FIFO message deleted and its deduplication record expired, when re
   clock.advance(5 * MIN);
   q.tick(clock.now());
   const loaded = await reloaded('last.fifo');
-  assert.equal(loaded.lastSequenceNumber, q.lastSequenceNumber);
+  assert.equal(loaded.fifoState?.lastSequenceNumber, q.fifoState?.lastSequenceNumber);
 });
 
 test("Given a FIFO dead letter deleted, when reloaded within the same millisecond, then the next SequenceNumber is still above the dead letter's", async () => {

@@ -2,11 +2,13 @@
  * The FIFO scenarios (and fair queues), written once and registered by each client's test file:
  * test/e2e/fifo-sdk.test.ts (@aws-sdk/client-sqs, JSON 1.0) and test/e2e/fifo-cli.test.ts
  * (aws-cli 2.9, Query). Creation rules, what a send needs, deduplication, SequenceNumber, group
- * order and locks, ReceiveRequestAttemptId, the FIFO system attributes, SendMessageBatch on FIFO,
- * and the corners AWS recorded (issue 21).
+ * order, ReceiveRequestAttemptId, the FIFO system attributes, SendMessageBatch on FIFO, and the
+ * sequences AWS answered when recorded (docs/compatibility.md, "FIFO queues").
  *
  * Only the action a scenario is about goes through `ctx.client`; the rest goes through the
- * fixture, as an aws-cli call costs a process.
+ * fixture, as an aws-cli call costs a process. Sequences in which time passes run on a server in
+ * the test's process whose clock the test moves (test/support/sqs.ts: clockedServer): nothing
+ * sleeps, and an aws-cli call taking a second or two changes no outcome.
  */
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
@@ -17,10 +19,17 @@ import {
   SendMessageCommand,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { expectServiceError, SQS_ERRORS, type Output, type ScenarioContext } from './clients.js';
+import {
+  expectServiceError,
+  SQS_ERRORS,
+  type Output,
+  type ScenarioContext,
+  type SqsTestClient,
+} from './clients.js';
 import { pastMillisecond } from './clock.js';
 import type { FileTests } from './requires.js';
 import { uniqueName } from './server.js';
+import { clockedServer } from './sqs.js';
 
 /** A FIFO SequenceNumber as AWS prints it: 20 digits. */
 const SEQUENCE_NUMBER = /^\d{20}$/;
@@ -32,7 +41,8 @@ interface Sent {
 
 const bodies = (ms: readonly Message[]): string[] => ms.map((m) => m.Body ?? '');
 
-export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
+export function fifoScenarios(ctx: ScenarioContext, tests: FileTests): void {
+  const { test } = tests;
   const { sqs } = ctx;
 
   const fifoQueue = (attributes: Record<string, string> = {}): Promise<string> =>
@@ -329,7 +339,7 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
     });
   });
 
-  describe('FIFO corners AWS recorded (issue 21)', () => {
+  describe('FIFO sequences AWS answered when recorded', () => {
     test('Given a purged FIFO queue, When a deduplication id sent before the purge is sent again, Then it is a new message', async () => {
       const url = await fifoQueue();
       const before = await given(url, 'a', 'g', 'd');
@@ -340,18 +350,6 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
         (await fixtureReceive(url)).map((m) => m.MessageId),
         [after.id],
       );
-    });
-
-    test('Given a FIFO queue turned to high throughput after creation, When a deduplication id is sent again in another group, Then it is a new message', async () => {
-      const url = await fifoQueue();
-      const a = await given(url, 'a', 'g1', 'd');
-      assert.equal((await given(url, 'a', 'g2', 'd')).id, a.id, 'a duplicate before');
-      await ctx.client.call('SetQueueAttributes', {
-        QueueUrl: url,
-        Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
-      });
-      const b = await given(url, 'b', 'g1', 'e');
-      assert.notEqual((await send(url, 'b', 'g2', 'e')).id, b.id);
     });
 
     test('Given a group whose in-flight message is set visible again, When received, Then the group that was waiting comes first', async () => {
@@ -375,6 +373,192 @@ export function fifoScenarios(ctx: ScenarioContext, { test }: FileTests): void {
         }),
       );
       assert.deepEqual(bodies(await receive(url)), ['g3-c', 'g1-a', 'g1-b']);
+    });
+  });
+
+  // The sequences in which time passes: on a server whose clock the test moves.
+  const timed = clockedServer(tests);
+  let timedClient: SqsTestClient | undefined;
+  tests.after(() => timedClient?.close());
+  /** The client under test, on the clocked server. */
+  const client = (): SqsTestClient => (timedClient ??= ctx.kind.connect(timed.url));
+
+  describe('FIFO: within a group, messages are served up to the first one in flight', () => {
+    const S = 1000;
+
+    const setUp = async (
+      attributes: Record<string, string>,
+      messages: [string, string][],
+    ): Promise<string> => {
+      const url = await timed.createQueue(`${uniqueName('fifo')}.fifo`, {
+        FifoQueue: 'true',
+        ContentBasedDeduplication: 'true',
+        ...attributes,
+      });
+      for (const [group, body] of messages)
+        await timed.client.send(
+          new SendMessageCommand({ QueueUrl: url, MessageBody: body, MessageGroupId: group }),
+        );
+      return url;
+    };
+    const take = async (url: string, max: number, visibility?: number): Promise<Message[]> =>
+      (
+        await timed.client.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: max,
+            ...(visibility === undefined ? {} : { VisibilityTimeout: visibility }),
+          }),
+        )
+      ).Messages ?? [];
+    const setVisibility = async (url: string, m: Message | undefined, seconds: number): Promise<void> => {
+      assert.ok(m?.ReceiptHandle);
+      await timed.client.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: url,
+          ReceiptHandle: m.ReceiptHandle,
+          VisibilityTimeout: seconds,
+        }),
+      );
+    };
+    /** The receive under test. */
+    const receiveNow = async (
+      url: string,
+      max: number,
+      extra: Record<string, unknown> = {},
+    ): Promise<string[]> =>
+      bodies(
+        ((await client().call('ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: max, ...extra }))
+          .Messages as Message[] | undefined) ?? [],
+      );
+
+    /** g1-m1 and g1-m2 received (VisibilityTimeout 30), g2-m1 waiting. */
+    async function twoOfG1InFlight(): Promise<{ url: string; g1m1: Message | undefined }> {
+      const url = await setUp({ VisibilityTimeout: '30' }, [
+        ['g1', 'g1-m1'],
+        ['g1', 'g1-m2'],
+        ['g2', 'g2-m1'],
+      ]);
+      const got = await take(url, 2);
+      assert.deepEqual(bodies(got), ['g1-m1', 'g1-m2']);
+      return { url, g1m1: got[0] };
+    }
+
+    test('Given g1-m1 and g1-m2 in flight, When g1-m1 is set visible (0) and received (max 3, wait 2 s), Then exactly [g2-m1, g1-m1]', async () => {
+      const { url, g1m1 } = await twoOfG1InFlight();
+      timed.clock.advance(1 * S);
+      await setVisibility(url, g1m1, 0);
+      assert.deepEqual(await receiveNow(url, 3, { WaitTimeSeconds: 2 }), ['g2-m1', 'g1-m1']);
+    });
+
+    test('Given g1-m1 and g1-m2 in flight, When g1-m1 is set to 1 s and 2 s pass, Then a receive (max 3) returns exactly [g2-m1, g1-m1]', async () => {
+      const { url, g1m1 } = await twoOfG1InFlight();
+      await setVisibility(url, g1m1, 1);
+      timed.clock.advance(2 * S);
+      assert.deepEqual(await receiveNow(url, 3), ['g2-m1', 'g1-m1']);
+    });
+
+    for (const [p, expected] of [
+      [0, []],
+      [1, ['foo']],
+      [2, ['foo', 'bar']],
+    ] as const) {
+      test(`Given foo, bar, baz of one group in flight for 1 s, When the one at position ${p} is extended to 4 s and 2.5 s pass, Then a receive (max 5) returns [${expected.join(', ')}]`, async () => {
+        const url = await setUp({ VisibilityTimeout: '1' }, [
+          ['1', 'foo'],
+          ['1', 'bar'],
+          ['1', 'baz'],
+        ]);
+        const got = await take(url, 5);
+        assert.deepEqual(bodies(got), ['foo', 'bar', 'baz']);
+        await setVisibility(url, got[p], 4);
+        timed.clock.advance(2500);
+        assert.deepEqual(await receiveNow(url, 5), expected);
+      });
+    }
+
+    test('Given g1 and g2 received one after the other and g3 waiting, When both time out, Then a receive returns [g3-m1, g1-m1, g1-m2, g2-m1, g2-m2]', async () => {
+      const url = await setUp({ VisibilityTimeout: '30' }, [
+        ['g1', 'g1-m1'],
+        ['g1', 'g1-m2'],
+        ['g2', 'g2-m1'],
+        ['g2', 'g2-m2'],
+        ['g3', 'g3-m1'],
+      ]);
+      assert.deepEqual(bodies(await take(url, 1)), ['g1-m1']);
+      timed.clock.advance(1 * S);
+      assert.deepEqual(bodies(await take(url, 2)), ['g2-m1', 'g2-m2']);
+      timed.clock.advance(30 * S);
+      assert.deepEqual(await receiveNow(url, 10), ['g3-m1', 'g1-m1', 'g1-m2', 'g2-m1', 'g2-m2']);
+    });
+  });
+
+  describe('FIFO: a DeduplicationScope change takes effect for deduplication 60 s after it is made', () => {
+    const sendAt = async (url: string, body: string, group: string, dedup: string): Promise<Sent> =>
+      sent(await client().call('SendMessage', sendInput(url, body, group, dedup)));
+    const givenAt = async (url: string, body: string, group: string, dedup: string): Promise<Sent> =>
+      sent(await timed.client.send(new SendMessageCommand(sendInput(url, body, group, dedup))));
+    const receiveAt = async (url: string, visibility?: number): Promise<Message[]> =>
+      (
+        await timed.client.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: 10,
+            ...(visibility === undefined ? {} : { VisibilityTimeout: visibility }),
+          }),
+        )
+      ).Messages ?? [];
+    const deleteAll = async (url: string, ms: readonly Message[]): Promise<void> => {
+      for (const m of ms)
+        await timed.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
+    };
+
+    test('Given a FIFO queue switched to high throughput after creation, When old and new deduplication ids are sent again in other groups within 60 s, Then both are duplicates, and after 60 s a new message', async () => {
+      const url = await timed.createQueue(`${uniqueName('scope')}.fifo`, {
+        FifoQueue: 'true',
+        DeduplicationScope: 'queue',
+        ContentBasedDeduplication: 'false',
+      });
+      // 1. Test1 (group1, D): received and deleted.
+      const test1 = await givenAt(url, 'Test1', 'group1', 'D');
+      const first = await receiveAt(url);
+      assert.deepEqual(bodies(first), ['Test1']);
+      await deleteAll(url, first);
+      // 2. Test2 (group2, D): a duplicate.
+      assert.equal((await sendAt(url, 'Test2', 'group2', 'D')).id, test1.id);
+      assert.deepEqual(await receiveAt(url, 0), []);
+      // 3. The switch, shown at once.
+      await client().call('SetQueueAttributes', {
+        QueueUrl: url,
+        Attributes: { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+      });
+      const shown = (
+        await client().call('GetQueueAttributes', {
+          QueueUrl: url,
+          AttributeNames: ['DeduplicationScope', 'FifoThroughputLimit'],
+        })
+      ).Attributes as Record<string, string> | undefined;
+      assert.deepEqual(shown, {
+        DeduplicationScope: 'messageGroup',
+        FifoThroughputLimit: 'perMessageGroupId',
+      });
+      // 4. Nothing to receive; Test3 (group3, D) is still a duplicate.
+      assert.deepEqual(await receiveAt(url), []);
+      assert.equal((await sendAt(url, 'Test3', 'group3', 'D')).id, test1.id);
+      assert.deepEqual(await receiveAt(url, 0), []);
+      // 5. Test4 (group4, E): new, received, deleted.
+      const test4 = await givenAt(url, 'Test4', 'group4', 'E');
+      const fourth = await receiveAt(url);
+      assert.deepEqual(bodies(fourth), ['Test4']);
+      await deleteAll(url, fourth);
+      // 6. Test5 (group5, E): a duplicate.
+      assert.equal((await sendAt(url, 'Test5', 'group5', 'E')).id, test4.id);
+      assert.deepEqual(await receiveAt(url, 0), []);
+      // 60 s after the change, the new scope: E in group6 is a new message.
+      timed.clock.advance(60_000);
+      const test6 = await sendAt(url, 'Test6', 'group6', 'E');
+      assert.notEqual(test6.id, test4.id);
+      assert.deepEqual(bodies(await receiveAt(url)), ['Test6']);
     });
   });
 }

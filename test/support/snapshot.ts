@@ -50,7 +50,7 @@ export function snapshot(store: QueueStore, opts: SnapshotOptions = {}): unknown
 }
 
 function queueFields(q: Queue, now: number, opts: SnapshotOptions): Record<string, unknown> {
-  const counters = { nextSequence: q.nextSequence, lastSequenceNumber: q.lastSequenceNumber };
+  const counters = { nextSequence: q.nextSequence, lastSequenceNumber: q.fifoState?.lastSequenceNumber };
   return {
     key: q.key,
     uid: q.uid,
@@ -71,10 +71,11 @@ function queueFields(q: Queue, now: number, opts: SnapshotOptions): Record<strin
     deduplicationScope: q.deduplicationScope,
     counts: q.counts(now),
     size: q.size,
-    groupCount: q.groupCount,
+    groupCount: q.fifoState?.groupCount ?? 0,
+    pendingScope: q.fifoState?.pendingScope,
     messages: [...q.allMessages()].map((m) => messageFields(m, opts)),
-    dedup: sortedRecords(q.dedupRecords(), dedupFields),
-    attempts: sortedRecords(q.attemptRecords(), (r) => attemptFields(r, opts)),
+    dedup: sortedRecords(q.fifoState?.dedupRecords() ?? [], dedupFields),
+    attempts: sortedRecords(q.fifoState?.attemptRecords() ?? [], (r) => attemptFields(r, opts)),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * SQS fixtures the e2e tests share: one server per file with an SDK v3 client on it (JSON 1.0), and
  * the set-up steps (create a queue, read its ARN or its counts, drain it) through the SDK or through
- * raw Query requests, so that a file's tests spell out only the scenario under test; and a Redis
- * for the file with the clients the persistence tests write and read it through.
+ * raw Query requests, so that a file's tests spell out only the scenario under test; a server in the
+ * test's own process whose clock the test moves; and a Redis for the file with the clients the
+ * persistence tests write and read it through.
  */
 import assert from 'node:assert/strict';
 import { after as nodeAfter, before as nodeBefore } from 'node:test';
@@ -14,6 +15,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Redis } from 'ioredis';
+import { startServer as embedServer } from 'shared-sqs';
+import { ManualClock } from '../../src/core/clock.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { startRedis, type TestRedis } from './redis.js';
 import { sqsClient, startServer, type RunningServer } from './server.js';
@@ -70,6 +73,41 @@ export function sharedServer(opts: { hooks?: Hooks; server?: ServerOptions } = {
     createQueueWithArn: (name, attributes) => createQueueWithArn(fixture.client, name, attributes),
     counts: (url) => counts(fixture.client, url),
     drain: (url) => drain(fixture.client, url),
+  };
+  return fixture;
+}
+
+/** A server in the test's process (the package's startServer, dist/) on a clock the test moves. */
+export interface ClockedServer {
+  readonly url: string;
+  /** Starts at the system's time and stands still until the test advances it. */
+  readonly clock: ManualClock;
+  /** SDK v3 (JSON 1.0), for set-up and checks. */
+  readonly client: SQSClient;
+  createQueue(name: string, attributes?: Record<string, string>): Promise<string>;
+}
+
+export function clockedServer(hooks: Hooks): ClockedServer {
+  const clock = new ManualClock(Date.now());
+  let server: Awaited<ReturnType<typeof embedServer>> | undefined;
+  let client: SQSClient | undefined;
+  hooks.before(async () => {
+    server = await embedServer({}, { clock });
+    client = sqsClient(server.url);
+  });
+  hooks.after(async () => {
+    client?.destroy();
+    await server?.close();
+  });
+  const fixture: ClockedServer = {
+    get url(): string {
+      return made(server, 'the server is started by the before hook').url;
+    },
+    clock,
+    get client(): SQSClient {
+      return made(client, 'the client is made by the before hook');
+    },
+    createQueue: (name, attributes) => createQueue(fixture.client, name, attributes),
   };
   return fixture;
 }

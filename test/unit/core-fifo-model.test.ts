@@ -7,16 +7,17 @@
  * The model is a list of every message ever sent, in send order, with its group, deduplication id,
  * timestamps, receive count and receipt handles; its state follows from the clock alone (gone;
  * else delayed or in flight while now < visibleAt; else visible). On top of it:
- *   - Groups. A group is its live messages in send order. It is locked while any of them is in
- *     flight; an unlocked group's eligible messages are the leading visible ones (a delayed message
- *     holds back the later ones of its group, as docs/compatibility.md declares for DelaySeconds).
- *     Every receive is first checked against the AWS rules alone: each returned message is the next
- *     one of its group in send order (only messages the core moved to the dead-letter queue in that
- *     call may be skipped), its group was not locked, it was not delayed, and nothing comes back
- *     when no group has an eligible message. Then the exact result is compared with the core's
- *     documented choice (compatibility.md, "FIFO queues"): groups in the order they became
- *     receivable (readyAt: AWS's recorded order; ties by their first message's send order), as many
- *     of each one's eligible messages as `max` allows, then the next group; so a receive
+ *   - Groups. A group is its live messages in send order. Its eligible messages are the leading
+ *     visible ones: the first message in flight holds back the ones after it, not the ones before
+ *     it (AWS, recorded), and so does a delayed one (as docs/compatibility.md declares for
+ *     DelaySeconds). Every receive is first checked against the AWS rules alone: each returned
+ *     message is the next one of its group in send order (only messages the core moved to the
+ *     dead-letter queue in that call may be skipped), visible, and nothing comes back when no group
+ *     has an eligible message. Then the exact result is compared with the core's documented choice
+ *     (compatibility.md, "FIFO queues"): groups in the order they became receivable (readyAt: the
+ *     later of the moment their first message became visible and the moment the message before it
+ *     left while in flight, AWS's recorded order; ties by their first message's send order), as
+ *     many of each one's eligible messages as `max` allows, then the next group; so a receive
  *     returns min(max, the eligible messages it does not move to the dead-letter queue).
  *   - Deduplication. A list of (scope, group, deduplication id, time, MessageId, SequenceNumber):
  *     a send whose id (explicit, else the body's SHA-256 with ContentBasedDeduplication) was seen
@@ -24,7 +25,8 @@
  *     5 minutes ago is accepted, stores nothing and answers the original MessageId and
  *     SequenceNumber, even if that message is gone (deleted, expired, dead-lettered: the window
  *     survives them, compatibility.md). A purge drops the records (AWS, recorded): the same id
- *     sent after it is a new message. A changed scope applies to later sends.
+ *     sent after it is a new message. A change of DeduplicationScope applies to sends from 60 s
+ *     after it was made; until then the scope before it does (AWS, recorded).
  *   - SequenceNumber: 20 digits, increasing per queue (and in the dead-letter queue).
  *   - ReceiveRequestAttemptId (implemented by the core, so modelled): a retry within 5 minutes of
  *     the receive returns the same messages and receipt handles and starts their visibility timeout
@@ -93,6 +95,8 @@ import {
 
 /** AWS: the deduplication interval is 5 minutes. */
 const DEDUP_WINDOW_MS = 5 * MIN;
+/** A DeduplicationScope change applies to deduplication 60 s after it is made (AWS, recorded). */
+const SCOPE_CHANGE_DELAY_MS = 60 * S;
 /** AWS: a ReceiveRequestAttemptId can be retried for 5 minutes. */
 const ATTEMPT_WINDOW_MS = 5 * MIN;
 /** The dead-letter queue keeps the default MessageRetentionPeriod, 4 days. */
@@ -116,8 +120,11 @@ interface ModelMessage extends BaseMessage {
   /** Successful ChangeMessageVisibility calls on it: a ReceiveRequestAttemptId record notes them. */
   visibilityChanges: number;
   gone: Gone | null;
-  /** Set when it went (deleted, expired) while in flight: that moment, which unlocked its group. */
-  leftFlightAt: number | null;
+  /**
+   * Set when it went (deleted, expired) while in flight as the first live message of its group:
+   * that moment, when the next one's turn began.
+   */
+  leftFirstAt: number | null;
 }
 
 interface DedupRecord {
@@ -155,9 +162,7 @@ interface DeadLetter {
 /** A group as a receive finds it: its live messages in send order, with their states then. */
 interface GroupView {
   readonly live: ReadonlyArray<{ readonly m: ModelMessage; readonly state: LiveState }>;
-  /** Some message of it is in flight. */
-  readonly locked: boolean;
-  /** What a receive may take from it: nothing if locked, else its leading visible messages. */
+  /** What a receive may take from it: its leading visible messages. */
   readonly run: readonly ModelMessage[];
 }
 
@@ -191,6 +196,8 @@ class Model extends QueueModel<ModelMessage> {
   /** Every deduplication record ever made; those older than 5 minutes no longer count. */
   readonly dedup: DedupRecord[] = [];
   readonly attempts = new Map<string, AttemptRecord>();
+  /** The DeduplicationScope changes, oldest first: each applies from 60 s after it was made. */
+  private readonly scopeChanges: Array<{ readonly at: number; readonly scope: Scope }> = [];
   /** Deduplication ids whose record a purge dropped (for coverage only). */
   private readonly purgedDedupIds = new Set<string>();
   /** Attempt ids whose record a purge dropped (for coverage only). */
@@ -203,10 +210,28 @@ class Model extends QueueModel<ModelMessage> {
     visibilityMs: number,
     retentionMs: number,
     public contentBased: boolean,
+    /** The DeduplicationScope attribute (setScope); what deduplication uses is scopeAt. */
     public scope: Scope,
     readonly maxReceiveCount: number | null,
   ) {
     super(coverage, delayMs, visibilityMs, retentionMs);
+    this.initialScope = scope;
+  }
+
+  private readonly initialScope: Scope;
+
+  /** The attribute set to `scope` at `now` (a change when it differs from the latest value). */
+  setScope(scope: Scope, now: number): void {
+    if (scope === this.scope) return;
+    this.scope = scope;
+    this.scopeChanges.push({ at: now, scope });
+  }
+
+  /** The scope deduplication uses at `now`: that of the latest change made 60 s before or earlier. */
+  scopeAt(now: number): Scope {
+    let scope = this.initialScope;
+    for (const c of this.scopeChanges) if (c.at + SCOPE_CHANGE_DELAY_MS <= now) scope = c.scope;
+    return scope;
   }
 
   /** Retention: a message is gone once now >= sentAt + the queue's (current) retention period. */
@@ -214,12 +239,12 @@ class Model extends QueueModel<ModelMessage> {
     for (const m of this.messages) {
       if (m.gone === null && now >= m.sentAt + this.retentionMs) {
         const state = this.state(m, now);
+        const first = this.view(m.group, now).live[0]?.m === m;
         m.gone = 'expired';
-        if (state === 'inflight') m.leftFlightAt = m.sentAt + this.retentionMs;
+        if (state === 'inflight' && first) m.leftFirstAt = m.sentAt + this.retentionMs;
         coverage.hit(`expired while ${state}`);
         const v = this.view(m.group, now);
-        if (state === 'inflight' && v.live.length > 0 && !v.locked)
-          coverage.hit('expired: its group unlocked');
+        if (state === 'inflight' && v.run.length > 0) coverage.hit('expired: the next of its group eligible');
       }
     }
     for (const d of this.deadLetters) if (!d.gone && now >= d.movedAt + DLQ_RETENTION_MS) d.gone = true;
@@ -234,30 +259,26 @@ class Model extends QueueModel<ModelMessage> {
     const live = this.messages
       .filter((m) => m.gone === null && m.group === group)
       .map((m) => ({ m, state: this.state(m, now) }));
-    const locked = live.some((x) => x.state === 'inflight');
     const run: ModelMessage[] = [];
-    if (!locked) {
-      for (const x of live) {
-        if (x.state !== 'visible') break;
-        run.push(x.m);
-      }
+    for (const x of live) {
+      if (x.state !== 'visible') break;
+      run.push(x.m);
     }
-    return { live, locked, run };
+    return { live, run };
   }
 
   /**
    * When a receivable group became receivable (compatibility.md, "FIFO queues"): the later of the
-   * moment its first message became visible and the last moment one of its messages left flight
-   * (visible again, deleted or expired while in flight). A purge starts its groups anew.
+   * moment its first message became visible and the last moment a first message of the group left
+   * while in flight (deleted or expired). A purge starts its groups anew.
    */
-  readyAt(v: GroupView, now: number): number {
+  readyAt(v: GroupView): number {
     const head = v.live[0]?.m;
     if (head === undefined) throw new Error('readyAt of an empty group');
     let at = head.visibleAt;
     for (const m of this.messages) {
-      if (m.group !== head.group || m.receiveCount === 0 || m.gone === 'purged') continue;
-      if (m.leftFlightAt !== null) at = Math.max(at, m.leftFlightAt);
-      else if (m.gone !== null || this.state(m, now) === 'visible') at = Math.max(at, m.visibleAt);
+      if (m.group === head.group && m.gone !== 'purged' && m.leftFirstAt !== null)
+        at = Math.max(at, m.leftFirstAt);
     }
     return at;
   }
@@ -311,8 +332,11 @@ class Model extends QueueModel<ModelMessage> {
     }
     const dedupId = explicit ?? sha256(body);
     const sameId = this.dedup.filter((r) => r.dedupId === dedupId);
+    const scope = this.scopeAt(now);
+    if (scope !== this.scope)
+      coverage.hit('send: within 60 s of a DeduplicationScope change: the scope before it');
     const matches = (r: DedupRecord): boolean =>
-      r.scope === this.scope && (this.scope === 'queue' || r.group === group);
+      r.scope === scope && (scope === 'queue' || r.group === group);
     const seen = sameId.find((r) => now < r.at + DEDUP_WINDOW_MS && matches(r));
     if (seen !== undefined) {
       coverage.hit(explicit === undefined ? 'send: duplicate by content' : 'send: duplicate by explicit id');
@@ -329,9 +353,8 @@ class Model extends QueueModel<ModelMessage> {
       coverage.hit('send: same id exactly when the window ends: new');
     else if (sameId.some(matches)) coverage.hit('send: same id after the window: new');
     if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope === 'messageGroup' && r.group !== group))
-      if (this.scope === 'messageGroup')
-        coverage.hit('send: same id in another group (scope messageGroup): new');
-    if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope !== this.scope))
+      if (scope === 'messageGroup') coverage.hit('send: same id in another group (scope messageGroup): new');
+    if (sameId.some((r) => now < r.at + DEDUP_WINDOW_MS && r.scope !== scope))
       coverage.hit('send: same id under the other DeduplicationScope: new');
     return { dedupId };
   }
@@ -360,11 +383,11 @@ class Model extends QueueModel<ModelMessage> {
       handles: [],
       visibilityChanges: 0,
       gone: null,
-      leftFlightAt: null,
+      leftFirstAt: null,
     };
     this.add(m);
     this.dedup.push({
-      scope: this.scope,
+      scope: this.scopeAt(now),
       group,
       dedupId,
       byContent,
@@ -431,7 +454,7 @@ class Model extends QueueModel<ModelMessage> {
       .filter((v) => v.run.length > 0)
       .map((v) => ({
         v,
-        at: this.readyAt(v, now),
+        at: this.readyAt(v),
         first: this.messages.indexOf(v.live[0]?.m as ModelMessage),
       }))
       .sort((a, b) => a.at - b.at || a.first - b.first)
@@ -469,7 +492,7 @@ class Model extends QueueModel<ModelMessage> {
         m.receiveCount++;
         if (m.firstReceiveAt === 0) m.firstReceiveAt = now;
         m.lastReceiveAt = now;
-        // A timeout of 0 leaves it visible (and its group unlocked).
+        // A timeout of 0 leaves it visible (and its group eligible).
         m.visibleAt = now + vt;
         deliver.push(m);
       }
@@ -517,10 +540,14 @@ class Model extends QueueModel<ModelMessage> {
       return { error: 'InvalidParameterValue' };
     }
     coverage.hit('delete: current handle of an inflight message');
+    const first = this.view(m.group, now).live[0]?.m === m;
     m.gone = 'deleted';
-    m.leftFlightAt = now;
-    const v = this.view(m.group, now);
-    if (!v.locked && v.live.length > 0) coverage.hit('delete: unlocks its group');
+    if (first) {
+      m.leftFirstAt = now;
+      if (this.view(m.group, now).run.length > 0) coverage.hit('delete: the next of its group eligible');
+    } else {
+      coverage.hit('delete: not the first of its group');
+    }
     return OK;
   }
 
@@ -545,8 +572,11 @@ class Model extends QueueModel<ModelMessage> {
     if (!('ok' in outcome)) return outcome;
     m.visibilityChanges++;
     if (timeoutMs === 0) {
-      const v = this.view(m.group, now);
-      if (!v.locked) coverage.hit('visibility: 0 unlocks its group');
+      coverage.hit(
+        this.view(m.group, now).run[0] === m
+          ? 'visibility: 0 on the first of its group: eligible'
+          : 'visibility: 0 behind an earlier message of its group',
+      );
     }
     return OK;
   }
@@ -581,6 +611,7 @@ class Model extends QueueModel<ModelMessage> {
     for (const d of this.deadLetters) if (!d.gone) add('retention', d.movedAt + DLQ_RETENTION_MS);
     for (const r of this.dedup) add('dedup window', r.at + DEDUP_WINDOW_MS);
     for (const r of this.attempts.values()) add('attempt window', r.at + ATTEMPT_WINDOW_MS);
+    for (const c of this.scopeChanges) add('scope change', c.at + SCOPE_CHANGE_DELAY_MS);
     return out;
   }
 }
@@ -588,8 +619,8 @@ class Model extends QueueModel<ModelMessage> {
 /**
  * The AWS rules alone, before the exact comparison: each returned message is the next of its
  * group in send order (skipping only messages the core moved to the dead-letter queue in this
- * call), from a group that was not locked, and was visible (not delayed, not in flight); nothing
- * comes back when no group had an eligible message.
+ * call, so never one in flight or delayed) and was visible; nothing comes back when no group had
+ * an eligible message.
  */
 function checkFifoRules(
   before: Map<string, GroupView>,
@@ -611,11 +642,6 @@ function checkFifoRules(
     const group = m.groupId ?? '';
     const v = before.get(group);
     assert.ok(v !== undefined, `${where}: ${m.id} returned from group ${group}, which had no live message`);
-    const inflight = v.live.filter((x) => x.state === 'inflight').map((x) => x.m.id);
-    assert.ok(
-      !v.locked,
-      `${where}: ${m.id} returned from group ${group}, locked by in-flight ${inflight.join(' ')}`,
-    );
     const from = next.get(group) ?? 0;
     const i = v.live.findIndex((x, k) => k >= from && x.m.id === m.id);
     assert.ok(
@@ -808,16 +834,16 @@ function run(seed: number, steps: number): void {
           if (plan.replay === null) {
             const inDlq = new Set([...dlq.allMessages()].map((m) => m.id));
             checkFifoRules(before, got, inDlq, max, s.where);
-            const lockedWaiting = [...before.values()].filter(
-              (v) => v.locked && v.live.some((x) => x.state === 'visible'),
-            );
-            if (lockedWaiting.length > 0) coverage.hit('receive: a locked group held back');
-            if ([...before.values()].some((v) => !v.locked && v.live[0]?.state === 'delayed'))
-              coverage.hit('receive: a group held back by its delayed first message');
-            if (
-              [...before.values()].some((v) => v.run.length > 0 && v.run.length < v.live.length && !v.locked)
-            )
-              coverage.hit('receive: a group stops at a delayed message');
+            for (const v of before.values()) {
+              const stop = v.live[v.run.length]?.state;
+              if (stop === undefined) continue;
+              if (v.run.length === 0) {
+                if (v.live.some((x) => x.state === 'visible'))
+                  coverage.hit(`receive: a group held back by its ${stop} first message`);
+              } else {
+                coverage.hit(`receive: a group stops at a ${stop} message`);
+              }
+            }
             if (eligible > max) coverage.hit('receive: more eligible than max');
             else if (eligible > 0) coverage.hit('receive: every eligible message');
             else if (model.live().length > 0) coverage.hit('receive: none eligible, some waiting');
@@ -890,10 +916,12 @@ function run(seed: number, steps: number): void {
               model.contentBased = !model.contentBased;
               value = String(model.contentBased);
               break;
-            case 'DeduplicationScope':
-              model.scope = model.scope === 'queue' ? 'messageGroup' : 'queue';
-              value = model.scope;
+            case 'DeduplicationScope': {
+              const scope: Scope = model.scope === 'queue' ? 'messageGroup' : 'queue';
+              model.setScope(scope, now);
+              value = scope;
               break;
+            }
           }
           store.setAttributes(q, { [name]: value });
           s.note(`set ${name}=${value}`);
@@ -910,14 +938,14 @@ function run(seed: number, steps: number): void {
         `${s.where}: dead-letter queue counts`,
       );
       if (compareQueue(s, last, q, at, model, fifoFields)) {
-        assert.equal(q.groupCount, model.groupIds().length, `${s.where}: groups`);
+        assert.equal(q.fifoState?.groupCount, model.groupIds().length, `${s.where}: groups`);
         assert.equal(
-          [...q.dedupRecords()].length,
+          [...(q.fifoState?.dedupRecords() ?? [])].length,
           model.liveDedupRecords(at),
           `${s.where}: deduplication records`,
         );
         assert.equal(
-          [...q.attemptRecords()].length,
+          [...(q.fifoState?.attemptRecords() ?? [])].length,
           model.liveAttemptRecords(at),
           `${s.where}: attempt records`,
         );
@@ -982,8 +1010,10 @@ const EXPECTED_RULES = [
   'send: same id after the window: new',
   'send: same id in another group (scope messageGroup): new',
   'send: same id under the other DeduplicationScope: new',
-  'receive: a locked group held back',
+  'send: within 60 s of a DeduplicationScope change: the scope before it',
+  'receive: a group held back by its inflight first message',
   'receive: a group held back by its delayed first message',
+  'receive: a group stops at a inflight message',
   'receive: a group stops at a delayed message',
   'receive: more eligible than max',
   'receive: every eligible message',
@@ -1008,19 +1038,21 @@ const EXPECTED_RULES = [
   'expired while visible',
   'expired while inflight',
   'expired while delayed',
-  'expired: its group unlocked',
+  'expired: the next of its group eligible',
   'delete: current handle of an inflight message',
-  'delete: unlocks its group',
+  'delete: the next of its group eligible',
+  'delete: not the first of its group',
   'delete: older handle of a inflight message',
   'delete: older handle of a visible message',
   'delete: current handle of a visible message',
   'delete: message dead-lettered already',
-  'visibility: 0 unlocks its group',
+  'visibility: 0 on the first of its group: eligible',
+  'visibility: 0 behind an earlier message of its group',
   'visibility: message not in flight',
   'visibility: older handle of a inflight message',
   'visibility: older handle of a visible message',
   'purge: exactly 60 s after the last',
-  ...['visibility', 'dedup window', 'attempt window', 'purge rule'].flatMap((kind) =>
+  ...['visibility', 'dedup window', 'attempt window', 'purge rule', 'scope change'].flatMap((kind) =>
     ['exactly', 'minus 1 ms', 'plus 1 ms'].map((side) => `advance: to a ${kind} end ${side}`),
   ),
 ];
@@ -1079,6 +1111,6 @@ void test('Given a receive with a ReceiveRequestAttemptId, when its message has 
   assert.deepEqual(
     retry.map((m) => m.id),
     expected.deliver.map((m) => m.id),
-    'a1 is in flight and its group locked: a new receive returns nothing, a replay returns a1',
+    'a1 is in flight and first in its group: a new receive returns nothing, a replay returns a1',
   );
 });

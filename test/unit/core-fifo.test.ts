@@ -11,7 +11,7 @@ import { throwsCode } from '../support/assertions.js';
 import { inGroup, msg } from '../support/queue.js';
 
 /**
- * FIFO queues in the core: deduplication, groups and their locks, ordering, sequence numbers and
+ * FIFO queues in the core: deduplication and its scope, groups and their order, sequence numbers and
  * ReceiveRequestAttemptId. Time is a ManualClock; nothing sleeps.
  */
 
@@ -108,7 +108,7 @@ void test('Given deduplication records, when their 5 minutes pass, then tick dro
   clock.advance(DEDUP_WINDOW_MS - 10 * S);
   q.tick(clock.now());
   assert.deepEqual(
-    [...q.dedupRecords()].map(([k]) => k),
+    [...(q.fifoState?.dedupRecords() ?? [])].map(([k]) => k),
     ['q:b'],
   );
   assert.deepEqual(
@@ -191,7 +191,7 @@ void test('Given a clock that goes back, when messages are sent, then SequenceNu
   assert.ok(BigInt(b) > BigInt(a));
 });
 
-// ---- order and group locks ------------------------------------------------------------------
+// ---- order, and a group held back by its first message in flight ----------------------------
 
 void test('Given several messages in one group, when received with room for all, then they come in send order', () => {
   const { q, clock } = fifo();
@@ -205,7 +205,7 @@ void test('Given two groups, when received with room for all, then the older gro
   assert.deepEqual(receiveBodies(q, clock, 10), ['a1', 'a2', 'b1']);
 });
 
-void test('Given a group with a message in flight, when received again, then nothing of that group comes but other groups do', () => {
+void test('Given a group whose first message is in flight, when received again, then nothing of that group comes but other groups do', () => {
   const { q, clock } = fifo();
   sendAs(q, clock, 'a:a1 a:a2 b:b1');
   assert.deepEqual(receiveBodies(q, clock, 1), ['a1']);
@@ -213,7 +213,7 @@ void test('Given a group with a message in flight, when received again, then not
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
 });
 
-void test('Given a locked group, when its in-flight message is deleted, then the next message of the group is received', () => {
+void test('Given a group whose first message is in flight, when its in-flight message is deleted, then the next message of the group is received', () => {
   const { q, clock } = fifo();
   sendAs(q, clock, 'a:a1 a:a2');
   const [a1] = q.receive(1, undefined, clock.now());
@@ -222,7 +222,7 @@ void test('Given a locked group, when its in-flight message is deleted, then the
   assert.deepEqual(receiveBodies(q, clock, 10), ['a2']);
 });
 
-void test('Given a locked group, when the visibility timeout of its message expires, then that message is redelivered first, before the later ones', () => {
+void test('Given a group whose first message is in flight, when the visibility timeout of its message expires, then that message is redelivered first, before the later ones', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
   sendAs(q, clock, 'a:a1 a:a2');
   assert.deepEqual(receiveBodies(q, clock, 1), ['a1']);
@@ -232,7 +232,7 @@ void test('Given a locked group, when the visibility timeout of its message expi
   assert.equal(again[0]?.receiveCount, 2);
 });
 
-void test('Given a locked group, when its message is made visible with ChangeMessageVisibility 0, then the group is receivable again, in order', () => {
+void test('Given a group whose first message is in flight, when its message is made visible with ChangeMessageVisibility 0, then the group is receivable again, in order', () => {
   const { q, clock } = fifo();
   sendAs(q, clock, 'a:a1 a:a2');
   const [a1] = q.receive(1, undefined, clock.now());
@@ -241,7 +241,7 @@ void test('Given a locked group, when its message is made visible with ChangeMes
   assert.deepEqual(receiveBodies(q, clock, 10), ['a1', 'a2']);
 });
 
-void test('Given two in-flight messages of one group, when only one is deleted, then the group stays locked', () => {
+void test('Given two in-flight messages of one group, when the first is deleted, then nothing of the group is received while the second is in flight', () => {
   const { q, clock } = fifo();
   for (const b of ['a1', 'a2', 'a3']) q.sendMessage(msg(b, inGroup('a', b)), clock.now());
   const [a1] = q.receive(2, undefined, clock.now());
@@ -250,7 +250,7 @@ void test('Given two in-flight messages of one group, when only one is deleted, 
   assert.deepEqual(q.receive(10, undefined, clock.now()), []);
 });
 
-void test('Given a locked group with waiting messages, when its last in-flight message is deleted, then the listener hears that messages are available', () => {
+void test('Given a group with waiting messages behind its in-flight first one, when that one is deleted, then the listener hears that messages are available', () => {
   const { q, clock, store } = fifo();
   let available = 0;
   store.onAvailable(() => available++);
@@ -295,24 +295,102 @@ void test('Given a purged FIFO queue, when a deduplication id sent before the pu
   const { q, clock } = fifo();
   const first = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
   q.purge(clock.now());
-  assert.equal(q.groupCount, 0);
-  assert.deepEqual([...q.dedupRecords()], []);
+  assert.equal(q.fifoState?.groupCount, 0);
+  assert.deepEqual([...(q.fifoState?.dedupRecords() ?? [])], []);
   const again = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
   assert.notEqual(again.messageId, first.messageId);
   assert.notEqual(again.message, undefined);
 });
 
-void test('Given a FIFO queue turned to high throughput after creation, when a deduplication id is sent again in another group, then it is a new message', () => {
-  const { q, clock } = fifo();
-  q.sendMessage(msg(inGroup('a', 'd')), clock.now());
-  assert.equal(q.sendMessage(msg(inGroup('b', 'd')), clock.now()).message, undefined);
+// ---- a change of DeduplicationScope takes effect 60 s after it is made (docs/compatibility.md) ----
+
+/** The six recorded steps, in one millisecond: the scope before the change still applies. */
+function recordedScopeSteps(): { q: Queue; clock: ManualClock; changedAt: number } {
+  const { q, clock } = fifo({ DeduplicationScope: 'queue', ContentBasedDeduplication: 'false' });
+  // 1. Test1 (group1, D): received and deleted.
+  q.sendMessage(msg('Test1', inGroup('group1', 'D')), clock.now());
+  const [t1] = q.receive(1, undefined, clock.now());
+  assert.equal(t1?.body, 'Test1');
+  q.deleteMessage(q.receiptHandle(t1), clock.now());
+  // 2. Test2 (group2, D): a duplicate.
+  assert.equal(q.sendMessage(msg('Test2', inGroup('group2', 'D')), clock.now()).message, undefined);
+  assert.deepEqual(q.receive(10, 0, clock.now()), []);
+  // 3. The switch to high throughput: the attributes show it at once.
+  clock.advance(1);
+  const changedAt = clock.now();
   q.setAttributes(
     { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
-    clock.now(),
+    changedAt,
   );
-  q.sendMessage(msg(inGroup('a', 'e')), clock.now());
-  assert.notEqual(q.sendMessage(msg(inGroup('b', 'e')), clock.now()).message, undefined);
-  assert.equal(q.sendMessage(msg(inGroup('a', 'e')), clock.now()).message, undefined);
+  assert.equal(q.attributes.DeduplicationScope, 'messageGroup');
+  assert.equal(q.attributes.FifoThroughputLimit, 'perMessageGroupId');
+  // 4. Nothing to receive; Test3 (group3, D) is still a duplicate.
+  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
+  assert.equal(q.sendMessage(msg('Test3', inGroup('group3', 'D')), clock.now()).message, undefined);
+  assert.deepEqual(q.receive(10, 0, clock.now()), []);
+  // 5. Test4 (group4, E): new, received, deleted.
+  assert.ok(q.sendMessage(msg('Test4', inGroup('group4', 'E')), clock.now()).message);
+  const [t4] = q.receive(10, undefined, clock.now());
+  assert.equal(t4?.body, 'Test4');
+  q.deleteMessage(q.receiptHandle(t4), clock.now());
+  // 6. Test5 (group5, E): a duplicate, though its group differs.
+  assert.equal(q.sendMessage(msg('Test5', inGroup('group5', 'E')), clock.now()).message, undefined);
+  assert.deepEqual(q.receive(10, 0, clock.now()), []);
+  return { q, clock, changedAt };
+}
+
+void test('Given a FIFO queue switched to high throughput after creation, when the recorded six steps run, then old and new deduplication ids are still deduplicated queue-wide', () => {
+  recordedScopeSteps();
+});
+
+void test('Given a DeduplicationScope change, when 1 ms short of 60 s later a deduplication id is sent in another group, then it is still a duplicate', () => {
+  const { q, clock, changedAt } = recordedScopeSteps();
+  clock.advance(changedAt + 60 * S - 1 - clock.now());
+  assert.equal(q.sendMessage(msg('Test6', inGroup('group6', 'E')), clock.now()).message, undefined);
+});
+
+void test('Given a DeduplicationScope change, when 60 s later a deduplication id is sent in another group, then it is a new message, and again in its own group a duplicate', () => {
+  const { q, clock, changedAt } = recordedScopeSteps();
+  clock.advance(changedAt + 60 * S - clock.now());
+  const t6 = q.sendMessage(msg('Test6', inGroup('group6', 'E')), clock.now());
+  assert.ok(t6.message, 'E in group6 under scope messageGroup: new');
+  assert.equal(q.sendMessage(msg('again', inGroup('group6', 'E')), clock.now()).messageId, t6.messageId);
+});
+
+void test('Given two DeduplicationScope changes 30 s apart, when sends follow, then each change takes effect 60 s after it was made', () => {
+  const { q, clock } = fifo();
+  const scopeAt = (): string => {
+    // The same id in two new groups: one message under scope queue, two under messageGroup.
+    const id = `probe-${clock.now()}`;
+    const a = q.sendMessage(msg(inGroup(`a${clock.now()}`, id)), clock.now());
+    const b = q.sendMessage(msg(inGroup(`b${clock.now()}`, id)), clock.now());
+    return a.messageId === b.messageId ? 'queue' : 'messageGroup';
+  };
+  q.setAttributes({ DeduplicationScope: 'messageGroup' }, clock.now());
+  clock.advance(30 * S);
+  q.setAttributes({ DeduplicationScope: 'queue' }, clock.now());
+  clock.advance(30 * S - 1);
+  assert.equal(scopeAt(), 'queue', '59.999 s after the first change');
+  clock.advance(1);
+  assert.equal(scopeAt(), 'messageGroup', '60 s after the first change');
+  clock.advance(30 * S - 1);
+  assert.equal(scopeAt(), 'messageGroup', '59.999 s after the second change');
+  clock.advance(1);
+  assert.equal(scopeAt(), 'queue', '60 s after the second change');
+});
+
+void test('Given a queue created with DeduplicationScope messageGroup, when sent at once, then that scope applies from the start', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+  const a = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
+  assert.notEqual(q.sendMessage(msg(inGroup('b', 'd')), clock.now()).messageId, a.messageId);
+});
+
+void test('Given a SetQueueAttributes that repeats the DeduplicationScope in effect, when sent at once, then nothing is pending', () => {
+  const { q, clock } = fifo({ DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
+  q.setAttributes({ DeduplicationScope: 'messageGroup' }, clock.now());
+  assert.equal(q.fifoState?.pendingScope, undefined);
+  const a = q.sendMessage(msg(inGroup('a', 'd')), clock.now());
+  assert.notEqual(q.sendMessage(msg(inGroup('b', 'd')), clock.now()).messageId, a.messageId);
 });
 
 void test('Given many groups, when all their messages are received and deleted, then no group is left behind', () => {
@@ -326,7 +404,7 @@ void test('Given many groups, when all their messages are received and deleted, 
     for (const m of got) q.deleteMessage(q.receiptHandle(m), clock.now());
   }
   assert.equal(q.size, 0);
-  assert.equal(q.groupCount, 0);
+  assert.equal(q.fifoState?.groupCount, 0);
 });
 
 // ---- ReceiveRequestAttemptId ----------------------------------------------------------------
@@ -465,14 +543,72 @@ void test('Given a group whose in-flight messages were deleted, when received, t
   assert.deepEqual(receiveBodies(q, clock, 10), ['g2-c', 'g1-b']);
 });
 
-void test('Given two in-flight messages of a group, when one is extended and the other times out, then the whole group stays locked', () => {
+// ---- within a group, messages are served up to the first one in flight ------------------
+
+/** (a)/(b): g1-m1 and g1-m2 received, g2-m1 waiting; g1-m1 then comes back by `back`. */
+function firstOfTwoBack(back: (q: Queue, clock: ManualClock, handle: string) => void): string[] {
+  const { q, clock } = fifo({ VisibilityTimeout: '30', ContentBasedDeduplication: 'true' });
+  for (const [group, body] of [
+    ['g1', 'g1-m1'],
+    ['g1', 'g1-m2'],
+    ['g2', 'g2-m1'],
+  ] as const)
+    q.sendMessage(msg(body, inGroup(group)), clock.now());
+  const got = q.receive(2, undefined, clock.now());
+  assert.deepEqual(bodies(got), ['g1-m1', 'g1-m2']);
+  clock.advance(1);
+  back(q, clock, q.receiptHandle(got[0] as Message));
+  return receiveBodies(q, clock, 3);
+}
+
+void test('Given g1-m1 and g1-m2 in flight, when g1-m1 is set visible (ChangeMessageVisibility 0), then a receive returns exactly [g2-m1, g1-m1]', () => {
+  const got = firstOfTwoBack((q, clock, handle) => q.changeVisibility(handle, 0, clock.now()));
+  assert.deepEqual(got, ['g2-m1', 'g1-m1']);
+});
+
+void test('Given g1-m1 and g1-m2 in flight, when g1-m1 is set to 1 s and 2 s pass, then a receive returns exactly [g2-m1, g1-m1]', () => {
+  const got = firstOfTwoBack((q, clock, handle) => {
+    q.changeVisibility(handle, 1 * S, clock.now());
+    clock.advance(2 * S);
+  });
+  assert.deepEqual(got, ['g2-m1', 'g1-m1']);
+});
+
+for (const [p, expected] of [
+  [0, []],
+  [1, ['foo']],
+  [2, ['foo', 'bar']],
+] as const) {
+  void test(`Given foo, bar, baz of one group in flight for 1 s, when the one at position ${p} is extended to 4 s and 2.5 s pass, then a receive returns [${expected.join(', ')}]`, () => {
+    const { q, clock } = fifo({ VisibilityTimeout: '1', ContentBasedDeduplication: 'true' });
+    for (const body of ['foo', 'bar', 'baz']) q.sendMessage(msg(body, inGroup('1')), clock.now());
+    const got = q.receive(5, undefined, clock.now());
+    assert.deepEqual(bodies(got), ['foo', 'bar', 'baz']);
+    q.changeVisibility(q.receiptHandle(got[p] as Message), 4 * S, clock.now());
+    clock.advance(2500);
+    assert.deepEqual(receiveBodies(q, clock, 5), expected);
+  });
+}
+
+void test('Given g1 and g2 received at different moments and g3 waiting, when both time out, then a receive returns [g3-m1, g1-m1, g1-m2, g2-m1, g2-m2] (AWS, recorded)', () => {
   const { q, clock } = fifo({ VisibilityTimeout: '30' });
-  sendEach(q, clock, 'g1-a g1-b');
-  const got = q.receive(10, undefined, clock.now());
-  assert.deepEqual(bodies(got), ['g1-a', 'g1-b']);
-  q.changeVisibility(q.receiptHandle(got[1] as Message), 100 * S, clock.now());
+  sendEach(q, clock, 'g1-m1 g1-m2 g2-m1 g2-m2 g3-m1');
+  assert.deepEqual(receiveBodies(q, clock, 1), ['g1-m1']);
+  clock.advance(1);
+  // g1 stops at its message in flight; g2 is next.
+  assert.deepEqual(receiveBodies(q, clock, 2), ['g2-m1', 'g2-m2']);
   clock.advance(30 * S);
-  assert.deepEqual(q.receive(10, undefined, clock.now()), []);
-  clock.advance(70 * S);
-  assert.deepEqual(receiveBodies(q, clock, 10), ['g1-a', 'g1-b']);
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g3-m1', 'g1-m1', 'g1-m2', 'g2-m1', 'g2-m2']);
+});
+
+void test('Given a group whose first message is visible again and its second in flight, when the second is deleted, then the group keeps its place', () => {
+  const { q, clock } = fifo({ VisibilityTimeout: '30' });
+  sendEach(q, clock, 'g1-a g1-b g2-c');
+  const got = q.receive(2, undefined, clock.now());
+  assert.deepEqual(bodies(got), ['g1-a', 'g1-b']);
+  q.changeVisibility(q.receiptHandle(got[0] as Message), 0, clock.now());
+  clock.advance(1);
+  q.deleteMessage(q.receiptHandle(got[1] as Message), clock.now());
+  // g1 became receivable in the same millisecond as g2's send, and its first message is older.
+  assert.deepEqual(receiveBodies(q, clock, 10), ['g1-a', 'g2-c']);
 });

@@ -19,20 +19,20 @@
  * SendMessageBatch, delayed or not; ChangeMessageVisibility (0 or longer), DeleteMessage,
  * PurgeQueue, DeleteQueue (and the queue made again), SetQueueAttributes (DelaySeconds,
  * VisibilityTimeout, ReceiveMessageWaitTimeSeconds, MessageRetentionPeriod), a client going away,
- * and the clock. One FIFO queue has a single message group, so one message in flight holds every
- * waiter back; in half of the runs the FIFO queues keep messages 1-3 minutes, and some receives
- * hold them longer than that, so a group is also unlocked by the end of a retention period.
+ * and the clock. One FIFO queue has a single message group, so its first message in flight holds
+ * every waiter back; in half of the runs the FIFO queues keep messages 1-3 minutes, and some
+ * receives hold them longer than that, so a group also goes on at the end of a retention period.
  *
  * The model is every message sent, with its group, timestamps, receive count and latest receipt
  * handle; its state follows from the clock: gone (deleted, purged, expired, queue deleted); else
  * delayed (never received) or in flight (received) while now < visibleAt; else visible. A message
- * can be received now when it is visible, and on a FIFO queue when its group has no message in
- * flight and no earlier message of the group is delayed (docs/compatibility.md).
+ * can be received now when it is visible, and on a FIFO queue when no earlier message of its group
+ * is in flight or delayed (docs/compatibility.md, "FIFO queues").
  *
  * Invariants, after every step and every stop of the clock:
  *   (1) no lost wake-up: no waiter is parked while its queue has a message it could receive;
  *   (2) every message a receive returns could be received at that moment (not delayed, in flight,
- *       deleted, purged, expired, or in a locked FIFO group, and in group order), and a receive
+ *       deleted, purged, expired, or behind an earlier FIFO message that is, and in group order), and a receive
  *       returns min(MaxNumberOfMessages, receivable) of them;
  *   (3) a waiter that gets no message is answered with an empty 200 exactly at its deadline
  *       (start + WaitTimeSeconds, the request's or the queue's ReceiveMessageWaitTimeSeconds),
@@ -103,8 +103,8 @@ const LOG_TAIL = Number(process.env.LP_LOG_TAIL ?? 80);
 
 /**
  * The four queue slots; a deleted queue's slot can be filled again under the same name. FIFO
- * groups: mostly one, so groups are locked often and waiters park behind the lock; fifo-b has a
- * single group, as many FIFO queues do, so any message in flight holds every waiter back.
+ * groups: mostly one, so groups are held back often and waiters park behind them; fifo-b has a
+ * single group, as many FIFO queues do, so its first message in flight holds every waiter back.
  */
 const SLOTS: ReadonlyArray<{
   readonly name: string;
@@ -206,7 +206,6 @@ class ModelQueue {
     if (!this.fifo) return live.filter((m) => state(m, now) === 'visible');
     const out: ModelMessage[] = [];
     for (const msgs of this.byGroup(live).values()) {
-      if (msgs.some((m) => state(m, now) === 'inflight')) continue;
       for (const m of msgs) {
         if (state(m, now) !== 'visible') break;
         out.push(m);
@@ -235,10 +234,8 @@ class ModelQueue {
     if (s === 'inflight') return `in flight with ${m.holder} for ${m.visibleAt - now} ms more`;
     if (this.fifo) {
       const group = this.live(now).filter((x) => x.group === m.group);
-      const holder = group.find((x) => state(x, now) === 'inflight');
-      if (holder !== undefined) return `its group ${m.group} is locked by ${holder.label} (${holder.holder})`;
-      const before = group.find((x) => state(x, now) === 'delayed' && group.indexOf(x) < group.indexOf(m));
-      if (before !== undefined) return `behind ${before.label}, delayed, in group ${m.group}`;
+      const before = group.find((x) => state(x, now) !== 'visible' && group.indexOf(x) < group.indexOf(m));
+      if (before !== undefined) return `behind ${before.label}, ${state(before, now)}, in group ${m.group}`;
     }
     return 'receivable';
   }
@@ -564,7 +561,7 @@ class Run {
   private randomVisibility(q: ModelQueue): number | undefined {
     const rng = this.rng;
     // Longer than what is left of the retention period: the message expires in flight, and
-    // that unlocks its group.
+    // its group goes on.
     if (q.fifo && this.shortRetention && rng.chance(0.3)) return rng.int(60, 300);
     switch (
       rng.weighted([

@@ -67,26 +67,23 @@ const QUEUE_STRUCTURE = new Set([
   // The store's listener and queue lookup: a restored queue is bound to its new store's.
   'listener',
   'queueByArn',
-  // Message structures: filled by the loader through restoreMessage.
+  // Message structures (lists.ts and heaps), filled by the loader through restoreMessage. Visible
+  // messages whose timeout passed are restored into the visible list, which is in send order;
+  // messages out of sentAt order (dead letters) and FIFO groups are rebuilt the same way.
   'received',
-  'count',
   'bytes',
-  'head',
-  'tail',
-  'vhead',
-  'vtail',
-  'visibleCount',
+  'sent',
+  'visible',
   'inflight',
   'delayed',
-  // Visible messages whose timeout passed: restored into the visible list, which is in send order.
-  'expired',
-  // Messages out of sentAt order (dead letters), FIFO groups: rebuilt by restoreMessage.
-  'late',
+  // FIFO state (fifo-state.ts): its groups rebuilt by restoreMessage; deduplication and
+  // ReceiveRequestAttemptId records in their own hashes (d:, a:), restored by load-records.ts and
+  // round-tripped by the record tests below; the last SequenceNumber and a pending
+  // DeduplicationScope change in the queue record, round-tripped by the FIFO tests below.
   'groups',
-  // FIFO deduplication and ReceiveRequestAttemptId records: their own hashes (d:, a:), restored
-  // by load-records.ts; round-tripped by the record tests below.
-  'dedup',
-  'attempts',
+  'fifoState',
+  // The FIFO receive's way to this queue's messages (fifo-receive.ts), bound to the queue.
+  'receiveHost',
   // Stored queues are never deleted ones.
   'deleted',
   // A metrics counter since this process loaded the queue, not state.
@@ -103,7 +100,6 @@ const QUEUE_PERSISTED = [
   'lastModifiedAt',
   'lastPurgeAt',
   'nextSeq',
-  'lastSequence',
   // Derived from the name and the attributes, compared to be sure they come out the same.
   'arn',
   'fifo',
@@ -312,6 +308,74 @@ test('Given a never-purged queue, when round-tripped, then lastPurgeAt stays -In
   assert.equal(back.nextSequence, 17, 'the seq hash value raises the record value');
 });
 
+/** A FIFO queue whose DeduplicationScope was changed to messageGroup 10 s ago. */
+function fifoScopeChanged(): { queue: Queue; clock: ManualClock; changedAt: number } {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const store = new QueueStore(clock);
+  const { queue } = store.create(
+    { accountId: '000000000000', region: 'us-east-1', name: 'q.fifo' },
+    { FifoQueue: 'true' },
+    {},
+  );
+  const changedAt = clock.now();
+  queue.setAttributes(
+    { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' },
+    changedAt,
+  );
+  clock.advance(10_000);
+  return { queue, clock, changedAt };
+}
+
+/** Whether one deduplication id sent in two new groups is two messages (scope messageGroup). */
+function dedupsByGroup(q: Queue, now: number): boolean {
+  const id = `d-${now}`;
+  const a = q.sendMessage(
+    { id: `a-${now}`, body: 'a', md5OfBody: 'x', senderId: 's', groupId: `a${now}`, deduplicationId: id },
+    now,
+  );
+  const b = q.sendMessage(
+    { id: `b-${now}`, body: 'b', md5OfBody: 'x', senderId: 's', groupId: `b${now}`, deduplicationId: id },
+    now,
+  );
+  return a.messageId !== b.messageId;
+}
+
+test('Given a FIFO queue restored 10 s after a DeduplicationScope change, when sent to, then the scope before the change applies until 60 s after it, the new one from then', () => {
+  const { queue, clock, changedAt } = fifoScopeChanged();
+  const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
+  assert.deepEqual(back.fifoState?.pendingScope, queue.fifoState?.pendingScope);
+  assert.equal(back.attributes.DeduplicationScope, 'messageGroup', 'the attribute shows the change at once');
+  assert.equal(dedupsByGroup(back, changedAt + 60_000 - 1), false, 'scope queue until 60 s after the change');
+  assert.equal(dedupsByGroup(back, changedAt + 60_000), true, 'scope messageGroup from then');
+});
+
+test('Given a FIFO queue record written before pending scope changes were stored, when parsed, then it loads with the scope of its attributes in effect', () => {
+  const { queue, clock } = fifoScopeChanged();
+  const record = JSON.parse(serializeQueue(queue)) as Record<string, unknown>;
+  assert.ok('dedupScope' in record, 'the record holds the pending change');
+  delete record.dedupScope;
+  const back = deserializeQueue(JSON.stringify(record), new QueueStore(clock));
+  assert.equal(back.fifoState?.pendingScope, undefined);
+  assert.equal(dedupsByGroup(back, clock.now()), true);
+});
+
+test('Given a queue record whose dedupScope is damaged, when parsed, then a CodecError names the queue', () => {
+  const { queue, clock } = fifoScopeChanged();
+  const record = JSON.parse(serializeQueue(queue)) as Record<string, unknown>;
+  for (const bad of [
+    { inEffect: 'all', changes: [] },
+    { inEffect: 'queue', changes: [[1, 'x']] },
+    { inEffect: 'queue' },
+  ]) {
+    const text = JSON.stringify({ ...record, dedupScope: bad });
+    assert.throws(
+      () => deserializeQueue(text, new QueueStore(clock)),
+      (e: unknown) => e instanceof CodecError && e.message.startsWith('queue record q.fifo: dedupScope'),
+      text,
+    );
+  }
+});
+
 test('Given received and never-received messages, when their queue is restored from its records, then the old receipt handles still delete and change visibility', () => {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const store = new QueueStore(clock);
@@ -392,7 +456,7 @@ test('Given a FIFO queue that gave sequence numbers, when its record is round-tr
     clock.now(),
   );
   const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
-  assert.equal(back.lastSequenceNumber, sent.sequenceNumber);
+  assert.equal(back.fifoState?.lastSequenceNumber, sent.sequenceNumber);
 });
 
 test('Given a deduplication record, when serialized and parsed, then it is equal', () => {
