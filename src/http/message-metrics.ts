@@ -85,30 +85,28 @@ export class MessageMetrics {
     );
     for (const s of this.deadLettered.values())
       out.sample('sqs_messages_moved_to_dlq_total', s.labels, s.count);
-    out.family(
+    out.singleHistogram(
       'sqs_redis_commit_wait_seconds',
-      'histogram',
       'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',
+      this.commitWait,
     );
-    out.histogram('sqs_redis_commit_wait_seconds', '', this.commitWait);
-    out.family(
+    out.single(
       'sqs_redis_commit_failures_total',
       'counter',
       'Replies whose changes could not be written to Redis (error, timeout or fenced), answered 503',
+      this.commitFailures,
     );
-    out.sample('sqs_redis_commit_failures_total', '', this.commitFailures);
-    out.family(
+    out.singleHistogram(
       'sqs_redis_replica_wait_seconds',
-      'histogram',
       'How long each group commit waited for replicas to acknowledge it (WAIT, --redis-wait-replicas)',
+      this.replicaWait,
     );
-    out.histogram('sqs_redis_replica_wait_seconds', '', this.replicaWait);
-    out.family(
+    out.single(
       'sqs_redis_replica_wait_timeouts_total',
       'counter',
       'Replica waits that ended with fewer replicas than --redis-wait-replicas (their replies: 503)',
+      this.replicaTimeouts,
     );
-    out.sample('sqs_redis_replica_wait_timeouts_total', '', this.replicaTimeouts);
   }
 
   /** Adds what each queue moved since the last scrape; a queue loaded anew starts from 0. */

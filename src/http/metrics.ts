@@ -170,6 +170,18 @@ export class Exposition {
     this.text += labels === '' ? `${name} ${valueText(value)}\n` : `${name}{${labels}} ${valueText(value)}\n`;
   }
 
+  /** A family of one series without labels. */
+  single(name: string, type: 'counter' | 'gauge', help: string, value: number): void {
+    this.family(name, type, help);
+    this.sample(name, '', value);
+  }
+
+  /** A histogram family of one series without labels. */
+  singleHistogram(name: string, help: string, h: Histogram): void {
+    this.family(name, 'histogram', help);
+    this.histogram(name, '', h);
+  }
+
   /** A histogram's series: cumulative buckets, +Inf, sum and count. */
   histogram(name: string, labels: string, h: Histogram): void {
     const sep = labels === '' ? '' : ',';
@@ -303,12 +315,12 @@ export class Metrics {
     this.build();
     const out = new Exposition();
     this.writeRequests(out);
-    out.family(
+    out.single(
       'sqs_long_poll_waiters',
       'gauge',
       'ReceiveMessage calls currently waiting for messages (long polls)',
+      this.providers.longPollWaiters?.() ?? 0,
     );
-    out.sample('sqs_long_poll_waiters', '', this.providers.longPollWaiters?.() ?? 0);
     this.writeLeader(out);
     this.writeLoading(out);
     this.writeMemory(out);
@@ -345,44 +357,52 @@ export class Metrics {
       for (const name of LEADER_STATES)
         out.sample('sqs_leader_state', `state="${name}"`, s.state === name ? 1 : 0);
     }
-    out.family(
+    out.single(
       'sqs_leader_epoch',
       'gauge',
       'Epoch of the leader term this instance holds (loading or leader); 0 when it holds none',
+      s?.epoch ?? 0,
     );
-    out.sample('sqs_leader_epoch', '', s?.epoch ?? 0);
     const totals = this.leaderTotals;
     if (s !== undefined) {
       totals.takeovers = Math.max(totals.takeovers, s.takeovers);
       totals.fenced = Math.max(totals.fenced, s.fenced);
       totals.renewFailures = Math.max(totals.renewFailures, s.renewFailures);
     }
-    out.family('sqs_leader_takeovers_total', 'counter', 'Leader terms this instance won and served');
-    out.sample('sqs_leader_takeovers_total', '', totals.takeovers);
-    out.family(
+    out.single(
+      'sqs_leader_takeovers_total',
+      'counter',
+      'Leader terms this instance won and served',
+      totals.takeovers,
+    );
+    out.single(
       'sqs_leader_fenced_writes_total',
       'counter',
       'Leader terms ended because Redis refused a write with our token (fencing)',
+      totals.fenced,
     );
-    out.sample('sqs_leader_fenced_writes_total', '', totals.fenced);
-    out.family(
+    out.single(
       'sqs_leader_renew_failures_total',
       'counter',
       'Renewals of the leader lock that failed (error or timeout)',
+      totals.renewFailures,
     );
-    out.sample('sqs_leader_renew_failures_total', '', totals.renewFailures);
   }
 
   private writeLoading(out: Exposition): void {
     const s = this.providers.loading?.();
-    out.family(
+    out.single(
       'sqs_loading',
       'gauge',
       '1 while the state is being loaded from Redis (the instance is not ready), else 0',
+      s === undefined ? 0 : 1,
     );
-    out.sample('sqs_loading', '', s === undefined ? 0 : 1);
-    out.family('sqs_loading_seconds', 'gauge', 'How long the load from Redis in progress has run');
-    out.sample('sqs_loading_seconds', '', s?.seconds ?? 0);
+    out.single(
+      'sqs_loading_seconds',
+      'gauge',
+      'How long the load from Redis in progress has run',
+      s?.seconds ?? 0,
+    );
     const part = (name: string, help: string, done: keyof LoadingStats, all: keyof LoadingStats): void => {
       out.family(name, 'gauge', help);
       if (s === undefined) return;
@@ -412,20 +432,24 @@ export class Metrics {
   private writeMemory(out: Exposition): void {
     const s = this.providers.memory?.();
     const finite = (n: number): number => (Number.isFinite(n) ? n : 0);
-    out.family('sqs_memory_budget_bytes', 'gauge', 'The memory budget of stored messages (--max-memory)');
-    out.sample('sqs_memory_budget_bytes', '', finite(s?.limit ?? 0));
-    out.family(
+    out.single(
+      'sqs_memory_budget_bytes',
+      'gauge',
+      'The memory budget of stored messages (--max-memory)',
+      finite(s?.limit ?? 0),
+    );
+    out.single(
       'sqs_memory_used_bytes',
       'gauge',
       'Bytes the stored messages and queues count against the budget',
+      s?.used ?? 0,
     );
-    out.sample('sqs_memory_used_bytes', '', s?.used ?? 0);
-    out.family(
+    out.single(
       'sqs_memory_refusing',
       'gauge',
       '1 while sends are refused over the memory budget (until usage is under the low-water mark)',
+      s?.refusing === true ? 1 : 0,
     );
-    out.sample('sqs_memory_refusing', '', s?.refusing === true ? 1 : 0);
     // Read once: the provider builds the list anew at each call.
     const tenants = [...(s?.tenants ?? [])];
     out.family(

@@ -4,9 +4,6 @@
  * and the 403s a bad signature gets; tenants cannot reach each other's queues.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   CreateQueueCommand,
@@ -18,7 +15,13 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import { runToEnd } from '../support/process.js';
-import { awsToolEnv, DEBIAN_AWS, startServer, type RunningServer } from '../support/server.js';
+import {
+  awsToolEnv,
+  DEBIAN_AWS,
+  startServer,
+  tenantsConfigFile,
+  type RunningServer,
+} from '../support/server.js';
 import { requires, testsRequiring } from '../support/requires.js';
 import * as sqsCommands from '@aws-sdk/client-sqs';
 import { boto3Calls, type Boto3Result } from '../support/boto3.js';
@@ -42,27 +45,14 @@ const B = {
 const MINUTE = 60_000;
 
 let server: RunningServer;
-let dir: string;
+const config = tenantsConfigFile([A, B].map((t) => ({ ...t, queues: [`${t.name}-jobs`] })));
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'ssq-auth-'));
-  const config = join(dir, 'config.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      tenants: [A, B].map((t) => ({
-        name: t.name,
-        accountId: t.accountId,
-        keys: [{ accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey }],
-        queues: [{ name: `${t.name}-jobs` }],
-      })),
-    }),
-  );
-  server = await startServer({ args: ['--auth', 'on', '--config', config] });
+  server = await startServer({ args: ['--auth', 'on', '--config', config.path] });
 });
 after(async () => {
   await server.stop();
-  rmSync(dir, { recursive: true, force: true });
+  config.remove();
 });
 
 function client(

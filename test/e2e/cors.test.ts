@@ -7,16 +7,21 @@
  * signs with a tenant's key, and a wrong secret is an error the page can read.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import type { Outcome, Scenario } from '../fixtures/cors-page.js';
 import { openBrowser, type Browser } from '../support/browser.js';
-import { PROJECT_ROOT, sqsClient, startServer, uniqueName, type RunningServer } from '../support/server.js';
+import {
+  PROJECT_ROOT,
+  sqsClient,
+  startServer,
+  tenantsConfigFile,
+  uniqueName,
+  type RunningServer,
+} from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('chromium');
@@ -36,7 +41,7 @@ let allowing: RunningServer;
 let plain: RunningServer;
 let signed: RunningServer;
 let browser: Browser;
-let dir: string;
+let config: ReturnType<typeof tenantsConfigFile> | undefined;
 
 /** Serves the page and its bundle, from an origin of its own (another port than the servers'). */
 async function servePage(): Promise<Server> {
@@ -63,25 +68,12 @@ async function servePage(): Promise<Server> {
 before(async () => {
   pages = await servePage();
   pageOrigin = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
-  dir = mkdtempSync(join(tmpdir(), 'ssq-cors-'));
-  const config = join(dir, 'config.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      tenants: [
-        {
-          name: TENANT.name,
-          accountId: TENANT.accountId,
-          keys: [{ accessKeyId: TENANT.accessKeyId, secretAccessKey: TENANT.secretAccessKey }],
-        },
-      ],
-    }),
-  );
+  config = tenantsConfigFile([TENANT]);
   // One after the other: each is stopped in after() even when a later one fails to start.
   allowing = await startServer({ args: ['--cors-origin', pageOrigin] });
   plain = await startServer();
   signed = await startServer({
-    args: ['--auth', 'on', '--config', config],
+    args: ['--auth', 'on', '--config', config.path],
     env: { SHARED_SQS_CORS_ORIGIN: '*' },
   });
   browser = await openBrowser(WAIT_MS);
@@ -91,7 +83,7 @@ after(async () => {
   await browser?.close();
   await Promise.all([allowing?.stop(), plain?.stop(), signed?.stop()]);
   await new Promise((resolve) => pages?.close(resolve));
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  config?.remove();
 });
 
 /** Opens the page and runs the scenario in it; `console` collects what the page logged. */

@@ -8,12 +8,9 @@
  * Content-Type was not signed cannot be re-sent as a form.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { boto3Calls, type Boto3Call, type Boto3Result } from '../support/boto3.js';
 import { testsRequiring } from '../support/requires.js';
-import { startServer, uniqueName, type RunningServer } from '../support/server.js';
+import { startServer, tenantsConfigFile, uniqueName, type RunningServer } from '../support/server.js';
 import { signRequest } from '../support/sigv4.js';
 import { queryErrorCode } from '../support/wire.js';
 
@@ -25,31 +22,17 @@ const FORM = 'application/x-www-form-urlencoded; charset=utf-8';
 
 let open: RunningServer;
 let authOn: RunningServer;
-let dir: string;
+const config = tenantsConfigFile([TENANT]);
 
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'ssq-query-target-'));
-  const config = join(dir, 'config.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      tenants: [
-        {
-          name: TENANT.name,
-          accountId: TENANT.accountId,
-          keys: [{ accessKeyId: TENANT.accessKeyId, secretAccessKey: TENANT.secretAccessKey }],
-        },
-      ],
-    }),
-  );
   [open, authOn] = await Promise.all([
     startServer(),
-    startServer({ args: ['--auth', 'on', '--config', config] }),
+    startServer({ args: ['--auth', 'on', '--config', config.path] }),
   ]);
 });
 after(async () => {
   await Promise.all([open?.stop(), authOn?.stop()]);
-  rmSync(dir, { recursive: true, force: true });
+  config.remove();
 });
 
 const withTarget = (action: string, op: string, params: Record<string, unknown>): Boto3Call => ({

@@ -519,14 +519,22 @@ export function fifoScenarios(ctx: ScenarioContext, tests: FileTests): void {
         DeduplicationScope: 'queue',
         ContentBasedDeduplication: 'false',
       });
-      // 1. Test1 (group1, D): received and deleted.
-      const test1 = await givenAt(url, 'Test1', 'group1', 'D');
-      const first = await receiveAt(url);
-      assert.deepEqual(bodies(first), ['Test1']);
-      await deleteAll(url, first);
-      // 2. Test2 (group2, D): a duplicate.
-      assert.equal((await sendAt(url, 'Test2', 'group2', 'D')).id, test1.id);
-      assert.deepEqual(await receiveAt(url, 0), []);
+      /** Sends `body`, receives exactly it and deletes it: the send's result. */
+      const receivedOnce = async (body: string, group: string, dedup: string): Promise<Sent> => {
+        const sent = await givenAt(url, body, group, dedup);
+        const got = await receiveAt(url);
+        assert.deepEqual(bodies(got), [body]);
+        await deleteAll(url, got);
+        return sent;
+      };
+      /** Sends `body`: a duplicate of `of`, with nothing to receive. */
+      const duplicateOf = async (of: Sent, body: string, group: string, dedup: string): Promise<void> => {
+        assert.equal((await sendAt(url, body, group, dedup)).id, of.id);
+        assert.deepEqual(await receiveAt(url, 0), []);
+      };
+      // 1. Test1 (group1, D): received and deleted. 2. Test2 (group2, D): a duplicate.
+      const test1 = await receivedOnce('Test1', 'group1', 'D');
+      await duplicateOf(test1, 'Test2', 'group2', 'D');
       // 3. The switch, shown at once.
       await client().call('SetQueueAttributes', {
         QueueUrl: url,
@@ -544,16 +552,10 @@ export function fifoScenarios(ctx: ScenarioContext, tests: FileTests): void {
       });
       // 4. Nothing to receive; Test3 (group3, D) is still a duplicate.
       assert.deepEqual(await receiveAt(url), []);
-      assert.equal((await sendAt(url, 'Test3', 'group3', 'D')).id, test1.id);
-      assert.deepEqual(await receiveAt(url, 0), []);
-      // 5. Test4 (group4, E): new, received, deleted.
-      const test4 = await givenAt(url, 'Test4', 'group4', 'E');
-      const fourth = await receiveAt(url);
-      assert.deepEqual(bodies(fourth), ['Test4']);
-      await deleteAll(url, fourth);
-      // 6. Test5 (group5, E): a duplicate.
-      assert.equal((await sendAt(url, 'Test5', 'group5', 'E')).id, test4.id);
-      assert.deepEqual(await receiveAt(url, 0), []);
+      await duplicateOf(test1, 'Test3', 'group3', 'D');
+      // 5. Test4 (group4, E): new, received, deleted. 6. Test5 (group5, E): a duplicate.
+      const test4 = await receivedOnce('Test4', 'group4', 'E');
+      await duplicateOf(test4, 'Test5', 'group5', 'E');
       // 60 s after the change, the new scope: E in group6 is a new message.
       timed.clock.advance(60_000);
       const test6 = await sendAt(url, 'Test6', 'group6', 'E');

@@ -8,7 +8,7 @@
  * Every test file stops what it starts (`after(() => server.stop())`).
  */
 import { execFile, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -326,4 +326,35 @@ let nameCounter = 0;
 export function uniqueName(prefix: string): string {
   nameCounter++;
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${nameCounter}`.slice(0, 80);
+}
+
+/** A tenant with one key, as a test's `--config` file names it. */
+export interface TestTenant {
+  readonly name: string;
+  readonly accountId: string;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  /** Queues created for it at start. */
+  readonly queues?: readonly string[];
+}
+
+/**
+ * A `--config` file (docs/config.schema.json) of `tenants`, each with its one key, in a directory
+ * of its own; `remove()` deletes it (call it in `after`).
+ */
+export function tenantsConfigFile(tenants: readonly TestTenant[]): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'ssq-tenants-'));
+  const path = join(dir, 'config.json');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      tenants: tenants.map((t) => ({
+        name: t.name,
+        accountId: t.accountId,
+        keys: [{ accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey }],
+        ...(t.queues === undefined ? {} : { queues: t.queues.map((name) => ({ name })) }),
+      })),
+    }),
+  );
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
