@@ -61,9 +61,10 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { CoreErrorCode } from '../../src/core/errors.js';
-import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Message } from '../../src/core/message.js';
 import type { SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { inGroup, msg } from '../support/queue.js';
 import { randomVisibilitySeconds } from '../support/rng.js';
 import {
   ACCOUNT,
@@ -706,7 +707,7 @@ function run(seed: number, steps: number): void {
   ).queue;
   const model = new Model(delay * S, visibility * S, retention * S, contentBased, scope, maxReceiveCount);
 
-  const foreign = foreignHandle(store, clock, `other-${seed}`, { groupId: 'g0', deduplicationId: 'x' });
+  const foreign = foreignHandle(store, clock, `other-${seed}`, inGroup('g0', 'x'));
 
   let sent = 0;
   let lastSequence = 0n;
@@ -740,15 +741,7 @@ function run(seed: number, steps: number): void {
               coverage.hit('send: DelaySeconds 0 with a queue delay');
             const plan = model.send(group, explicit, body, now);
             const part = `${id}[${group ?? 'no group'} ${explicit === undefined ? 'content' : explicit.slice(0, 8)} ${body}]`;
-            const message: NewMessage = {
-              id,
-              body,
-              md5OfBody: 'md5',
-              senderId: ACCOUNT,
-              groupId: group,
-              deduplicationId: explicit,
-              delaySeconds,
-            };
+            const message = msg(body, { id, groupId: group, deduplicationId: explicit, delaySeconds });
             let result: SendResult | undefined;
             const actual = coreOutcome(() => {
               result = q.sendMessage(message, now);
@@ -1088,10 +1081,7 @@ void test('Given a receive with a ReceiveRequestAttemptId, when its message has 
   const now = clock.now();
   const plan = model.send('a', 'd1', 'a1', now);
   assert.ok('dedupId' in plan);
-  const sent = q.sendMessage(
-    { id: 'a1', body: 'a1', md5OfBody: 'md5', senderId: ACCOUNT, groupId: 'a', deduplicationId: 'd1' },
-    now,
-  );
+  const sent = q.sendMessage(msg('a1', { id: 'a1', ...inGroup('a', 'd1') }), now);
   model.stored('a1', 'a1', 'a', 'd1', false, sent.sequenceNumber ?? '', now);
   assert.deepEqual(
     model.receive(1, undefined, 'x', now).deliver.map((m) => m.id),
