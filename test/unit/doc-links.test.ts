@@ -3,13 +3,22 @@
  * `<name>.md#anchor`, and each src/ or test/ file named; in the code (src/, test/, bin/, scripts/),
  * each Markdown file named, with its `#anchor` or its `, "Heading"`. An anchor is checked against
  * GitHub's slug of the target's headings, so a renamed heading breaks the links to it here, not
- * on GitHub.
+ * on GitHub. Nothing points outside the repository (an issue number, the team's shared files), and
+ * docs/decisions/README.md lists every decision record.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { test } from 'node:test';
-import { anchors, headings, proseLines, readRepoFile, repoFiles, ROOT } from '../support/markdown.js';
+import {
+  anchors,
+  headings,
+  proseLines,
+  readRepoFile,
+  repoFiles,
+  ROOT,
+  tableRows,
+} from '../support/markdown.js';
 
 const DOCS = ['README.md', ...repoFiles(['docs'], ['.md'])];
 const CODE = repoFiles(['src', 'test', 'bin', 'scripts'], ['.ts', '.js', '.mjs', '.lua', '.html', '.css']);
@@ -123,4 +132,15 @@ test('Given src/, test/, docs/, scripts/, bin/ and README.md, when read, then no
   }
   assert.deepEqual(problems, []);
   assert.ok(files.length > 200, `only ${files.length} files read: are the folders still right?`);
+});
+
+test('Given docs/decisions/, when its README is read, then its table lists every record, in order', () => {
+  const records = repoFiles(['docs/decisions'], ['.md'])
+    .map((path) => path.replace(/^docs\/decisions\//, ''))
+    .filter((name) => name !== 'README.md');
+  const listed = tableRows(readRepoFile('docs/decisions/README.md'), 'Decisions').map(
+    ([record = '']) => /\]\(([^)]+)\)/.exec(record)?.[1],
+  );
+  assert.deepEqual(listed, records);
+  assert.ok(records.length > 10, `only ${records.length} records found: is the folder still right?`);
 });
