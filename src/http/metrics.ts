@@ -36,12 +36,11 @@
  * - process_* and nodejs_*                                prom-client's default metrics
  *
  * Every sqs_* series is written here as text, from plain numbers and from the providers, at scrape
- * time; prom-client only renders its process and Node metrics. Two measurements decided it:
+ * time; prom-client only renders its process and Node metrics (docs/decisions/013-metrics-as-text.md).
  * {@link Metrics.observeRequest} is on the hot path, and prom-client's labelled children hash and
- * validate their labels on every call (0.3-1 µs each here), where a plain number found by one Map
- * lookup on a string key costs next to nothing; and a prom-client Gauge for sqs_queue_messages
- * kept three labelled children per queue between scrapes and built them anew at each, about 6 KB
- * of RSS per queue at 10,000 queues, more than an empty queue costs in the store.
+ * validate their labels on every call: its counter and histogram took 1.23 µs a request, this
+ * 0.21 µs. prom-client Gauges for the per-queue series keep their labelled children between
+ * scrapes (1-2 KB of heap per queue at 10,000 queues, here none) and scrape 7-12 times slower.
  *
  * prom-client itself is loaded by {@link Metrics.build} (or the first scrape), which src/server.ts
  * calls once both planes listen: loading it (with the default metrics) took about 60 ms of a

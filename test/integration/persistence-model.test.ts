@@ -456,7 +456,7 @@ class Run {
     const body = i.fifo ? fifoBody : r.chance(0.1) ? `"quoted\u001fbody ${n}` : `body ${n}`;
     const m: {
       -readonly [K in keyof NewMessage]: NewMessage[K];
-    } = { id: `m${this.seed}-${n}`, body, md5OfBody: `md5-${n}`, senderId: i.accountId };
+    } = { ...msg(body, { id: `m${this.seed}-${n}`, senderId: i.accountId }) };
     if (r.chance(0.3)) {
       const attributes: MessageAttributes = {
         colour: { DataType: 'String', StringValue: r.pick(['red', 'green', '']) },

@@ -22,7 +22,7 @@ import { uniquePrefix } from '../support/redis.js';
 import { track } from '../support/process.js';
 import { freePort } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -139,11 +139,7 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       {},
       {},
     ).queue;
-    const kept = sendOne(
-      q,
-      { id: 'kept', body: 'before the failover', md5OfBody: 'x', senderId: 's' },
-      clock.now(),
-    );
+    const kept = sendOne(q, msg('before the failover', { id: 'kept' }), clock.now());
     await p.commit();
     // Acknowledged on the master; make sure the replica has it too before promoting it (Redis
     // replication is asynchronous: docs/persistence.md).
@@ -166,7 +162,7 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       assert.ok(Date.now() < deadline, 'no failover within 20 s');
       await new Promise((r) => setTimeout(r, 50));
     }
-    sendOne(q, { id: 'refused', body: 'to the old master', md5OfBody: 'x', senderId: 's' }, clock.now());
+    sendOne(q, msg('to the old master', { id: 'refused' }), clock.now());
     const outcome = await p.commit().then(
       () => 'stored',
       (e: unknown) => (e instanceof SqsError ? e.errorName : String(e)),
@@ -177,11 +173,7 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
       const s2 = await reloaded;
       const ids = [...s2.require('000000000000', 'sentinel').allMessages()].map((m) => m.id);
       assert.deepEqual(ids, [kept.id]);
-      sendOne(
-        s2.require('000000000000', 'sentinel'),
-        { id: 'after', body: 'to the new master', md5OfBody: 'x', senderId: 's' },
-        clock.now(),
-      );
+      sendOne(s2.require('000000000000', 'sentinel'), msg('to the new master', { id: 'after' }), clock.now());
       await p.commit();
     }
     const newMaster = client(await masterOf(sentinel));

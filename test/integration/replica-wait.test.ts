@@ -21,7 +21,7 @@ import { metricValue } from '../support/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { requires, testsRequiring } from '../support/requires.js';
 import { awsCli, spawnMain, sqsClient, startServer, uniqueName } from '../support/server.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -75,7 +75,7 @@ test('Given a master with no replica and a wait for 1, when a message is stored,
   await p.start();
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'alone' }, {}, {}).queue;
-    const m = sendOne(q, { id: 'm1', body: 'unreplicated', md5OfBody: 'x', senderId: 's' }, clock.now());
+    const m = sendOne(q, msg('unreplicated', { id: 'm1' }), clock.now());
     await assert.rejects(p.commit(), isSqsError('ServiceUnavailable'));
     assert.ok(diverged[0] instanceof ReplicaWaitError, String(diverged[0]));
     assert.match(diverged[0].message, /^0 of 1 replicas acknowledged the write within 20 ms$/);
@@ -103,7 +103,7 @@ test('Given a master with one replica and a wait for 1, when messages are stored
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'replicated' }, {}, {}).queue;
     for (let i = 0; i < 20; i++) {
-      const m = sendOne(q, { id: `m${i}`, body: `b${i}`, md5OfBody: 'x', senderId: 's' }, clock.now());
+      const m = sendOne(q, msg(`b${i}`, { id: `m${i}` }), clock.now());
       await p.commit();
       // Read on the replica right after the reply could go out: WAIT said it has it.
       assert.ok((await replica.client.hexists(keys.messages(q.uid), m.id)) === 1, `m${i} not on the replica`);
@@ -167,7 +167,7 @@ test('Given --redis-wait-aof, when the Redis at hand is checked, then WAITAOF is
   await p.start();
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'aof' }, {}, {}).queue;
-    const m = sendOne(q, { id: 'm', body: 'fsynced', md5OfBody: 'x', senderId: 's' }, clock.now());
+    const m = sendOne(q, msg('fsynced', { id: 'm' }), clock.now());
     await p.commit();
     assert.equal(await replica.client.hexists(keys.messages(q.uid), m.id), 1);
   } finally {

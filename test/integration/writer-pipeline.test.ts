@@ -19,7 +19,7 @@ import { uniquePrefix } from '../support/redis.js';
 import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -109,8 +109,7 @@ async function open(token?: () => string): Promise<Opened> {
 let ids = 0;
 /** Sends one message in this tick; its id. */
 function send(o: Opened, body: string): string {
-  return sendOne(o.q, { id: `m-${++ids}`, body, md5OfBody: 'md5', senderId: '000000000000' }, o.clock.now())
-    .id;
+  return sendOne(o.q, msg(body, { id: `m-${++ids}`, senderId: '000000000000' }), o.clock.now()).id;
 }
 
 /** Lets the writer's setImmediate flush run: the next tick. */

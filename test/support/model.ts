@@ -10,6 +10,7 @@ import { CoreError, type CoreErrorCode } from '../../src/core/errors.js';
 import type { Message, MessageState, NewMessage } from '../../src/core/message.js';
 import type { Queue, QueueCounts } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { msg } from './queue.js';
 import {
   pickHandle,
   randomDelaySeconds,
@@ -530,7 +531,7 @@ export function foreignHandle(
     fifo === null ? {} : { FifoQueue: 'true' },
     {},
   ).queue;
-  other.sendMessage({ id: name, body: 'x', md5OfBody: 'md5', senderId: ACCOUNT, ...fifo }, clock.now());
+  other.sendMessage(msg('x', { id: name, ...fifo }), clock.now());
   const [m] = other.receive(1, undefined, clock.now());
   assert.ok(m !== undefined, `${name} setup: the other queue's message was not received`);
   return other.receiptHandle(m);

@@ -20,6 +20,7 @@ import { MessageMetrics } from '../../src/http/message-metrics.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/log.js';
 import { servicesFor } from '../../src/sqs/service.js';
+import { inGroup, msg } from '../support/queue.js';
 
 const TOKEN = 'admin-token-of-the-test';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -167,7 +168,7 @@ function queueWith(h: Harness, name: string, ...bodies: string[]): ReturnType<ty
 }
 
 function send(h: Harness, q: ReturnType<typeof queue>, body: string) {
-  return q.sendMessage({ id: `id-${body}`, body, md5OfBody: 'md5', senderId: q.accountId }, h.clock.now());
+  return q.sendMessage(msg(body, { id: `id-${body}`, senderId: q.accountId }), h.clock.now());
 }
 
 void describe('admin API: tenants', () => {
@@ -500,10 +501,7 @@ void describe('admin API: send, delete one message, create a queue', () => {
     const h = harness(t);
     const q = queue(h, 'g.fifo', '111111111111', { FifoQueue: 'true' });
     for (const body of ['a', 'b']) {
-      q.sendMessage(
-        { id: `id-${body}`, body, md5OfBody: 'md5', senderId: 'x', groupId: 'g', deduplicationId: body },
-        h.clock.now(),
-      );
+      q.sendMessage(msg(body, { id: `id-${body}`, ...inGroup('g', body) }), h.clock.now());
     }
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 1);
     assert.equal(q.receive(1, 30_000, h.clock.now()).length, 0, 'the group is locked');

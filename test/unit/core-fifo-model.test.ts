@@ -14,7 +14,7 @@
  *     message is the next one of its group in send order (only messages the core moved to the
  *     dead-letter queue in that call may be skipped), visible, and nothing comes back when no group
  *     has an eligible message. Then the exact result is compared with the core's documented choice
- *     (compatibility.md, "FIFO queues"): groups in the order they became receivable (readyAt: the
+ *     (docs/compatibility.md, "FIFO queues"): groups in the order they became receivable (readyAt: the
  *     later of the moment their first message became visible and the moment the message before it
  *     left while in flight, AWS's recorded order; ties by their first message's send order), as
  *     many of each one's eligible messages as `max` allows, then the next group; so a receive
@@ -24,7 +24,7 @@
  *     under the current DeduplicationScope (queue: anywhere; messageGroup: in its group) less than
  *     5 minutes ago is accepted, stores nothing and answers the original MessageId and
  *     SequenceNumber, even if that message is gone (deleted, expired, dead-lettered: the window
- *     survives them, compatibility.md). A purge drops the records (AWS, recorded): the same id
+ *     survives them, docs/compatibility.md). A purge drops the records (AWS, recorded): the same id
  *     sent after it is a new message. A change of DeduplicationScope applies to sends from 60 s
  *     after it was made; until then the scope before it does (AWS, recorded).
  *   - SequenceNumber: 20 digits, increasing per queue (and in the dead-letter queue).
@@ -33,8 +33,8 @@
  *     again, as long as none of them was deleted, had its visibility changed (AWS: "if none of the
  *     messages have been modified (deleted or had their visibility changes)") or became visible
  *     again; otherwise the retry is a new receive, whose (non-empty) result later retries get. A
- *     purge drops the records (compatibility.md). Records are per queue, not per caller.
- *   - DeleteMessage (FIFO, compatibility.md): only the current handle of an in-flight message;
+ *     purge drops the records (docs/compatibility.md). Records are per queue, not per caller.
+ *   - DeleteMessage (FIFO, docs/compatibility.md): only the current handle of an in-flight message;
  *     another handle of a live message is InvalidParameterValue; the handle of a message that is
  *     gone succeeds and changes nothing (as a repeated DeleteMessage does on AWS).
  *     ChangeMessageVisibility, PurgeQueue (one per 60 s) and retention (now >= sentAt + the
@@ -61,9 +61,10 @@ import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import type { CoreErrorCode } from '../../src/core/errors.js';
-import type { Message, NewMessage } from '../../src/core/message.js';
+import type { Message } from '../../src/core/message.js';
 import type { SendResult } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { inGroup, msg } from '../support/queue.js';
 import { randomVisibilitySeconds } from '../support/rng.js';
 import {
   ACCOUNT,
@@ -268,7 +269,7 @@ class Model extends QueueModel<ModelMessage> {
   }
 
   /**
-   * When a receivable group became receivable (compatibility.md, "FIFO queues"): the later of the
+   * When a receivable group became receivable (docs/compatibility.md, "FIFO queues"): the later of the
    * moment its first message became visible and the last moment a first message of the group left
    * while in flight (deleted or expired). A purge starts its groups anew.
    */
@@ -706,7 +707,7 @@ function run(seed: number, steps: number): void {
   ).queue;
   const model = new Model(delay * S, visibility * S, retention * S, contentBased, scope, maxReceiveCount);
 
-  const foreign = foreignHandle(store, clock, `other-${seed}`, { groupId: 'g0', deduplicationId: 'x' });
+  const foreign = foreignHandle(store, clock, `other-${seed}`, inGroup('g0', 'x'));
 
   let sent = 0;
   let lastSequence = 0n;
@@ -740,15 +741,7 @@ function run(seed: number, steps: number): void {
               coverage.hit('send: DelaySeconds 0 with a queue delay');
             const plan = model.send(group, explicit, body, now);
             const part = `${id}[${group ?? 'no group'} ${explicit === undefined ? 'content' : explicit.slice(0, 8)} ${body}]`;
-            const message: NewMessage = {
-              id,
-              body,
-              md5OfBody: 'md5',
-              senderId: ACCOUNT,
-              groupId: group,
-              deduplicationId: explicit,
-              delaySeconds,
-            };
+            const message = msg(body, { id, groupId: group, deduplicationId: explicit, delaySeconds });
             let result: SendResult | undefined;
             const actual = coreOutcome(() => {
               result = q.sendMessage(message, now);
@@ -1088,10 +1081,7 @@ void test('Given a receive with a ReceiveRequestAttemptId, when its message has 
   const now = clock.now();
   const plan = model.send('a', 'd1', 'a1', now);
   assert.ok('dedupId' in plan);
-  const sent = q.sendMessage(
-    { id: 'a1', body: 'a1', md5OfBody: 'md5', senderId: ACCOUNT, groupId: 'a', deduplicationId: 'd1' },
-    now,
-  );
+  const sent = q.sendMessage(msg('a1', { id: 'a1', ...inGroup('a', 'd1') }), now);
   model.stored('a1', 'a1', 'a', 'd1', false, sent.sequenceNumber ?? '', now);
   assert.deepEqual(
     model.receive(1, undefined, 'x', now).deliver.map((m) => m.id),

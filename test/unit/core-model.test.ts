@@ -48,7 +48,7 @@ import {
   TIMING_ATTRIBUTES,
   timingAttribute,
 } from '../support/model.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const RUNS = modelRuns('MODEL', { base: 0x5eed, count: 50, steps: 400 });
 
@@ -209,8 +209,8 @@ function run(seed: number, steps: number): void {
             const id = `m${++sent}`;
             const delaySeconds = rng.chance(0.5) ? undefined : randomDelaySeconds(rng);
             const body = `body-${seed}-${sent}-${rng.int(0, 1e6)}`;
-            const msg = sendOne(q, { id, body, md5OfBody: 'md5', senderId: ACCOUNT, delaySeconds }, now);
-            assert.equal(msg.id, id, s.where);
+            const stored = sendOne(q, msg(body, { id, delaySeconds }), now);
+            assert.equal(stored.id, id, s.where);
             model.send(id, body, delaySeconds, now);
             const d = delaySeconds ?? model.delayMs / S;
             coverage.hit(

@@ -6,7 +6,7 @@ import type { Message } from '../../src/core/message.js';
 import type { QueueIdentity } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { throwsCode } from '../support/assertions.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
 const OTHER_ACCOUNT = '111111111111';
@@ -220,7 +220,7 @@ void test('Given a change subscriber, when a queue is created, receives a messag
   const events: ChangeEvent[] = [];
   store.onChange((e) => events.push(e));
   const { queue } = store.create(id('orders'), {}, {});
-  const m = sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  const m = sendOne(queue, msg('b', { id: 'm1' }), clock.now());
   const [got] = queue.receive(1, undefined, clock.now());
   assert.equal(got, m);
   queue.deleteMessage(queue.receiptHandle(m), clock.now());
@@ -236,7 +236,7 @@ void test('Given a queue created before anyone subscribed, when a change subscri
   const { queue } = store.create(id('orders'), {}, {});
   const events: ChangeEvent[] = [];
   store.onChange((e) => events.push(e));
-  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, msg('b', { id: 'm1' }), clock.now());
   assert.deepEqual(
     events.map((e) => e.type),
     ['message-put'],
@@ -259,7 +259,7 @@ void test('Given an available subscriber, when a visible message is sent, then i
   const heard: string[] = [];
   store.onAvailable((q) => heard.push(q.name));
   const { queue } = store.create(id('orders'), {}, {});
-  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, msg('b', { id: 'm1' }), clock.now());
   assert.deepEqual(heard, ['orders']);
 });
 
@@ -280,7 +280,7 @@ void test('Given a deadline subscriber, when a delayed message is sent to an oth
   const heard: string[] = [];
   store.onDeadline((q) => heard.push(q.name));
   const { queue } = store.create(id('orders'), {}, {});
-  sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's', delaySeconds: 5 }, clock.now());
+  sendOne(queue, msg('b', { id: 'm1', delaySeconds: 5 }), clock.now());
   assert.deepEqual(heard, ['orders']);
 });
 
@@ -295,6 +295,6 @@ void test('Given a restored queue, when looked up, then it is found and nothing 
   assert.equal(queue.visibilityTimeoutMs, 45 * S);
   assert.deepEqual(events, []);
   // Bound to the store's listeners: it reports like any other queue.
-  const m: Message = sendOne(queue, { id: 'm1', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  const m: Message = sendOne(queue, msg('b', { id: 'm1' }), clock.now());
   assert.deepEqual(events, [{ type: 'message-put', queue, message: m }]);
 });

@@ -5,7 +5,7 @@ import { CoreError } from '../../src/core/errors.js';
 import { encodeTaskHandle } from '../../src/core/movetasks.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { sendOne } from '../support/queue.js';
+import { msg, sendOne } from '../support/queue.js';
 
 /**
  * docs/faults.md row 19 in the core: a queue named by ARN is found only in the caller's own account and
@@ -99,7 +99,7 @@ void test('docs/faults.md row 19: Given a RedrivePolicy into another account sto
   const b = create(B, 'b');
   // Queue.setAttributes is what the loader's path applies: no store check.
   b.setAttributes({ RedrivePolicy: policy(a.arn), VisibilityTimeout: '0' }, clock.now());
-  sendOne(b, { id: 'm1', body: 'x', md5OfBody: 'md5', senderId: B }, clock.now());
+  sendOne(b, msg('x', { id: 'm1', senderId: B }), clock.now());
   for (let i = 0; i < 3; i++) assert.equal(b.receive(1, undefined, clock.now()).length, 1);
   assert.equal(a.counts(clock.now()).visible, 0);
   assert.equal(store.deadLetterSources(a).length, 0);
@@ -140,7 +140,7 @@ void test("docs/faults.md row 19: Given messages in A's dead-letter queue whose 
   store.setAttributes(src, { RedrivePolicy: policy(dlq.arn) });
   const b = create(B, 'b');
   // As if dead-lettered from B by a policy stored before the check.
-  const fromB = sendOne(b, { id: 'm1', body: 'x', md5OfBody: 'md5', senderId: B }, clock.now());
+  const fromB = sendOne(b, msg('x', { id: 'm1', senderId: B }), clock.now());
   dlq.acceptDeadLetter(fromB, b.arn, clock.now());
   const task = store.startMoveTask(A, dlq.arn, undefined, undefined, REGION);
   assert.equal(store.stepMoveTask(task, 10), 0);

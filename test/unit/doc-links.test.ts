@@ -1,18 +1,27 @@
 /**
  * Every pointer a reader follows resolves: in README.md and docs/, each relative link, each
- * `file.md#anchor`, and each src/ or test/ file named; in the code (src/, bin/, scripts/),
+ * `<name>.md#anchor`, and each src/ or test/ file named; in the code (src/, test/, bin/, scripts/),
  * each Markdown file named, with its `#anchor` or its `, "Heading"`. An anchor is checked against
  * GitHub's slug of the target's headings, so a renamed heading breaks the links to it here, not
- * on GitHub.
+ * on GitHub. Nothing points outside the repository (an issue number, the team's shared files), and
+ * docs/decisions/README.md lists every decision record.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { test } from 'node:test';
-import { anchors, headings, proseLines, readRepoFile, repoFiles, ROOT } from '../support/markdown.js';
+import {
+  anchors,
+  headings,
+  proseLines,
+  readRepoFile,
+  repoFiles,
+  ROOT,
+  tableRows,
+} from '../support/markdown.js';
 
 const DOCS = ['README.md', ...repoFiles(['docs'], ['.md'])];
-const CODE = repoFiles(['src', 'bin', 'scripts'], ['.ts', '.js', '.mjs', '.lua', '.html', '.css']);
+const CODE = repoFiles(['src', 'test', 'bin', 'scripts'], ['.ts', '.js', '.mjs', '.lua', '.html', '.css']);
 
 /** A target as written in `from`: relative to `from`'s folder, else (in code) to the repository. */
 function resolve(from: string, target: string): string | undefined {
@@ -35,7 +44,7 @@ function broken(from: string, target: string): string | undefined {
   return undefined;
 }
 
-/** `from`'s `file.md, "Heading"` pointers whose heading the file does not have. */
+/** `from`'s `<name>.md, "Heading"` pointers whose heading the file does not have. */
 function brokenSections(from: string, text: string): string[] {
   const out: string[] = [];
   for (const [, path = '', quoted = ''] of text.matchAll(/([\w./-]+\.md), "([^"]+)"/g)) {
@@ -48,7 +57,7 @@ function brokenSections(from: string, text: string): string[] {
   return out;
 }
 
-test('Given README.md and docs/, when every relative link and file.md#anchor is followed, then its file and heading exist', () => {
+test('Given README.md and docs/, when every relative link and <name>.md#anchor is followed, then its file and heading exist', () => {
   const problems: string[] = [];
   let checked = 0;
   for (const from of DOCS) {
@@ -96,4 +105,42 @@ test('Given the code, when every Markdown file it names (with its #anchor or "He
   }
   assert.deepEqual(problems, []);
   assert.ok(checked > 20, `only ${checked} Markdown files named in the code: is the pattern still right?`);
+});
+
+/**
+ * What a reader of this repository cannot open: the team's tracker and its shared folder. Each
+ * pattern is written so that this file's own text does not match it.
+ */
+const OUTSIDE: readonly (readonly [string, RegExp])[] = [
+  ['an issue number', /\bissues?\s+#?\d+/gi],
+  ['the shared folder', /(?:\.\.|\/work)\/shared\b|\bshared\/docs\b/g],
+  ['a team-only file', /\b(?:FAULTS|STYLE|SQS-WIRE|ARCHITECTURE)\.md\b/g],
+  ['a team-only fault row', /\bFAULTS\s+rows?\s+\d+/g],
+];
+
+test('Given src/, test/, docs/, scripts/, bin/ and README.md, when read, then none cites an issue number, the shared folder or a team-only file', () => {
+  const files = ['README.md', ...repoFiles(['src', 'test', 'docs', 'scripts', 'bin'], [''])];
+  const problems: string[] = [];
+  for (const from of files) {
+    readRepoFile(from)
+      .split('\n')
+      .forEach((line, i) => {
+        for (const [what, pattern] of OUTSIDE) {
+          for (const [found] of line.matchAll(pattern)) problems.push(`${from}:${i + 1}: ${what}: ${found}`);
+        }
+      });
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(files.length > 200, `only ${files.length} files read: are the folders still right?`);
+});
+
+test('Given docs/decisions/, when its README is read, then its table lists every record, in order', () => {
+  const records = repoFiles(['docs/decisions'], ['.md'])
+    .map((path) => path.replace(/^docs\/decisions\//, ''))
+    .filter((name) => name !== 'README.md');
+  const listed = tableRows(readRepoFile('docs/decisions/README.md'), 'Decisions').map(
+    ([record = '']) => /\]\(([^)]+)\)/.exec(record)?.[1],
+  );
+  assert.deepEqual(listed, records);
+  assert.ok(records.length > 10, `only ${records.length} records found: is the folder still right?`);
 });

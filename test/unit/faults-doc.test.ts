@@ -35,7 +35,7 @@ function rows(): Row[] {
   });
 }
 
-/** Every row a text cites after "faults.md": "row 3", "rows 3 and 4", "rows 5 to 8", "rows 13-14". */
+/** Every row a text cites after "docs/faults.md": "row 3", "rows 3 and 4", "rows 5 to 8", "rows 13-14". */
 function citedRows(text: string): number[] {
   const out: number[] = [];
   for (const m of text.matchAll(/faults\.md rows? (\d+)((?:(?:, | and | to |-|–)\d+)*)/g)) {

@@ -19,7 +19,7 @@ import {
   serializeMoveTask,
   serializeQueue,
 } from '../../src/persistence/codec.js';
-import { sendOne } from '../support/queue.js';
+import { inGroup, msg, sendOne } from '../support/queue.js';
 
 /**
  * The guard that keeps persistence complete: every own field of Message and Queue is either
@@ -206,7 +206,7 @@ test('Given a message with every field set, when serialized and parsed, then eve
 });
 
 test('Given a message without optional fields, when round-tripped, then they stay undefined and empty strings stay empty', () => {
-  const m = new Message({ id: 'i', body: 'b', md5OfBody: 'm', senderId: 's', groupId: '' }, 1, 2);
+  const m = new Message(msg('b', { id: 'i', groupId: '' }), 1, 2);
   const back = deserializeMessage('i', serializeMessage(m));
   assert.equal(back.attributes, undefined);
   assert.equal(back.systemAttributes, undefined);
@@ -281,8 +281,8 @@ function storeWithQueue(): { store: QueueStore; queue: Queue } {
   );
   clock.advance(5000);
   queue.setAttributes({ ReceiveMessageWaitTimeSeconds: '7', MaximumMessageSize: '2048' }, clock.now());
-  sendOne(queue, { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
-  sendOne(queue, { id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, msg('a', { id: 'a' }), clock.now());
+  sendOne(queue, msg('b', { id: 'b' }), clock.now());
   queue.purge(clock.now());
   return { store, queue };
 }
@@ -329,14 +329,8 @@ function fifoScopeChanged(): { queue: Queue; clock: ManualClock; changedAt: numb
 /** Whether one deduplication id sent in two new groups is two messages (scope messageGroup). */
 function dedupsByGroup(q: Queue, now: number): boolean {
   const id = `d-${now}`;
-  const a = q.sendMessage(
-    { id: `a-${now}`, body: 'a', md5OfBody: 'x', senderId: 's', groupId: `a${now}`, deduplicationId: id },
-    now,
-  );
-  const b = q.sendMessage(
-    { id: `b-${now}`, body: 'b', md5OfBody: 'x', senderId: 's', groupId: `b${now}`, deduplicationId: id },
-    now,
-  );
+  const a = q.sendMessage(msg('a', { id: `a-${now}`, ...inGroup(`a${now}`, id) }), now);
+  const b = q.sendMessage(msg('b', { id: `b-${now}`, ...inGroup(`b${now}`, id) }), now);
   return a.messageId !== b.messageId;
 }
 
@@ -380,8 +374,7 @@ test('Given received and never-received messages, when their queue is restored f
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const store = new QueueStore(clock);
   const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
-  for (const id of ['a', 'b', 'c'])
-    sendOne(queue, { id, body: id, md5OfBody: 'x', senderId: 's' }, clock.now());
+  for (const id of ['a', 'b', 'c']) sendOne(queue, msg(id, { id }), clock.now());
   const [a, b] = queue.receive(2, 30_000, clock.now());
   assert.ok(a !== undefined && b !== undefined);
   // b is visible again, received once: its handle must still delete it (AWS accepts older handles).
@@ -415,8 +408,8 @@ test('Given a queue with received messages, when it is purged, then the old hand
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const store = new QueueStore(clock);
   const { queue } = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
-  sendOne(queue, { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's' }, clock.now());
-  sendOne(queue, { id: 'b', body: 'b', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, msg('a', { id: 'a' }), clock.now());
+  sendOne(queue, msg('b', { id: 'b' }), clock.now());
   const [a] = queue.receive(1, 30_000, clock.now());
   assert.ok(a !== undefined);
   const handle = queue.receiptHandle(a);
@@ -424,7 +417,7 @@ test('Given a queue with received messages, when it is purged, then the old hand
   assert.equal(queue.size, 0);
   queue.deleteMessage(handle, clock.now());
   assert.throws(() => queue.changeVisibility(handle, 0, clock.now()), /Message does not exist/);
-  sendOne(queue, { id: 'c', body: 'c', md5OfBody: 'x', senderId: 's' }, clock.now());
+  sendOne(queue, msg('c', { id: 'c' }), clock.now());
   assert.equal(queue.size, 1);
 });
 
@@ -450,11 +443,7 @@ test('Given a FIFO queue that gave sequence numbers, when its record is round-tr
     { FifoQueue: 'true' },
     {},
   );
-  const sent = sendOne(
-    queue,
-    { id: 'a', body: 'a', md5OfBody: 'x', senderId: 's', groupId: 'g', deduplicationId: 'd' },
-    clock.now(),
-  );
+  const sent = sendOne(queue, msg('a', { id: 'a', ...inGroup('g', 'd') }), clock.now());
   const back = deserializeQueue(serializeQueue(queue), new QueueStore(clock));
   assert.equal(back.fifoState?.lastSequenceNumber, sent.sequenceNumber);
 });

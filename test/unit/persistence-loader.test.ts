@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Message } from '../../src/core/message.js';
 import { dropRepeatedIds, sortBySeq } from '../../src/persistence/loader.js';
+import { msg } from '../support/queue.js';
 
 function message(id: string, seq: number): Message {
-  return new Message({ id, body: id, md5OfBody: 'x', senderId: 's' }, seq, 0);
+  return new Message(msg(id, { id }), seq, 0);
 }
 
 test('Given HSCAN chunks that repeat some entries, when repeated ids are dropped, then each id is left once, first copy kept', () => {
