@@ -18,6 +18,7 @@
  */
 import assert from 'node:assert/strict';
 import {
+  CancelMessageMoveTaskCommand,
   ChangeMessageVisibilityCommand,
   CreateQueueCommand,
   DeleteMessageCommand,
@@ -311,6 +312,12 @@ void test('Given the layout-1 dump, when its visible messages are received, then
       want.map((m) => m.messageId).sort(),
       `${q.id}: received`,
     );
+    // Besides those, only the message the RUNNING task moved to payments at the load.
+    assert.equal(
+      got.length - received.length,
+      q.id === PAYMENTS.id ? 1 : 0,
+      `${q.id}: nothing else received`,
+    );
     for (const m of received) {
       const peeked = want.find((x) => x.messageId === m.MessageId);
       assert.ok(peeked);
@@ -345,7 +352,7 @@ void test('Given the layout-1 dump, when its visible messages are received, then
   }
 });
 
-void test('Given the layout-1 dump, when the receipt handles its clients kept are used, then they delete and change visibility within the 12 h of their receive, and the ReceiveRequestAttemptId returns the same receive', async (t) => {
+void test('Given the layout-1 dump, when the receipt handles its clients kept are used, then they delete and change visibility within the 12 h of their receive, and the ReceiveRequestAttemptId returns the same receive; the move task is cancelled by its handle', async (t) => {
   const o = await open(t);
   const sqs = o.sqs(ALPHA);
   const handle = (name: string): string => {
@@ -421,6 +428,17 @@ void test('Given the layout-1 dump, when the receipt handles its clients kept ar
     next.map((m) => m.MessageId),
     g1.map((m) => m.messageId),
     'the group gives its next messages, in order',
+  );
+
+  // The RUNNING move task's handle cancels it.
+  const cancelled = await sqs.send(
+    new CancelMessageMoveTaskCommand({ TaskHandle: RUNNING.taskHandle ?? '' }),
+  );
+  assert.equal(cancelled.ApproximateNumberOfMessagesMoved, RUNNING.approximateNumberOfMessagesMoved + 1);
+  await until(
+    'the task is CANCELLED',
+    () => moveTasks(o, DLQ),
+    (tasks) => tasks[0]?.status === 'CANCELLED',
   );
 });
 
