@@ -6,7 +6,7 @@
  * imports scripts/.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -244,21 +244,27 @@ export interface TestRedis {
  * machine's Redis on 6379. With `aof` (the default) it runs with `appendonly yes` +
  * `appendfsync always`, so `kill9()` + `restart()` keeps every write Redis acknowledged.
  * `replicaOf`: the port of a master on 127.0.0.1 to replicate; resolves once the first sync
- * finished (a restart() of it waits for that again). `stop()` kills it and removes the directory.
+ * finished (a restart() of it waits for that again). `rdb`: an RDB file copied into the directory
+ * as `dump.rdb` before the start, so Redis begins with what it holds (use it with `aof: false`:
+ * with AOF on, Redis would load the empty AOF instead). `stop()` kills it and removes the directory.
  */
-export async function startRedis(opts: { aof?: boolean; replicaOf?: number } = {}): Promise<TestRedis> {
+export async function startRedis(
+  opts: { aof?: boolean; replicaOf?: number; rdb?: string } = {},
+): Promise<TestRedis> {
   const aof = opts.aof ?? true;
   const ready =
     opts.replicaOf === undefined
       ? 'Ready to accept connections'
       : 'MASTER <-> REPLICA sync: Finished with success';
   const dir = mkdtempSync(join(tmpdir(), 'ssq-redis-'));
+  if (opts.rdb !== undefined) copyFileSync(opts.rdb, join(dir, 'dump.rdb'));
   let port = 0;
   let proc: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
   const launch = async (): Promise<void> => {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir];
+    args.push('--dbfilename', 'dump.rdb');
     args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
     if (opts.replicaOf !== undefined) args.push('--replicaof', '127.0.0.1', String(opts.replicaOf));
     const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
