@@ -22,9 +22,11 @@ const HELP = `Usage: npm run bench -- [options]
 Drives SQS servers over keep-alive HTTP/1.1 (pre-built requests, one in flight per connection) and
 prints, per target, protocol and scenario: msgs/s, req/s, p50/p99 latency, server RSS before/after,
 server CPU % of one core, the load generator's own CPU % (near 100 % means the load generator, not
-the server, was the limit) and the CPU the rest of the machine used meanwhile. Every server is
-started fresh for each scenario and stopped at the end. Non-2xx replies, failed batch entries and
-lost or misordered messages count as errors; a run with errors exits 1.
+the server, was the limit) and the CPU the rest of the machine used meanwhile; for the Redis
+targets, the redis-server's CPU µs, calls (EVALSHA, EVAL, WAIT) and commands (the scripts' own
+included) per message. Every server is started fresh for each scenario and stopped at the end.
+Non-2xx replies, failed batch entries and lost or misordered messages count as errors; a run with
+errors exits 1.
 
 Targets (--targets, comma-separated; default ${DEFAULT_TARGETS}):
   shared-sqs     node dist/main.js, memory only, with the Node flags it ships with (npm run build first)

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import { freePort, spawnProcess, waitForReady, type Spawned } from '../support/process.js';
+import { redisWorkPerMessage } from '../support/redis.js';
 
 const BARE_FASTIFY = fileURLToPath(new URL('../../scripts/bare-fastify.ts', import.meta.url));
 const BENCH = fileURLToPath(new URL('../../scripts/bench.ts', import.meta.url));
@@ -158,4 +159,36 @@ test('Given an unknown target or another build that is not there, Then the bench
   const missing = await bench('--targets', 'shared-sqs@/nonexistent/checkout');
   assert.equal(missing.code, 64);
   assert.match(missing.stderr, /\/nonexistent\/checkout\/dist\/main\.js not found/);
+});
+
+/** INFO cpu + commandstats as Redis 7 writes it (CRLF), with the lines that must not count. */
+function info(cpu: [user: number, sys: number], calls: Record<string, number>): string {
+  return [
+    '# CPU',
+    `used_cpu_sys:${cpu[1].toFixed(6)}`,
+    `used_cpu_user:${cpu[0].toFixed(6)}`,
+    'used_cpu_sys_children:9.000000',
+    `used_cpu_sys_main_thread:${cpu[1].toFixed(6)}`,
+    '',
+    '# Commandstats',
+    ...Object.entries(calls).map(([cmd, n]) => `cmdstat_${cmd}:calls=${n},usec=7,usec_per_call=1.00`),
+  ].join('\r\n');
+}
+
+test('Given two INFO replies, Then Redis CPU, calls (EVALSHA, EVAL, WAIT) and commands are per message', () => {
+  const before = info([1.5, 0.25], { evalsha: 100, eval: 1, hset: 300, info: 7, replconf: 50 });
+  const after = info([1.875, 0.375], {
+    ...{ evalsha: 300, eval: 1, wait: 200, waitaof: 0, hset: 900, 'client|setname': 2 },
+    ...{ info: 9, replconf: 90 },
+  });
+  assert.deepEqual(redisWorkPerMessage(before, after, 1000), {
+    redisCpuUsPerMsg: 500, // (0.375 + 0.125) s over 1,000 messages
+    redisCallsPerMsg: 0.4, // 200 EVALSHA + 200 WAIT
+    redisCommandsPerMsg: 1.002, // and 600 HSET run by the scripts, and 2 CLIENT SETNAME
+  });
+  assert.deepEqual(redisWorkPerMessage(before, after, 0), {
+    redisCpuUsPerMsg: null,
+    redisCallsPerMsg: null,
+    redisCommandsPerMsg: null,
+  });
 });
