@@ -70,7 +70,8 @@ Options:
   --deep-depth N        second receive-delete depth, 0 to skip (default 200000; --quick: 20000)
   --rate N              roundtrip msgs/s (default 1000)      --consumers N   roundtrip consumers (default 8)
   --polls N             idle long polls (default 1000)       --wakeups N     wake-up samples (default 50; --quick: 10)
-  --queues N            memory: queues (default 10000; --quick: 1000)
+  --queues N            memory: queues (default 10000; --quick: 1000); send, send-batch: client i sends
+                        to queue i mod N (default 1)
   --messages N          memory: messages (default 100000; --quick: 10000)
   --cold-runs N         cold starts, median reported (default 5; --quick: 3)
   --body-size N         message body bytes (default 256)
@@ -173,6 +174,7 @@ const cfg: BenchConfig = {
   polls: number('polls', 1_000, 1_000, 1),
   wakeups: number('wakeups', 50, 10, 0),
   queues: number('queues', 10_000, 1_000, 1),
+  sendQueues: number('queues', 1, 1, 1),
   messages: number('messages', 100_000, 10_000, 10),
   coldRuns: number('cold-runs', 5, 3, 1),
   bodySize: number('body-size', 256, 256, 20),

@@ -21,6 +21,8 @@ export interface BenchConfig {
   polls: number;
   wakeups: number;
   queues: number;
+  /** send, send-batch: the queues the clients send to, client i to queue i mod sendQueues. */
+  sendQueues: number;
   messages: number;
   coldRuns: number;
   bodySize: number;
@@ -240,21 +242,22 @@ async function throughput(
   protocol: Protocol,
   scenario: 'send' | 'send-batch',
 ) {
-  const res = newResult(target, protocol, scenario);
+  const res = newResult(target, protocol, scenario, cfg.sendQueues > 1 ? `${cfg.sendQueues} queues` : '');
   const isBatch = scenario === 'send-batch';
   return withServer(cfg, target, res, async (h) => {
-    const url = await createQueue(h, `bench-${scenario}`);
     const bodies = Array.from({ length: isBatch ? 10 : 1 }, () => payload(cfg.bodySize));
-    const req = isBatch
-      ? h.codec.sendMessageBatch(url, bodies)
-      : h.codec.sendMessage(url, payload(cfg.bodySize));
+    const reqs: Buffer[] = [];
+    for (let i = 0; i < cfg.sendQueues; i++) {
+      const url = await createQueue(h, `bench-${scenario}${i || ''}`);
+      reqs.push(isBatch ? h.codec.sendMessageBatch(url, bodies) : h.codec.sendMessage(url, bodies[0]!));
+    }
     const hist = new Histogram();
     let requests = 0;
     let messages = 0;
     const run = async (seconds: number, record: boolean): Promise<void> => {
       const end = after(seconds);
-      await loops(cfg.clients, async () => {
-        const t0 = nowNs();
+      await loops(cfg.clients, async (client) => {
+        const [t0, req] = [nowNs(), reqs[client % reqs.length]!];
         if (t0 >= end) return false;
         // Batch replies are read (to count failed entries); single sends only need the status.
         const sent = isBatch

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { freePort, spawnProcess, waitForReady, type Spawned } from '../support/process.js';
 import { redisWorkPerMessage } from '../support/redis.js';
+import { requires } from '../support/requires.js';
 
 const BARE_FASTIFY = fileURLToPath(new URL('../../scripts/bare-fastify.ts', import.meta.url));
 const BENCH = fileURLToPath(new URL('../../scripts/bench.ts', import.meta.url));
@@ -192,3 +193,39 @@ test('Given two INFO replies, Then Redis CPU, calls (EVALSHA, EVAL, WAIT) and co
     redisCommandsPerMsg: null,
   });
 });
+
+test(
+  'Given a Redis target and --queues 3, When the bench sends, Then each run has Redis figures per message',
+  requires('redis-server'),
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ssq-bench-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const json = join(dir, 'out.json');
+    const run = await bench(
+      ...['--targets', 'redis', '--scenarios', 'send,send-batch', '--protocols', 'json', '--queues', '3'],
+      ...['--duration', '0.3', '--warmup', '0', '--clients', '6', '--json', json],
+    );
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as {
+      results: { scenario: string; variant: string; errors: number; extra: Record<string, number> }[];
+    };
+    assert.deepEqual(
+      report.results.map((r) => [r.scenario, r.variant, r.errors]),
+      [
+        ['send', '3 queues', 0],
+        ['send-batch', '3 queues', 0],
+      ],
+    );
+    for (const { scenario, extra: e } of report.results) {
+      const why = `${scenario}: ${JSON.stringify(e)}`;
+      assert.ok(e['redisCpuUsPerMsg']! > 0, why);
+      // Group commit: at most one EVALSHA per request, and the scripts' own commands besides.
+      assert.ok(e['redisCallsPerMsg']! > 0 && e['redisCallsPerMsg']! <= 1, why);
+      assert.ok(e['redisCommandsPerMsg']! > e['redisCallsPerMsg']!, why);
+    }
+    assert.match(
+      run.stdout,
+      /send \(3 queues\).*Redis per msg: [\d.,]+ µs CPU, [\d.]+ calls, [\d.]+ commands/,
+    );
+  },
+);
