@@ -22,9 +22,11 @@ const HELP = `Usage: npm run bench -- [options]
 Drives SQS servers over keep-alive HTTP/1.1 (pre-built requests, one in flight per connection) and
 prints, per target, protocol and scenario: msgs/s, req/s, p50/p99 latency, server RSS before/after,
 server CPU % of one core, the load generator's own CPU % (near 100 % means the load generator, not
-the server, was the limit) and the CPU the rest of the machine used meanwhile. Every server is
-started fresh for each scenario and stopped at the end. Non-2xx replies, failed batch entries and
-lost or misordered messages count as errors; a run with errors exits 1.
+the server, was the limit) and the CPU the rest of the machine used meanwhile; for the Redis
+targets, the redis-server's CPU µs, calls (EVALSHA, EVAL, WAIT) and commands (the scripts' own
+included) per message. Every server is started fresh for each scenario and stopped at the end.
+Non-2xx replies, failed batch entries and lost or misordered messages count as errors; a run with
+errors exits 1.
 
 Targets (--targets, comma-separated; default ${DEFAULT_TARGETS}):
   shared-sqs     node dist/main.js, memory only, with the Node flags it ships with (npm run build first)
@@ -68,7 +70,8 @@ Options:
   --deep-depth N        second receive-delete depth, 0 to skip (default 200000; --quick: 20000)
   --rate N              roundtrip msgs/s (default 1000)      --consumers N   roundtrip consumers (default 8)
   --polls N             idle long polls (default 1000)       --wakeups N     wake-up samples (default 50; --quick: 10)
-  --queues N            memory: queues (default 10000; --quick: 1000)
+  --queues N            memory: queues (default 10000; --quick: 1000); send, send-batch: client i sends
+                        to queue i mod N (default 1)
   --messages N          memory: messages (default 100000; --quick: 10000)
   --cold-runs N         cold starts, median reported (default 5; --quick: 3)
   --body-size N         message body bytes (default 256)
@@ -171,6 +174,7 @@ const cfg: BenchConfig = {
   polls: number('polls', 1_000, 1_000, 1),
   wakeups: number('wakeups', 50, 10, 0),
   queues: number('queues', 10_000, 1_000, 1),
+  sendQueues: number('queues', 1, 1, 1),
   messages: number('messages', 100_000, 10_000, 10),
   coldRuns: number('cold-runs', 5, 3, 1),
   bodySize: number('body-size', 256, 256, 20),

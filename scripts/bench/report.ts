@@ -83,6 +83,10 @@ export function notes(r: Result): string {
     case 'send-batch':
       break;
   }
+  if (num(e['redisCpuUsPerMsg']) !== null)
+    parts.push(
+      `Redis per msg: ${fmtNum(num(e['redisCpuUsPerMsg']), 1)} µs CPU, ${fmtNum(num(e['redisCallsPerMsg']), 2)} calls, ${fmtNum(num(e['redisCommandsPerMsg']), 2)} commands`,
+    );
   const steal = r.stealCpuPct ?? 0;
   if (steal >= STEAL_NOTE_PCT) parts.push(`hypervisor steal ${fmtNum(steal)} % of a core`);
   return parts.join('; ');

@@ -3,6 +3,7 @@
  * Results; see scripts/bench.ts --help for what each measures.
  */
 import { sleep } from '../../test/support/process.js';
+import { REDIS_WORK_INFO, redisWorkPerMessage } from '../../test/support/redis.js';
 import { Histogram, median, type LatencySummary } from './histogram.js';
 import { Meter, readRss, type MeterReading } from './meter.js';
 import { RawPool, type Reply } from './rawhttp.js';
@@ -20,6 +21,8 @@ export interface BenchConfig {
   polls: number;
   wakeups: number;
   queues: number;
+  /** send, send-batch: the queues the clients send to, client i to queue i mod sendQueues. */
+  sendQueues: number;
   messages: number;
   coldRuns: number;
   bodySize: number;
@@ -209,14 +212,17 @@ async function withServer(
   return res;
 }
 
-/** Measures from now: the server's RSS and CPU; `done` writes them and the rates into `res`. */
-function measure(res: Result, server: Server): (requests: number, messages: number, until?: bigint) => void {
+/** Measures from now: server RSS and CPU, and Redis's work; `done` writes them and the rates into `res`. */
+function measure(res: Result, server: Server) {
   res.serverRssBefore = readRss(server.pid);
   const meter = new Meter(server.pid);
-  const t0 = nowNs();
-  return (requests, messages, until = nowNs()) => {
+  const redisInfo = async () => server.redis[0]?.client.info(...REDIS_WORK_INFO).catch(() => undefined);
+  const [t0, redisBefore] = [nowNs(), redisInfo()];
+  return async (requests: number, messages: number, until = nowNs()): Promise<void> => {
     applyMeter(res, meter.read());
     res.serverRssAfter = readRss(server.pid);
+    const [a, b] = [await redisBefore, await redisInfo()];
+    if (a !== undefined && b !== undefined) Object.assign(res.extra, redisWorkPerMessage(a, b, messages));
     const s = Number(until - t0) / 1e9;
     Object.assign(res, {
       durationS: s,
@@ -236,21 +242,22 @@ async function throughput(
   protocol: Protocol,
   scenario: 'send' | 'send-batch',
 ) {
-  const res = newResult(target, protocol, scenario);
+  const res = newResult(target, protocol, scenario, cfg.sendQueues > 1 ? `${cfg.sendQueues} queues` : '');
   const isBatch = scenario === 'send-batch';
   return withServer(cfg, target, res, async (h) => {
-    const url = await createQueue(h, `bench-${scenario}`);
     const bodies = Array.from({ length: isBatch ? 10 : 1 }, () => payload(cfg.bodySize));
-    const req = isBatch
-      ? h.codec.sendMessageBatch(url, bodies)
-      : h.codec.sendMessage(url, payload(cfg.bodySize));
+    const reqs: Buffer[] = [];
+    for (let i = 0; i < cfg.sendQueues; i++) {
+      const url = await createQueue(h, `bench-${scenario}${i || ''}`);
+      reqs.push(isBatch ? h.codec.sendMessageBatch(url, bodies) : h.codec.sendMessage(url, bodies[0]!));
+    }
     const hist = new Histogram();
     let requests = 0;
     let messages = 0;
     const run = async (seconds: number, record: boolean): Promise<void> => {
       const end = after(seconds);
-      await loops(cfg.clients, async () => {
-        const t0 = nowNs();
+      await loops(cfg.clients, async (client) => {
+        const [t0, req] = [nowNs(), reqs[client % reqs.length]!];
         if (t0 >= end) return false;
         // Batch replies are read (to count failed entries); single sends only need the status.
         const sent = isBatch
@@ -270,7 +277,7 @@ async function throughput(
     await run(cfg.warmupS, false);
     const done = measure(res, h.server);
     await run(cfg.durationS, true);
-    done(requests, messages);
+    await done(requests, messages);
     res.latencyOf = 'request';
     res.latency = hist.summaryMs();
   });
@@ -334,7 +341,7 @@ async function receiveDelete(cfg: BenchConfig, target: Target, protocol: Protoco
     const d = await drain(h, cfg, url, { want: Infinity, end, waitS: 0, stopWhenEmpty: true, hist });
     // Up to the last delete, so the empty receives that find the queue drained do not count.
     const drained = nowNs() < end;
-    done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
+    await done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
     res.latencyOf = 'request (receive and delete)';
     res.latency = hist.summaryMs();
     res.extra['drained'] = drained;
@@ -410,7 +417,7 @@ async function fifo(
     const d = await drain(h, cfg, url, opts, seen);
     const drained = d.deleted >= filled;
     // Up to the last delete: the consumers still parked in their 1 s long polls would count idle time.
-    done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
+    await done(d.requests, d.deleted, drained ? d.lastDeleteNs : undefined);
     if (outOfOrder > 0) h.errors.add(`${outOfOrder} messages received out of their group's order`);
     if (twice > 0) h.errors.add(`${twice} messages received twice`);
     res.latencyOf = 'request (receive and delete)';
@@ -487,7 +494,7 @@ async function roundtrip(cfg: BenchConfig, target: Target, protocol: Protocol): 
     // Wait (bounded) for the last messages to come back.
     const graceEnd = Date.now() + 5_000;
     while (received < sent && Date.now() < graceEnd) await sleep(5);
-    done?.(0, receivedMeasured, produceEnd);
+    await done?.(0, receivedMeasured, produceEnd);
     res.requests = res.reqPerSec = null;
     stopping = true;
     consumerPool.destroy();
@@ -556,7 +563,7 @@ async function idleLongPolls(cfg: BenchConfig, target: Target, protocol: Protoco
     idle = true;
     const done = measure(res, h.server);
     await sleep(cfg.durationS * 1000);
-    done(0, 0);
+    await done(0, 0);
     idle = false;
     res.serverRssBefore = rssBefore;
     res.extra['rssIncreaseMiB'] = Math.round((((res.serverRssAfter ?? 0) - rssBefore) / 2 ** 20) * 100) / 100;

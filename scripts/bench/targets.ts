@@ -127,7 +127,7 @@ export class Server {
     /** shared-sqs's control port (health, readiness, metrics); the data port for the others. */
     readonly controlPort: number,
     readonly startedAtNs: bigint,
-    private readonly redis: readonly TestRedis[],
+    readonly redis: readonly TestRedis[],
   ) {}
 
   get pid(): number {

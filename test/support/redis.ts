@@ -1,7 +1,8 @@
 /**
  * Redis for tests: `startRedis` (from process.ts) gives each test file a redis-server of its own;
  * call its `stop()` in `after()`. Each test takes its own key prefix (`uniquePrefix()`), so tests
- * sharing a server never meet. Sentinels and key listing live here.
+ * sharing a server never meet. Sentinels, key listing and Redis's work per message (for the bench)
+ * live here.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -32,6 +33,28 @@ export async function keysUnder(client: Redis, prefix: string): Promise<string[]
     cursor = next;
   } while (cursor !== '0');
   return out.sort();
+}
+
+/** The sections of INFO that `redisWorkPerMessage` reads. */
+export const REDIS_WORK_INFO = ['cpu', 'commandstats'] as const;
+
+/**
+ * Redis's work per message between two `INFO cpu commandstats` replies, `messages` apart: CPU µs
+ * (used_cpu_user + used_cpu_sys, every thread of the redis-server); calls, the round trips a
+ * server makes (EVALSHA and EVAL, the writes, and WAIT/WAITAOF after them); and commands, every one
+ * Redis ran, those the scripts ran included (but not INFO, nor the replicas' REPLCONF). Null for
+ * no messages.
+ */
+export function redisWorkPerMessage(before: string, after: string, messages: number) {
+  const per = (re: RegExp, scale = 1): number | null => {
+    const sum = (info: string): number => [...info.matchAll(re)].reduce((s, m) => s + Number(m[1]), 0);
+    return messages > 0 ? ((sum(after) - sum(before)) * scale) / messages : null;
+  };
+  return {
+    redisCpuUsPerMsg: per(/^used_cpu_(?:user|sys):([\d.]+)/gm, 1e6),
+    redisCallsPerMsg: per(/^cmdstat_(?:evalsha|eval|wait|waitaof):calls=(\d+)/gm),
+    redisCommandsPerMsg: per(/^cmdstat_(?!info:|replconf:)[^:]+:calls=(\d+)/gm),
+  };
 }
 
 export interface TestSentinels {

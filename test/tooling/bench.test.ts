@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import { freePort, spawnProcess, waitForReady, type Spawned } from '../support/process.js';
+import { redisWorkPerMessage } from '../support/redis.js';
+import { requires } from '../support/requires.js';
 
 const BARE_FASTIFY = fileURLToPath(new URL('../../scripts/bare-fastify.ts', import.meta.url));
 const BENCH = fileURLToPath(new URL('../../scripts/bench.ts', import.meta.url));
@@ -159,3 +161,71 @@ test('Given an unknown target or another build that is not there, Then the bench
   assert.equal(missing.code, 64);
   assert.match(missing.stderr, /\/nonexistent\/checkout\/dist\/main\.js not found/);
 });
+
+/** INFO cpu + commandstats as Redis 7 writes it (CRLF), with the lines that must not count. */
+function info(cpu: [user: number, sys: number], calls: Record<string, number>): string {
+  return [
+    '# CPU',
+    `used_cpu_sys:${cpu[1].toFixed(6)}`,
+    `used_cpu_user:${cpu[0].toFixed(6)}`,
+    'used_cpu_sys_children:9.000000',
+    `used_cpu_sys_main_thread:${cpu[1].toFixed(6)}`,
+    '',
+    '# Commandstats',
+    ...Object.entries(calls).map(([cmd, n]) => `cmdstat_${cmd}:calls=${n},usec=7,usec_per_call=1.00`),
+  ].join('\r\n');
+}
+
+test('Given two INFO replies, Then Redis CPU, calls (EVALSHA, EVAL, WAIT) and commands are per message', () => {
+  const before = info([1.5, 0.25], { evalsha: 100, eval: 1, hset: 300, info: 7, replconf: 50 });
+  const after = info([1.875, 0.375], {
+    ...{ evalsha: 300, eval: 1, wait: 200, waitaof: 0, hset: 900, 'client|setname': 2 },
+    ...{ info: 9, replconf: 90 },
+  });
+  assert.deepEqual(redisWorkPerMessage(before, after, 1000), {
+    redisCpuUsPerMsg: 500, // (0.375 + 0.125) s over 1,000 messages
+    redisCallsPerMsg: 0.4, // 200 EVALSHA + 200 WAIT
+    redisCommandsPerMsg: 1.002, // and 600 HSET run by the scripts, and 2 CLIENT SETNAME
+  });
+  assert.deepEqual(redisWorkPerMessage(before, after, 0), {
+    redisCpuUsPerMsg: null,
+    redisCallsPerMsg: null,
+    redisCommandsPerMsg: null,
+  });
+});
+
+test(
+  'Given a Redis target and --queues 3, When the bench sends, Then each run has Redis figures per message',
+  requires('redis-server'),
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ssq-bench-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const json = join(dir, 'out.json');
+    const run = await bench(
+      ...['--targets', 'redis', '--scenarios', 'send,send-batch', '--protocols', 'json', '--queues', '3'],
+      ...['--duration', '0.3', '--warmup', '0', '--clients', '6', '--json', json],
+    );
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as {
+      results: { scenario: string; variant: string; errors: number; extra: Record<string, number> }[];
+    };
+    assert.deepEqual(
+      report.results.map((r) => [r.scenario, r.variant, r.errors]),
+      [
+        ['send', '3 queues', 0],
+        ['send-batch', '3 queues', 0],
+      ],
+    );
+    for (const { scenario, extra: e } of report.results) {
+      const why = `${scenario}: ${JSON.stringify(e)}`;
+      assert.ok(e['redisCpuUsPerMsg']! > 0, why);
+      // Group commit: at most one EVALSHA per request, and the scripts' own commands besides.
+      assert.ok(e['redisCallsPerMsg']! > 0 && e['redisCallsPerMsg']! <= 1, why);
+      assert.ok(e['redisCommandsPerMsg']! > e['redisCallsPerMsg']!, why);
+    }
+    assert.match(
+      run.stdout,
+      /send \(3 queues\).*Redis per msg: [\d.,]+ µs CPU, [\d.]+ calls, [\d.]+ commands/,
+    );
+  },
+);
