@@ -25,7 +25,6 @@ import {
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ListDeadLetterSourceQueuesCommand,
-  ListMessageMoveTasksCommand,
   ListQueuesCommand,
   ListQueueTagsCommand,
   type Message,
@@ -42,6 +41,7 @@ import {
   DEFAULT_REGION,
   FIXTURE_DUMP,
   FIXTURE_PREFIX,
+  listMoveTasks,
   type FixtureMoveTask,
   type FixtureQueue,
   type PeekedMessage,
@@ -143,20 +143,8 @@ async function open(t: { after(fn: () => Promise<void>): void }): Promise<Opened
   return opened;
 }
 
-async function moveTasks(o: Opened, q: FixtureQueue): Promise<FixtureMoveTask[]> {
-  const out = await o
-    .sqs(q.accountId, q.region)
-    .send(new ListMessageMoveTasksCommand({ SourceArn: q.attributes['QueueArn'], MaxResults: 10 }));
-  return (out.Results ?? []).map((t) => ({
-    taskHandle: t.TaskHandle ?? null,
-    status: t.Status ?? '',
-    sourceArn: t.SourceArn ?? '',
-    destinationArn: t.DestinationArn ?? null,
-    maxNumberOfMessagesPerSecond: t.MaxNumberOfMessagesPerSecond ?? null,
-    approximateNumberOfMessagesMoved: t.ApproximateNumberOfMessagesMoved ?? 0,
-    approximateNumberOfMessagesToMove: t.ApproximateNumberOfMessagesToMove ?? null,
-    startedTimestamp: t.StartedTimestamp ?? 0,
-  }));
+function moveTasks(o: Opened, q: FixtureQueue): Promise<FixtureMoveTask[]> {
+  return listMoveTasks(o.sqs(q.accountId, q.region), q.attributes['QueueArn']);
 }
 
 const byId = (ms: readonly PeekedMessage[]): PeekedMessage[] =>

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { ListMessageMoveTasksCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Clock } from '../../src/core/clock.js';
 
 export const FIXTURE_DIR = fileURLToPath(new URL('../fixtures/layout-v1/', import.meta.url));
@@ -103,6 +103,24 @@ export interface FixtureMoveTask {
   readonly approximateNumberOfMessagesMoved: number;
   readonly approximateNumberOfMessagesToMove: number | null;
   readonly startedTimestamp: number;
+}
+
+/** ListMessageMoveTasks of `sourceArn`, as the fixture records a task. */
+export async function listMoveTasks(
+  sqs: SQSClient,
+  sourceArn: string | undefined,
+): Promise<FixtureMoveTask[]> {
+  const out = await sqs.send(new ListMessageMoveTasksCommand({ SourceArn: sourceArn, MaxResults: 10 }));
+  return (out.Results ?? []).map((t) => ({
+    taskHandle: t.TaskHandle ?? null,
+    status: t.Status ?? '',
+    sourceArn: t.SourceArn ?? '',
+    destinationArn: t.DestinationArn ?? null,
+    maxNumberOfMessagesPerSecond: t.MaxNumberOfMessagesPerSecond ?? null,
+    approximateNumberOfMessagesMoved: t.ApproximateNumberOfMessagesMoved ?? 0,
+    approximateNumberOfMessagesToMove: t.ApproximateNumberOfMessagesToMove ?? null,
+    startedTimestamp: t.StartedTimestamp ?? 0,
+  }));
 }
 
 export interface LayoutV1Fixture {
