@@ -1,0 +1,80 @@
+/**
+ * The persistence scenarios of test/support/scenarios-persistence.ts over one redis-server and
+ * over a Redis Cluster of three masters and three replicas, and what only a Cluster has: the
+ * writer's WAIT goes to the master that took its writes, and what it acknowledged is on that
+ * master's replica.
+ */
+import assert from 'node:assert/strict';
+import { describe } from 'node:test';
+import { ManualClock } from '../../src/core/clock.js';
+import { QueueStore } from '../../src/core/store.js';
+import { keysFor } from '../../src/persistence/keys.js';
+import { Persistence } from '../../src/persistence/persistence.js';
+import { createClient } from '../../src/persistence/redis.js';
+import { keySlot } from '../../src/shard/slot.js';
+import { SqsError } from '../../src/sqs/errors.js';
+import { msg, sendOne } from '../support/queue.js';
+import { uniquePrefix } from '../support/redis.js';
+import { testsRequiring } from '../support/requires.js';
+import { persistenceScenarios, redisCluster, singleRedis } from '../support/scenarios-persistence.js';
+
+const { after, before, test } = testsRequiring('redis-server');
+
+const single = singleRedis({ before, after });
+const cluster = redisCluster({ before, after });
+
+for (const backend of [single, cluster]) {
+  void describe(`over ${backend.name}`, () => {
+    for (const [name, scenario] of Object.entries(persistenceScenarios)) {
+      test(name, () => scenario(backend));
+    }
+  });
+}
+
+test('Given --redis-wait-replicas 1 on a Redis Cluster, when a change is committed, then WAIT went to the master of the slot only, and the change is on its replica', async () => {
+  const nodes = cluster.started;
+  const keys = keysFor(uniquePrefix());
+  const slot = keySlot(keys.prefix);
+  const masters = await nodes.masters();
+  const owner = masters.find((m) => m.slots.some(([first, last]) => slot >= first && slot <= last));
+  const [replica] = owner?.replicas ?? [];
+  assert.ok(owner !== undefined && replica !== undefined, `a master with a replica owns slot ${slot}`);
+  const waits = async (port: number): Promise<number> => {
+    const stats = (await nodes.node(port).call('INFO', 'commandstats')) as string;
+    return Number(/^cmdstat_wait:calls=(\d+)/m.exec(stats)?.[1] ?? 0);
+  };
+  const before = await Promise.all(masters.map((m) => waits(m.port)));
+
+  let store: QueueStore | undefined;
+  const observed: boolean[] = [];
+  const persistence = new Persistence({
+    redis: createClient({ cluster: nodes.startupNodes }),
+    keys,
+    createStore: () => new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 }),
+    unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
+    onStore: (s) => (store = s),
+    onDiverged: () => assert.fail('no write failed'),
+    replicaWait: { count: 1, timeoutMs: 250, aof: false, observe: (_, ok) => observed.push(ok) },
+  });
+  await persistence.start();
+  try {
+    assert.ok(store !== undefined);
+    const q = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'waited' }, {}, {}).queue;
+    const m = sendOne(q, msg('acknowledged by a replica'), store.clock.now());
+    await persistence.commit();
+    assert.ok(observed.length > 0 && observed.every((ok) => ok), 'every WAIT counted the replica');
+
+    const after = await Promise.all(masters.map((m) => waits(m.port)));
+    assert.deepEqual(
+      masters.map((_, i) => (after[i] ?? 0) - (before[i] ?? 0) > 0),
+      masters.map((master) => master === owner),
+      'WAIT was sent to the master of the slot and to no other',
+    );
+    // A replica answers reads of its master's slots once the connection asks for READONLY.
+    const fromReplica = nodes.node(replica);
+    await fromReplica.call('READONLY');
+    assert.ok((await fromReplica.hget(keys.messages(q.uid), m.id)) !== null, 'the message is on the replica');
+  } finally {
+    await persistence.close();
+  }
+});
