@@ -2,12 +2,14 @@
  * The persistence scenarios of test/support/scenarios-persistence.ts over one redis-server and
  * over a Redis Cluster of three masters and three replicas, and what only a Cluster has: the
  * writer's WAIT goes to the master that took its writes, and what it acknowledged is on that
- * master's replica.
+ * master's replica; the leader lock's release is heard by a subscriber through the Cluster client.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { describe } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
+import { lockKeys, RedisLock, ReleaseListener } from '../../src/ha/lock.js';
 import { keysFor } from '../../src/persistence/keys.js';
 import { Persistence } from '../../src/persistence/persistence.js';
 import { createClient } from '../../src/persistence/redis.js';
@@ -76,5 +78,37 @@ test('Given --redis-wait-replicas 1 on a Redis Cluster, when a change is committ
     assert.ok((await fromReplica.hget(keys.messages(q.uid), m.id)) !== null, 'the message is on the replica');
   } finally {
     await persistence.close();
+  }
+});
+
+test('Given the leader lock on a Redis Cluster, when the leader releases it, then a follower subscribed through the Cluster client hears the token', async () => {
+  const nodes = cluster.started;
+  const lock = new RedisLock(cluster.client, lockKeys(keysFor(uniquePrefix())));
+  const sub = createClient({ cluster: nodes.startupNodes, connectionName: 'release-listener' });
+  let heard!: (token: string) => void;
+  const announced = new Promise<string>((resolve) => (heard = resolve));
+  const listener = new ReleaseListener(sub, lock.keys.channel, heard);
+  listener.start();
+  try {
+    await once(sub, 'ready');
+    // Subscribed once a node counts the subscriber on the channel (whichever node ioredis chose:
+    // classic PUBLISH reaches every node of the cluster).
+    const subscribers = async (): Promise<number> => {
+      let n = 0;
+      for (const { port } of nodes.startupNodes) {
+        const [, count] = (await nodes.node(port).pubsub('NUMSUB', lock.keys.channel)) as [string, number];
+        n += count;
+      }
+      return n;
+    };
+    for (let i = 0; i < 200 && (await subscribers()) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(await subscribers(), 1);
+
+    const taken = await lock.acquire('leader', 5000);
+    assert.ok(taken.acquired);
+    assert.equal(await lock.release(taken.token), true);
+    assert.equal(await announced, taken.token);
+  } finally {
+    listener.close();
   }
 });
