@@ -106,6 +106,8 @@ test('Given the leader lock on a Redis Cluster, when the leader releases it, the
 
     const taken = await lock.acquire('leader', 5000);
     assert.ok(taken.acquired);
+    // The admin API's view of the lock: a MULTI of the lock's keys, all on the slot's master.
+    assert.equal((await lock.info()).holder, taken.token);
     assert.equal(await lock.release(taken.token), true);
     assert.equal(await announced, taken.token);
   } finally {
