@@ -40,6 +40,9 @@ export interface TestRedisCluster {
    * master and every surviving node says `cluster_state:ok`.
    */
   killMaster(port: number): Promise<number>;
+  /** SIGSTOP / SIGCONT of the node on `port`: it stops answering without closing its connections. */
+  pause(port: number): void;
+  resume(port: number): void;
   /** Starts the killed node on `port` again; resolves once it is a replica in sync and the cluster is ok. */
   restart(port: number): Promise<void>;
   stop(): Promise<void>;
@@ -294,6 +297,8 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
       );
       return replica;
     },
+    pause: (port) => nodes.get(port)?.proc.kill('SIGSTOP'),
+    resume: (port) => nodes.get(port)?.proc.kill('SIGCONT'),
     restart: async (port) => {
       const old = nodes.get(port);
       if (old === undefined || (old.proc.exitCode === null && old.proc.signalCode === null))
