@@ -232,7 +232,7 @@ export const persistenceScenarios: Readonly<Record<string, (b: PersistenceBacken
       assert.equal(third.require(ACCOUNT, 'handles').size, 0);
     },
 
-  'Given FIFO queues with groups in flight, deduplication and receive-attempt records, a dead letter and a move task, when reloaded, then they equal the state in memory and go on from it':
+  'Given FIFO queues with messages in flight in their groups, deduplication and receive-attempt records, a dead letter and a move task, when reloaded, then they equal the state in memory and go on from it':
     async (backend) => {
       const keys = keysFor(uniquePrefix());
       const { store, writer, clock } = await open(backend, keys);
@@ -249,7 +249,7 @@ export const persistenceScenarios: Readonly<Record<string, (b: PersistenceBacken
       ] as const) {
         q.sendMessage(msg(body, { groupId: group, deduplicationId: body }), clock.now());
       }
-      // Group a is locked by an in-flight message, received with a ReceiveRequestAttemptId.
+      // a1 in flight, received with a ReceiveRequestAttemptId: a2 waits behind it.
       const attempt = q.receive(1, undefined, clock.now(), 'attempt');
       assert.deepEqual(
         attempt.map((m) => m.body),
