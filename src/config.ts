@@ -42,6 +42,7 @@ import {
   formatBytes,
   formatDuration,
   host,
+  hostPortList,
   Invalid,
   invalid,
   maxMemory,
@@ -52,7 +53,6 @@ import {
   redisUrlFlag,
   region,
   secret,
-  sentinels,
   trimmed,
   whole,
 } from './flag-values.js';
@@ -219,13 +219,19 @@ const FLAGS = {
       describe: 'Redis password (prefer the environment: flags show in ps)',
     },
     redisSentinels: {
-      read: sentinels,
+      read: hostPortList,
       describe:
         'Redis Sentinel addresses, host:port,host:port...; instead of --redis-addr (needs --redis-master-name)',
     },
     redisMasterName: {
       read: trimmed,
       describe: 'The master name the Sentinels know (with --redis-sentinels)',
+    },
+    redisCluster: {
+      read: hostPortList,
+      describe:
+        'Redis Cluster seed nodes, host:port,host:port... (any few of its nodes); instead of --redis-addr. ' +
+        'Every key shares one hash tag, so one master holds them all',
     },
     redisPrefix: {
       default: '{ssq}:',
@@ -237,7 +243,7 @@ const FLAGS = {
       read: whole(100, 'must be a whole number of replicas from 0 to 100'),
       describe:
         'Replicas that must acknowledge each write (Redis WAIT) before it is answered 200, so that a ' +
-        'Sentinel failover loses nothing acknowledged; fewer within --redis-wait-timeout: 503',
+        'Sentinel or Cluster failover loses nothing acknowledged; fewer within --redis-wait-timeout: 503',
     },
     redisWaitTimeout: {
       default: '250ms',
@@ -371,7 +377,7 @@ function checkTogether(config: Config, from: (key: keyof Config) => string): voi
   if (config.port !== 0 && config.port === config.controlPort) {
     throw new ConfigError(`${from('port')} and ${from('controlPort')} must differ (both ${config.port})`);
   }
-  const redis = (['redisAddr', 'redisUrl', 'redisSentinels'] as const).filter(
+  const redis = (['redisAddr', 'redisUrl', 'redisSentinels', 'redisCluster'] as const).filter(
     (key) => config[key] !== undefined,
   );
   if (redis.length > 1)

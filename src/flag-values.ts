@@ -93,7 +93,8 @@ export function redisUrlFlag(text: string): string | undefined {
   return text;
 }
 
-export function sentinels(text: string): RedisHostPort[] | undefined {
+/** --redis-sentinels and --redis-cluster: `host:port,host:port...`. */
+export function hostPortList(text: string): RedisHostPort[] | undefined {
   if (text.trim() === '') return undefined;
   const problem = 'must be a comma-separated list of host:port';
   const parts = text.split(',').map((part) => part.trim());

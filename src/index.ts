@@ -44,6 +44,8 @@ export interface ServerOptions {
   /** Sentinel addresses, `host:port` each. */
   readonly redisSentinels?: string | readonly string[];
   readonly redisMasterName?: string;
+  /** Redis Cluster seed nodes, `host:port` each. */
+  readonly redisCluster?: string | readonly string[];
   readonly redisPrefix?: string;
   readonly redisWaitReplicas?: number;
   readonly redisWaitTimeout?: Duration;

@@ -28,15 +28,15 @@ import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
 import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../persistence/redis.js';
 
 export interface ActivePassiveOptions {
   /** The connection of the writer and the loader, shared by the terms. */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** The elector's own connection: renewals never wait behind a large write. */
-  readonly lockRedis: Redis;
+  readonly lockRedis: RedisClient;
   /** A connection for the release channel (a subscribed connection can do nothing else). */
-  readonly subscriber: Redis;
+  readonly subscriber: RedisClient;
   readonly keys: Keys;
   /** hostname-pid: unique among the instances, part of every token. */
   readonly instanceId: string;

@@ -13,7 +13,7 @@
  */
 import { loadScript } from '../persistence/scripts.js';
 import type { Keys } from '../persistence/keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../persistence/redis.js';
 
 /** What taking the lock gave: a new term, or who holds it. */
 export type AcquireResult =
@@ -76,7 +76,7 @@ export const lockScripts = {
 
 export class RedisLock implements LockBackend {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly keys: LockKeys,
   ) {}
 
@@ -132,7 +132,7 @@ export class ReleaseListener {
   private closed = false;
 
   constructor(
-    private readonly sub: Redis,
+    private readonly sub: RedisClient,
     private readonly channel: string,
     onRelease: (token: string) => void,
   ) {

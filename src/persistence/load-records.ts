@@ -11,11 +11,11 @@ import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { deserializeAttempt, deserializeDedup, deserializeMoveTask } from './codec.js';
 import type { Keys } from './keys.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** Reads a whole hash with HSCAN, in chunks (a FIFO queue under load holds 5 minutes of sends). */
 async function scanHash(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   each: (field: string, value: string) => void,
 ): Promise<void> {
@@ -28,7 +28,7 @@ async function scanHash(
 }
 
 /** Returns how many records were put back. */
-export async function loadQueueRecords(redis: Redis, keys: Keys, queue: Queue): Promise<number> {
+export async function loadQueueRecords(redis: RedisClient, keys: Keys, queue: Queue): Promise<number> {
   const fifo = queue.fifoState;
   if (fifo === null) return 0;
   const dedups = new Map<string, ReturnType<typeof deserializeDedup>>();
@@ -43,7 +43,7 @@ export async function loadQueueRecords(redis: Redis, keys: Keys, queue: Queue): 
 }
 
 /** Returns how many tasks were put back (running ones are resumed by the move-task driver). */
-export async function loadMoveTasks(redis: Redis, keys: Keys, store: QueueStore): Promise<number> {
+export async function loadMoveTasks(redis: RedisClient, keys: Keys, store: QueueStore): Promise<number> {
   let n = 0;
   await scanHash(redis, keys.tasks, (_id, v) => {
     store.moveTasks.restore(deserializeMoveTask(v));

@@ -29,7 +29,7 @@ import { CodecError, deserializeMessage, deserializeQueue, deserializeTenant } f
 import { loadMoveTasks, loadQueueRecords } from './load-records.js';
 import { LAYOUT_VERSION, type Keys } from './keys.js';
 import { FencedError, ScriptCode, scripts } from './scripts.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** What Redis holds cannot be loaded by this process, however often it tries: exit. */
 export class UnloadableError extends Error {}
@@ -116,7 +116,7 @@ export interface LoadStats {
 }
 
 export async function loadStore(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   store: QueueStore,
   opts: LoadOptions = {},
@@ -136,7 +136,7 @@ export async function loadStore(
 }
 
 async function load(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   store: QueueStore,
   opts: LoadOptions,
@@ -269,7 +269,7 @@ interface QueueSize {
 }
 
 /** HLEN and a few records' lengths of each message hash, in pipelines of a few hundred queues. */
-async function sampleSizes(redis: Redis, hashes: string[]): Promise<Map<string, QueueSize>> {
+async function sampleSizes(redis: RedisClient, hashes: string[]): Promise<Map<string, QueueSize>> {
   const out = new Map<string, QueueSize>();
   for (let i = 0; i < hashes.length; i += 256) {
     const batch = hashes.slice(i, i + 256);

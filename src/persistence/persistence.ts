@@ -44,11 +44,12 @@ import {
 import { FencedError } from './scripts.js';
 import { Writer, type ReplicaWait } from './writer.js';
 import type { Redis } from 'ioredis';
+import { connectionName, duplicateClient, writeConnection, type RedisClient } from './redis.js';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
 
 export interface PersistenceOptions {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: Keys;
   /** A new, empty store for the loader to fill. */
   readonly createStore: () => QueueStore;
@@ -84,7 +85,8 @@ export class UnsupportedError extends UnloadableError {
 /**
  * Refuses a Redis without WAITAOF when it is asked for: asked of the server (COMMAND INFO names no
  * such command before 7.2), not assumed from a version, and again after every reconnect, since a
- * failover can land on another server.
+ * failover can land on another server. `redis` is the writer's connection: on a Cluster, the
+ * master the writes go to (redis.ts, writeConnection).
  */
 export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefined): Promise<void> {
   if (wait?.aof !== true) return;
@@ -170,13 +172,14 @@ export class Persistence implements Durability {
       this.stateNow = 'connecting';
       try {
         await this.connected(signal);
-        await checkReplicaWait(redis, this.opts.replicaWait);
+        const writeTo = await writeConnection(redis, keys.commit);
+        await checkReplicaWait(writeTo, this.opts.replicaWait);
         this.stateNow = 'loading';
         const store = this.opts.createStore();
         const stats = await this.load(store);
         if (signal.aborted) break;
         const writer: Writer = new Writer({
-          redis,
+          redis: writeTo,
           keys,
           token: this.opts.token,
           unavailable: this.opts.unavailable,
@@ -222,9 +225,9 @@ export class Persistence implements Durability {
   /** Loads into `store` on a connection of its own, logging progress meanwhile. */
   private async load(store: QueueStore): Promise<LoadStats> {
     const { redis, keys } = this.opts;
-    const reader = redis.duplicate({
+    const reader = duplicateClient(redis, {
       commandTimeout: LOAD_COMMAND_TIMEOUT_MS,
-      connectionName: `${redis.options.connectionName ?? 'shared-sqs'}:loader`,
+      connectionName: `${connectionName(redis) ?? 'shared-sqs'}:loader`,
     });
     reader.on('error', () => undefined);
     const progress = new LoadProgress();

@@ -1,7 +1,8 @@
 /**
  * The Redis client the writer and the loader use, built from whichever of the connection flags
- * were given: `--redis-addr host:port`, `--redis-url redis[s]://...`, or Sentinel
- * (`--redis-sentinels host:port,...` + `--redis-master-name`).
+ * were given: `--redis-addr host:port`, `--redis-url redis[s]://...`, Sentinel
+ * (`--redis-sentinels host:port,...` + `--redis-master-name`), or a Redis Cluster
+ * (`--redis-cluster host:port,...`).
  *
  * A fenced writer must never have a write applied later than it believes (docs/faults.md rows 3 and 10): so no
  * offline queue (a command sent while disconnected fails at once instead of waiting), no resend of
@@ -9,7 +10,11 @@
  * outcome is unknown and the request gets a 503. Reconnection itself goes on in the background,
  * with a backoff capped at 2 s.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { keySlot } from '../shard/slot.js';
+
+/** One Redis (directly or through Sentinel) or a Redis Cluster: what the persistence and HA code talk to. */
+export type RedisClient = Redis | Cluster;
 
 export interface RedisTarget {
   /** `host:port`, or a `redis://` / `rediss://` (TLS) URL with optional user, password and db. */
@@ -19,6 +24,8 @@ export interface RedisTarget {
   /** Sentinel mode when non-empty: these are asked for the master named `masterName`. */
   readonly sentinels?: readonly { readonly host: string; readonly port: number }[] | undefined;
   readonly masterName?: string | undefined;
+  /** Cluster mode when non-empty: seed nodes, from which the client learns the others. */
+  readonly cluster?: readonly { readonly host: string; readonly port: number }[] | undefined;
   /** Default 1000 ms. */
   readonly commandTimeoutMs?: number | undefined;
   /** CLIENT SETNAME, so CLIENT LIST tells the connections apart; default `shared-sqs`. */
@@ -26,6 +33,8 @@ export interface RedisTarget {
 }
 
 export const COMMAND_TIMEOUT_MS = 1000;
+
+const reconnectDelay = (times: number): number => Math.min(50 * 2 ** Math.min(times, 6), 2000);
 
 export function redisOptions(t: RedisTarget): RedisOptions {
   const base: RedisOptions = {
@@ -37,7 +46,7 @@ export function redisOptions(t: RedisTarget): RedisOptions {
     connectTimeout: 2000,
     enableReadyCheck: true,
     connectionName: t.connectionName ?? 'shared-sqs',
-    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    retryStrategy: reconnectDelay,
     // After a Sentinel failover the old master answers writes with READONLY: reconnect (the
     // Sentinel connector then finds the new master), but never resend the refused command.
     reconnectOnError: (err) => err.message.startsWith('READONLY'),
@@ -82,6 +91,75 @@ export function redisOptions(t: RedisTarget): RedisOptions {
 export function createRedis(t: RedisTarget): Redis {
   // RESP2-compatible reply shapes (ioredis' default), spelled out for its typings.
   return new Redis({ ...redisOptions(t), replyMapping: 'legacy' });
+}
+
+/**
+ * A Cluster client with the same rules. Its node connections take MOVED and slot refreshes instead
+ * of reconnecting (ioredis gives them no retryStrategy), and two of its defaults would resend
+ * a command whose outcome is unknown or late: `retryDelayOnFailover` sends a command again when
+ * its node's connection closed under it (up to 16 times), and `retryDelayOnClusterDown` after a
+ * CLUSTERDOWN, well past the command timeout. Both 0: such a command fails at once, a 503. MOVED
+ * and ASK are still followed: the node refused the command, so sending it to the owner is safe.
+ */
+export function createCluster(t: RedisTarget): Cluster {
+  const nodes = t.cluster ?? [];
+  if (nodes.length === 0) throw new Error('no Redis Cluster node given');
+  return new Cluster(
+    nodes.map((n) => ({ host: n.host, port: n.port })),
+    {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      enableReadyCheck: true,
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
+      clusterRetryStrategy: reconnectDelay,
+      redisOptions: {
+        maxRetriesPerRequest: 0,
+        autoResendUnfulfilledCommands: false,
+        commandTimeout: t.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
+        connectTimeout: 2000,
+        connectionName: t.connectionName ?? 'shared-sqs',
+        ...(t.password === undefined ? {} : { password: t.password }),
+      },
+    },
+  );
+}
+
+/** A Cluster client when the target names cluster nodes, else a Redis client. */
+export function createClient(t: RedisTarget): RedisClient {
+  return t.cluster !== undefined && t.cluster.length > 0 ? createCluster(t) : createRedis(t);
+}
+
+/** Another client of the same Redis or Cluster with its own connections, e.g. the loader's. */
+export function duplicateClient(
+  c: RedisClient,
+  o: { readonly commandTimeout: number; readonly connectionName: string },
+): RedisClient {
+  return c instanceof Cluster ? c.duplicate([], { redisOptions: o }) : c.duplicate(o);
+}
+
+/** CLIENT SETNAME of the client's connections. */
+export function connectionName(c: RedisClient): string | undefined {
+  return c instanceof Cluster ? c.options.redisOptions?.connectionName : c.options.connectionName;
+}
+
+/**
+ * The connection a writer sends its scripts and its WAIT on: the client itself, or on a Cluster
+ * the connection to the master that owns `key`'s slot. WAIT counts what replicas acknowledged of
+ * the writes of the connection it is sent on, and has no key: sent through the Cluster client it
+ * goes to any node and says nothing about ours. So a writer on a Cluster writes on this one node
+ * connection, where WAIT follows its own writes; once the slot moves (a failover, a resharding)
+ * that node refuses with MOVED or the connection is gone, the write fails (503), and the
+ * Persistence that reloads asks again. `key` is read through the Cluster client first, so that a
+ * slot that moved since the client last looked is learnt from the MOVED reply.
+ */
+export async function writeConnection(c: RedisClient, key: string): Promise<Redis> {
+  if (!(c instanceof Cluster)) return c;
+  await c.exists(key);
+  const owner = c.slots[keySlot(key)]?.[0];
+  const node = c.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
+  if (node === undefined) throw new Error(`no connection to the master of ${key} (${owner ?? 'unknown'})`);
+  return node;
 }
 
 /** A client that is connected (for tools and tests; the server lets Persistence wait for Redis). */

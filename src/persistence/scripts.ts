@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /** What the scripts return; negative codes are refusals, and a refusal writes nothing. */
 export const ScriptCode = {
@@ -50,7 +50,7 @@ export class LuaScript {
    * The argument list is passed as one array, never spread, so a large commit is not limited
    * by the JavaScript call stack.
    */
-  async run(redis: Redis, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+  async run(redis: RedisClient, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
     if (keys.length !== this.numKeys) {
       throw new Error(`${this.name}: ${keys.length} keys given, ${this.numKeys} expected`);
     }

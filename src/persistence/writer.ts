@@ -59,7 +59,9 @@
  * a failover would promote), so its requests get a 503 and the store is reloaded. The WAIT goes
  * after the call's answer, not pipelined right behind it: a call that met NOSCRIPT is sent again
  * as EVAL, behind a WAIT that would then not cover it. Redis blocks the connection while WAIT
- * runs, so calls pipelined behind it are applied after it returns.
+ * runs, so calls pipelined behind it are applied after it returns. On a Redis Cluster `redis` is
+ * the connection to the master of the prefix's slot, not the Cluster client (redis.ts,
+ * writeConnection): WAIT has no key and counts only the writes of the connection it is sent on.
  */
 import { randomBytes } from 'node:crypto';
 import type { ChangeEvent } from '../core/events.js';

@@ -58,13 +58,13 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
           },
   };
   if (!config.leaderElection) {
-    const [{ Persistence }, { createRedis }] = await Promise.all([
+    const [{ Persistence }, { createClient }] = await Promise.all([
       import('../persistence/persistence.js'),
       import('../persistence/redis.js'),
     ]);
     const persistence = new Persistence({
       ...common,
-      redis: createRedis(target),
+      redis: createClient(target),
       unavailable: () =>
         new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
       onDiverged: () => stores.replace(stores.newStore()),
@@ -74,12 +74,12 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
   }
   // Each leader term loads the state with a Persistence of its own (src/ha/active.ts); the
   // elector starts once both planes listen.
-  const [{ ActivePassive }, { createRedis }] = await Promise.all([
+  const [{ ActivePassive }, { createClient }] = await Promise.all([
     import('../ha/active.js'),
     import('../persistence/redis.js'),
   ]);
-  const connection = (role: string): ReturnType<typeof createRedis> =>
-    createRedis({ ...target, connectionName: `shared-sqs:${role}:${instanceId}` });
+  const connection = (role: string): ReturnType<typeof createClient> =>
+    createClient({ ...target, connectionName: `shared-sqs:${role}:${instanceId}` });
   const ha = new ActivePassive({
     ...common,
     redis: connection('data'),
@@ -99,7 +99,8 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
 
 /** Where Redis is, from the flags; undefined: memory only. */
 function redisTarget(config: Config): RedisTarget | undefined {
-  const { redisAddr, redisUrl, redisSentinels, redisPassword } = config;
+  const { redisAddr, redisUrl, redisSentinels, redisCluster, redisPassword } = config;
+  if (redisCluster !== undefined) return { cluster: redisCluster, password: redisPassword };
   if (redisSentinels !== undefined) {
     return { sentinels: redisSentinels, masterName: config.redisMasterName, password: redisPassword };
   }

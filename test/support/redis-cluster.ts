@@ -3,8 +3,10 @@
  * redis-server with `--cluster-enabled yes`, joined by `redis-cli --cluster create
  * --cluster-replicas 1`) on free loopback ports, each with its own directory and an AOF fsynced on
  * every write, and resolves once every node says `cluster_state:ok` and every replica is in sync.
- * `killMaster()` SIGKILLs a master and waits until its replica has taken over; `stop()` kills every
- * node and removes the directories. Never the machine's Redis on 6379.
+ * `killMaster()` SIGKILLs a master and waits until its replica has taken over; `restart()` starts a
+ * killed node again from its directory, as a service manager would, and waits until it follows the
+ * master that took its place; `stop()` kills every node and removes the directories. Never the
+ * machine's Redis on 6379.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -38,11 +40,17 @@ export interface TestRedisCluster {
    * master and every surviving node says `cluster_state:ok`.
    */
   killMaster(port: number): Promise<number>;
+  /** SIGSTOP / SIGCONT of the node on `port`: it stops answering without closing its connections. */
+  pause(port: number): void;
+  resume(port: number): void;
+  /** Starts the killed node on `port` again; resolves once it is a replica in sync and the cluster is ok. */
+  restart(port: number): Promise<void>;
   stop(): Promise<void>;
 }
 
 interface NodeProcess {
   readonly port: number;
+  readonly busPort: number;
   readonly proc: ChildProcess;
   readonly exited: Promise<void>;
   readonly client: Redis;
@@ -107,7 +115,8 @@ async function until(
 
 function launch(dir: string, port: number, busPort: number): Promise<NodeProcess> {
   const nodeDir = join(dir, String(port));
-  mkdirSync(nodeDir);
+  // A restart finds its nodes.conf and AOF there, and rejoins as the cluster has it now.
+  mkdirSync(nodeDir, { recursive: true });
   const args = [
     ['--port', String(port)],
     ['--bind', '127.0.0.1'],
@@ -135,7 +144,7 @@ function launch(dir: string, port: number, busPort: number): Promise<NodeProcess
       proc.stdout?.resume();
       const client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
       client.on('error', () => undefined);
-      resolve({ port, proc, exited, client });
+      resolve({ port, busPort, proc, exited, client });
     };
     proc.stdout?.setEncoding('utf8').on('data', onData);
     proc.stderr?.resume();
@@ -287,6 +296,19 @@ export async function startRedisCluster(): Promise<TestRedisCluster> {
         state,
       );
       return replica;
+    },
+    pause: (port) => nodes.get(port)?.proc.kill('SIGSTOP'),
+    resume: (port) => nodes.get(port)?.proc.kill('SIGCONT'),
+    restart: async (port) => {
+      const old = nodes.get(port);
+      if (old === undefined || (old.proc.exitCode === null && old.proc.signalCode === null))
+        throw new Error(`${port} is not a killed node`);
+      nodes.set(port, await launch(dir, port, old.busPort));
+      await until(
+        `node ${port} back as a replica`,
+        async () => (await info(client(port), 'replication')).includes('role:slave') && (await allOk()),
+        state,
+      );
     },
     stop,
   };

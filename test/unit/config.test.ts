@@ -24,6 +24,7 @@ const DEFAULT_CONFIG: Config = {
   redisPassword: undefined,
   redisSentinels: undefined,
   redisMasterName: undefined,
+  redisCluster: undefined,
   redisPrefix: '{ssq}:',
   redisWaitReplicas: 0,
   redisWaitTimeout: 250,
@@ -549,6 +550,34 @@ void describe('parseConfig: Redis URL, Sentinel and key prefix', () => {
     );
   });
 
+  void test('Given Cluster seed nodes on the command line or in SHARED_SQS_REDIS_CLUSTER, when parsing, then they are kept as host and port', () => {
+    const fromFlag = parseConfig(['--redis-cluster', 'n1:7000, [::1]:7001'], {});
+    assert.deepEqual(fromFlag.redisCluster, [
+      { host: 'n1', port: 7000 },
+      { host: '::1', port: 7001 },
+    ]);
+    const fromEnv = parseConfig(['--leader-election', '--redis-wait-replicas', '1'], {
+      SHARED_SQS_REDIS_CLUSTER: 'n2:7002',
+    });
+    assert.deepEqual(fromEnv.redisCluster, [{ host: 'n2', port: 7002 }]);
+    assert.equal(fromEnv.leaderElection, true);
+  });
+
+  void test('Given --redis-cluster with another way to name Redis, or a node without a port, when parsing, then it is an error', () => {
+    for (const other of [
+      ['--redis-addr', 'a:1'],
+      ['--redis-url', 'redis://a:1'],
+      ['--redis-sentinels', 's1:26379', '--redis-master-name', 'm'],
+    ]) {
+      assertConfigError(['--redis-cluster', 'n1:7000', ...other], {}, /both name Redis: give one of them$/);
+    }
+    assertConfigError(
+      ['--redis-cluster', 'n1:7000,n2'],
+      {},
+      /^--redis-cluster must be a comma-separated list of host:port/,
+    );
+  });
+
   void test('Given leader election with only Sentinels, when parsing, then Redis counts as configured', () => {
     const config = parseConfig(
       ['--leader-election', '--redis-sentinels', 's1:26379', '--redis-master-name', 'm'],
@@ -682,6 +711,7 @@ void describe('the flag table, startServer and README', () => {
     redisPassword: 'pw',
     redisSentinels: ['s1:26379', 's2:26379'],
     redisMasterName: 'mymaster',
+    redisCluster: undefined as never,
     redisPrefix: '{t}:',
     redisWaitReplicas: 1,
     redisWaitTimeout: 100,
