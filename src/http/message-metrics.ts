@@ -74,17 +74,18 @@ export class MessageMetrics {
   private write(out: Exposition): void {
     for (const event of ['sent', 'received', 'deleted'] as const) {
       const name = `sqs_messages_${event}_total`;
-      out.family(name, 'counter', `Messages ${event} through the SQS API, by tenant, region and queue`);
-      for (const s of this.series[event].values()) out.sample(name, s.labels, s.count);
+      out.counters(
+        name,
+        `Messages ${event} through the SQS API, by tenant, region and queue`,
+        this.series[event].values(),
+      );
     }
     this.collectDeadLetters();
-    out.family(
+    out.counters(
       'sqs_messages_moved_to_dlq_total',
-      'counter',
       'Messages moved from a queue to its dead-letter queue after maxReceiveCount receives',
+      this.deadLettered.values(),
     );
-    for (const s of this.deadLettered.values())
-      out.sample('sqs_messages_moved_to_dlq_total', s.labels, s.count);
     out.singleHistogram(
       'sqs_redis_commit_wait_seconds',
       'How long a reply waited for its changes to be written to Redis (group commit), failed ones included',

@@ -175,6 +175,12 @@ export class Exposition {
     this.sample(name, '', value);
   }
 
+  /** A counter family whose series are kept as their label text and a count. */
+  counters(name: string, help: string, series: Iterable<{ labels: string; count: number }>): void {
+    this.family(name, 'counter', help);
+    for (const s of series) this.sample(name, s.labels, s.count);
+  }
+
   /** A histogram family of one series without labels. */
   singleHistogram(name: string, help: string, h: Histogram): void {
     this.family(name, 'histogram', help);
@@ -329,12 +335,11 @@ export class Metrics {
   }
 
   private writeRequests(out: Exposition): void {
-    out.family(
+    out.counters(
       'sqs_requests_total',
-      'counter',
       'SQS API requests answered, by action, wire protocol (json|query) and HTTP status',
+      this.requestSeries.values(),
     );
-    for (const s of this.requestSeries.values()) out.sample('sqs_requests_total', s.labels, s.count);
     out.family(
       'sqs_request_duration_seconds',
       'histogram',
@@ -466,13 +471,11 @@ export class Metrics {
     for (const t of tenants) {
       out.sample('sqs_tenant_memory_limit_bytes', labelText({ tenant: t.tenant }), finite(t.limit));
     }
-    out.family(
+    out.counters(
       'sqs_memory_refused_sends_total',
-      'counter',
       'Send requests refused with RequestThrottled over the memory budget (scope: server) or a tenant share (tenant)',
+      this.refusedSends.values(),
     );
-    for (const r of this.refusedSends.values())
-      out.sample('sqs_memory_refused_sends_total', r.labels, r.count);
   }
 
   /**
