@@ -19,6 +19,7 @@ import { keySlot } from '../../src/shard/slot.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { isSqsError } from '../support/assertions.js';
 import { msg, sendOne } from '../support/queue.js';
+import { watchedPersistence } from '../support/persistence.js';
 import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { persistenceScenarios, redisCluster, singleRedis } from '../support/scenarios-persistence.js';
@@ -48,23 +49,14 @@ async function ownerOf(prefix: string): Promise<ClusterMaster & { readonly repli
 }
 
 test('Given the slot master of a Redis Cluster stops answering (SIGSTOP), when a change is committed, then it is answered ServiceUnavailable, and once the master answers again the state is reloaded with what was acknowledged', async () => {
-  const keys = keysFor(uniquePrefix());
-  const owner = await ownerOf(keys.prefix);
-  const clock = new ManualClock();
-  let onNextStore: (s: QueueStore) => void = () => undefined;
-  const stores: QueueStore[] = [];
-  const p = new Persistence({
-    redis: createClient({ cluster: cluster.started.startupNodes }),
+  const {
+    p,
     keys,
-    createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
-    unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
-    onStore: (s) => {
-      stores.push(s);
-      onNextStore(s);
-    },
-    onDiverged: () => undefined,
-    maxBackoffMs: 200,
-  });
+    clock,
+    stores,
+    reloaded: nextStore,
+  } = watchedPersistence(createClient({ cluster: cluster.started.startupNodes }));
+  const owner = await ownerOf(keys.prefix);
   try {
     await p.start();
     const q = (stores[0] as QueueStore).create(
@@ -76,7 +68,7 @@ test('Given the slot master of a Redis Cluster stops answering (SIGSTOP), when a
     await p.commit();
 
     cluster.started.pause(owner.port);
-    const reloaded = new Promise<QueueStore>((resolve) => (onNextStore = resolve));
+    const reloaded = nextStore();
     try {
       sendOne(q, msg('unknown outcome'), clock.now());
       await assert.rejects(p.commit(), isSqsError('ServiceUnavailable'));

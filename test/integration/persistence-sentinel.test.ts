@@ -12,17 +12,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor } from '../../src/persistence/keys.js';
-import { Persistence } from '../../src/persistence/persistence.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { SqsError } from '../../src/sqs/errors.js';
-import { uniquePrefix } from '../support/redis.js';
 import { track } from '../support/process.js';
 import { freePort } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 import { msg, sendOne } from '../support/queue.js';
+import { watchedPersistence } from '../support/persistence.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -115,22 +112,15 @@ after(async () => {
 });
 
 test('Given Redis behind Sentinel, when the master fails over, then writes reach the new master (after a reload if one was refused) and nothing acknowledged is lost', async () => {
-  const keys = keysFor(uniquePrefix());
-  const clock = new ManualClock();
-  const stores: QueueStore[] = [];
-  let nextStore: (s: QueueStore) => void = () => undefined;
-  const p = new Persistence({
-    redis: createRedis({ sentinels: [{ host: '127.0.0.1', port: sentinelPort }], masterName: MASTER }),
+  const {
+    p,
     keys,
-    createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
-    unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
-    onStore: (s) => {
-      stores.push(s);
-      nextStore(s);
-    },
-    onDiverged: () => undefined,
-    maxBackoffMs: 200,
-  });
+    clock,
+    stores,
+    reloaded: nextStore,
+  } = watchedPersistence(
+    createRedis({ sentinels: [{ host: '127.0.0.1', port: sentinelPort }], masterName: MASTER }),
+  );
   try {
     await p.start();
     const store = stores[0] as QueueStore;
@@ -147,7 +137,7 @@ test('Given Redis behind Sentinel, when the master fails over, then writes reach
     assert.equal(await master.call('WAIT', '1', '5000'), 1);
 
     const sentinel = client(sentinelPort);
-    const reloaded = new Promise<QueueStore>((resolve) => (nextStore = resolve));
+    const reloaded = nextStore();
     // The Sentinel refuses (NOGOODSLAVE) until it has had INFO from the replica: retry, bounded.
     const deadline = Date.now() + 20_000;
     for (;;) {

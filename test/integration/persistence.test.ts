@@ -10,7 +10,6 @@ import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { LayoutError, loadStore } from '../../src/persistence/loader.js';
-import { Persistence } from '../../src/persistence/persistence.js';
 import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
@@ -22,6 +21,7 @@ import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
 import { msg, sendOne } from '../support/queue.js';
+import { watchedPersistence } from '../support/persistence.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -194,23 +194,13 @@ test('Given Redis stops answering (SIGSTOP), when a change is committed, then it
 
 test('Given a served store, when Redis dies and comes back, then serving stops, the state is reloaded from Redis and serving resumes', async () => {
   const own = await startRedis({ aof: true });
-  const keys = keysFor(uniquePrefix());
-  const clock = new ManualClock();
-  const stores: QueueStore[] = [];
-  const diverged: Error[] = [];
-  let onNextStore: (s: QueueStore) => void = () => undefined;
-  const p = new Persistence({
-    redis: createRedis({ url: own.url }),
-    keys,
-    createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
-    unavailable,
-    onStore: (s) => {
-      stores.push(s);
-      onNextStore(s);
-    },
-    onDiverged: (e) => diverged.push(e),
-    maxBackoffMs: 200,
-  });
+  const {
+    p,
+    clock,
+    stores,
+    diverged,
+    reloaded: nextStore,
+  } = watchedPersistence(createRedis({ url: own.url }));
   try {
     await p.start();
     assert.equal(p.state, 'serving');
@@ -229,7 +219,7 @@ test('Given a served store, when Redis dies and comes back, then serving stops, 
     assert.equal(diverged.length, 1);
     await assert.rejects(p.commit(), SqsError);
 
-    const reloaded = new Promise<QueueStore>((resolve) => (onNextStore = resolve));
+    const reloaded = nextStore();
     await own.restart();
     const s2 = await reloaded;
     assert.equal(p.state, 'serving');
