@@ -15,9 +15,7 @@ import { keySlot } from '../../src/shard/slot.js';
 import { uniquePrefix } from '../support/redis.js';
 import { startRedisCluster } from '../support/redis-cluster.js';
 import { testsRequiring } from '../support/requires.js';
-import { freePort, uniqueName } from '../support/server.js';
-import { createQueue, Instance, until } from './harness.js';
-import { summary, Workload } from './workload.js';
+import { sendingInstance, summary } from './workload.js';
 
 const { test } = testsRequiring('redis-server');
 
@@ -37,27 +35,11 @@ test(
     );
     assert.ok(owner !== undefined, `a master owns slot ${slot}`);
 
-    const instance = new Instance('ssq', await freePort(), await freePort(), [
-      '--redis-cluster',
-      cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(','),
-      '--redis-prefix',
-      prefix,
-      '--redis-wait-replicas',
-      '1',
-      '--no-queue-deleted-recently',
-      '--warmup-requests',
-      '0',
-    ]);
-    t.after(() => instance.kill9());
-    await instance.start();
-    await until('ready', () => instance.ready(), 15_000);
-    const queueUrl = await createQueue(instance.url, uniqueName('cluster'));
-    // Nothing is received until the drain after the failover: a message received at once would
-    // count as delivered even if the failover then lost it.
-    const w = new Workload(instance.url, queueUrl, 'cluster', { cli: false, consume: false });
-    t.after(() => w.close());
-    w.start();
-    await w.acks(200);
+    const { w } = await sendingInstance(
+      t,
+      ['--redis-cluster', cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',')],
+      { prefix, waitReplicas: 1, label: 'cluster' },
+    );
 
     const killedAt = Date.now();
     const promoted = await cluster.killMaster(owner.port);

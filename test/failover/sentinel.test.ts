@@ -15,9 +15,9 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { startRedis, startSentinels, uniquePrefix } from '../support/redis.js';
-import { freePort, uniqueName } from '../support/server.js';
-import { createQueue, Instance, pause, until } from './harness.js';
-import { summary, Workload, type Report } from './workload.js';
+import { freePort } from '../support/server.js';
+import { pause, until } from './harness.js';
+import { sendingInstance, summary, type Report } from './workload.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('redis-server');
@@ -42,31 +42,16 @@ async function failover(t: TestContext, waitReplicas: number): Promise<Run> {
   const sentinels = await startSentinels(MASTER, master.port, { count: 3, quorum: 2, replicas: 1 });
   t.after(() => sentinels.stop());
 
-  const instance = new Instance('ssq', await freePort(), await freePort(), [
-    '--redis-sentinels',
-    sentinels.ports.map((p) => `127.0.0.1:${p}`).join(','),
-    '--redis-master-name',
-    MASTER,
-    '--redis-prefix',
-    uniquePrefix(),
-    '--redis-wait-replicas',
-    String(waitReplicas),
-    '--no-queue-deleted-recently',
-    '--warmup-requests',
-    '0',
-  ]);
-  t.after(() => instance.kill9());
-  await instance.start();
-  await until('ready', () => instance.ready(), 15_000);
-  const queueUrl = await createQueue(instance.url, uniqueName('sentinel'));
-  // JSON (the SDK) and Query (the probe); aws-cli's process per send is left out to keep the
-  // shared machine's CPU for Redis and the Sentinels. Nothing is received until the drain after
-  // the failover: a message received at once would count as delivered even if the failover
-  // then lost it.
-  const w = new Workload(instance.url, queueUrl, `n${waitReplicas}`, { cli: false, consume: false });
-  t.after(() => w.close());
-  w.start();
-  await w.acks(200);
+  const { w } = await sendingInstance(
+    t,
+    [
+      '--redis-sentinels',
+      sentinels.ports.map((p) => `127.0.0.1:${p}`).join(','),
+      '--redis-master-name',
+      MASTER,
+    ],
+    { prefix: uniquePrefix(), waitReplicas, label: `n${waitReplicas}` },
+  );
 
   // The replica loses its link to the master (a partition between the two; pointed at a port
   // where nothing listens) shortly before the master dies: writes of that window are only there.

@@ -16,6 +16,7 @@
  * retries, to time exactly when sends succeed again.
  */
 import { execFile } from 'node:child_process';
+import type { TestContext } from 'node:test';
 import {
   DeleteMessageCommand,
   GetQueueAttributesCommand,
@@ -23,9 +24,9 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import { awsToolEnv, DEBIAN_AWS } from '../support/server.js';
+import { awsToolEnv, DEBIAN_AWS, freePort, uniqueName } from '../support/server.js';
 import { queryPost } from '../support/wire.js';
-import { createQueue, loadClient, pause } from './harness.js';
+import { createQueue, Instance, loadClient, pause, until } from './harness.js';
 
 export interface Report {
   readonly attempted: number;
@@ -343,4 +344,37 @@ export async function loadOn(
   t.after(() => w.close());
   w.start();
   return { queueUrl, w };
+}
+
+/**
+ * One instance (no leader election, no warm-up) on the Redis that `redisArgs` name, under `prefix`,
+ * each write waiting for `waitReplicas` replicas; and a queue of its under a send-only load, JSON
+ * sends and Query probes (aws-cli's process per send is left out, to keep the machine's CPU for
+ * Redis), once 200 are acknowledged. Nothing is received until the drain: a message received at
+ * once would count as delivered even if the failover then lost it.
+ */
+export async function sendingInstance(
+  t: TestContext,
+  redisArgs: readonly string[],
+  opts: { readonly prefix: string; readonly waitReplicas: number; readonly label: string },
+): Promise<{ instance: Instance; w: Workload }> {
+  const instance = new Instance('ssq', await freePort(), await freePort(), [
+    ...redisArgs,
+    '--redis-prefix',
+    opts.prefix,
+    '--redis-wait-replicas',
+    String(opts.waitReplicas),
+    '--no-queue-deleted-recently',
+    '--warmup-requests',
+    '0',
+  ]);
+  t.after(() => instance.kill9());
+  await instance.start();
+  await until('ready', () => instance.ready(), 15_000);
+  const queueUrl = await createQueue(instance.url, uniqueName(opts.label));
+  const w = new Workload(instance.url, queueUrl, opts.label, { cli: false, consume: false });
+  t.after(() => w.close());
+  w.start();
+  await w.acks(200);
+  return { instance, w };
 }
