@@ -1,0 +1,82 @@
+/**
+ * Redis layout v2: the keys of each of the 256 shards under the shard's own hash tag, and the
+ * global ones under the meta tag (src/shard/tags.ts). Every Lua script touches the keys of one
+ * tag only, so each runs unchanged on a Redis Cluster node. Layout v1 (keys.ts: everything under
+ * one `{ssq}` tag) is read only to migrate it (migrate.ts).
+ *
+ * Shard `s`, prefix `<ns>{ssq:sNNN:x}:` (`<ns>` below):
+ *
+ * | key                | type   | holds                                                         |
+ * |--------------------|--------|---------------------------------------------------------------|
+ * | `queues`, `seq`    | hash   | queue uid → record / next message sequence number (as v1)     |
+ * | `m:`, `d:`, `a:<uid>` | hash | a queue's messages, FIFO dedup and receive-attempt records (as v1) |
+ * | `tasks`            | hash   | move task id → record, for tasks whose source is in the shard |
+ * | `commit`           | string | the shard writer's chain (writer.ts)                          |
+ * | `lease`            | string | the shard's lease: the token its writes fence on (src/ha)     |
+ * | `epoch`, `lease:info` | string, hash | the lease's epoch counter and status (as the v1 leader lock) |
+ *
+ * Meta, prefix `<ns>{ssq:meta}:`:
+ *
+ * | key                     | type   | holds                                                   |
+ * |-------------------------|--------|---------------------------------------------------------|
+ * | `layout`                | hash   | `version` (2) and `shards` (256): never changed once set |
+ * | `tenants`               | hash   | tenant name → record with its keys (codec.ts)           |
+ * | `cat:<account>:<region>`| hash   | queue name → directory record (catalog.ts): the catalog |
+ * | `leader`, `epoch`, `leader:info` | | the leader lock of --leader-election (src/ha/lock.ts) |
+ * | `commit`                | string | the meta writer's chain                                 |
+ * | `migration`             | hash   | progress of a v1 → v2 migration (migrate.ts)            |
+ *
+ * `<ns>` is what `--redis-prefix` adds around the tags: nothing for the default `{ssq}:`, else the
+ * prefix without its braces (`{app1}:` → `app1:`), so that two deployments sharing a Redis keep
+ * apart while the slot of every key is still the shard's (Redis hashes the first `{...}` only).
+ */
+import { SHARD_COUNT } from '../shard/hash.js';
+import { META_TAG, SHARD_TAGS } from '../shard/tags.js';
+import { DEFAULT_PREFIX, keysFor, type Keys } from './keys.js';
+
+export const LAYOUT_V2 = 2;
+
+/** One shard's keys. `Keys` so that the v1 code (apply, init, loader, lock) works on it unchanged. */
+export interface ShardKeys extends Keys {
+  readonly shard: number;
+  /** The lease the shard's writes fence on; `lock` is the same key. */
+  readonly lease: string;
+}
+
+export interface MetaKeys extends Keys {
+  /** The catalog of one account's queues in one region: name → directory record. */
+  catalog(accountId: string, region: string): string;
+  readonly migration: string;
+}
+
+export interface Layout {
+  /** What `--redis-prefix` adds before every tag. */
+  readonly namespace: string;
+  readonly meta: MetaKeys;
+  /** Indexed by shard number, 0..255. */
+  readonly shards: readonly ShardKeys[];
+  /** Where layout v1 keeps its keys for the same prefix (migrated from at start). */
+  readonly v1: Keys;
+}
+
+/** `{ssq}:` → '', `{app1}:` → `app1:`, `x{y}:` → `xy:`. */
+export function namespaceOf(prefix: string): string {
+  return prefix === DEFAULT_PREFIX ? '' : prefix.replace(/[{}]/g, '');
+}
+
+export function layoutFor(prefix: string = DEFAULT_PREFIX): Layout {
+  const namespace = namespaceOf(prefix);
+  const metaPrefix = `${namespace}{${META_TAG}}:`;
+  const metaBase = keysFor(metaPrefix);
+  const meta: MetaKeys = {
+    ...metaBase,
+    catalog: (accountId, region) => `${metaPrefix}cat:${accountId}:${region}`,
+    migration: `${metaPrefix}migration`,
+  };
+  const shards: ShardKeys[] = [];
+  for (let s = 0; s < SHARD_COUNT; s++) {
+    const p = `${namespace}{${SHARD_TAGS[s] as string}}:`;
+    shards.push({ ...keysFor(p, `${p}lease`), shard: s, lease: `${p}lease` });
+  }
+  return { namespace, meta, shards, v1: keysFor(prefix) };
+}
