@@ -1,3 +1,4 @@
+import { shardOf } from '../shard/hash.js';
 import { randomBytes } from 'node:crypto';
 import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
 import { messageCost } from './budget.js';
@@ -67,6 +68,8 @@ export class Queue {
   readonly fifo: boolean;
   /** Differs between a queue and a later queue of the same name, so old handles stay invalid. */
   readonly uid: string;
+  /** Its shard (src/shard/hash.ts): where its data lives in Redis, and which lease it is written under. */
+  readonly shard: number;
   /** Shared by every queue that sets none of its own (withDefaults); replaced, never changed in place. */
   attributes: Readonly<Record<string, string>>;
   /** Replaced, never changed in place, so queues without tags can share one empty object. */
@@ -128,6 +131,7 @@ export class Queue {
     this.arn = ownString(`arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`);
     this.fifo = id.name.endsWith('.fifo');
     this.uid = uid ?? randomBytes(6).toString('hex');
+    this.shard = shardOf(id.accountId, id.region, id.name);
     this.attributes = withDefaults(this.fifo, attributes);
     this.tags = Object.keys(tags).length === 0 ? NO_TAGS : { ...tags };
     this.createdAt = now;
