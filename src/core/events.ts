@@ -19,6 +19,12 @@ export type ChangeEvent =
   | { readonly type: 'message-put'; readonly queue: Queue; readonly message: Message }
   /** Deleted by a client, expired, or moved away. */
   | { readonly type: 'message-delete'; readonly queue: Queue; readonly message: Message }
+  /**
+   * A message left `from` for `queue` (dead-lettered on receive, or a move task's step), after
+   * that move's message-delete and message-put: `message` is what `queue` holds now. Storage
+   * that keeps the two queues apart (two shards) writes both halves as one transfer.
+   */
+  | { readonly type: 'message-moved'; readonly from: Queue; readonly queue: Queue; readonly message: Message }
   /** FIFO: a deduplication id was recorded; it is dropped at `record.expiresAt` (dedup-delete). */
   | { readonly type: 'dedup-put'; readonly queue: Queue; readonly key: string; readonly record: DedupRecord }
   | { readonly type: 'dedup-delete'; readonly queue: Queue; readonly key: string }

@@ -195,7 +195,8 @@ export class MoveTasks {
         return n;
       }
       source.takeOut(msg, now);
-      dest.sendMessage(redriven(msg, dest), now);
+      const sent = dest.sendMessage(redriven(msg, dest), now).message;
+      if (sent !== undefined) this.emit({ type: 'message-moved', from: source, queue: dest, message: sent });
       task.moved++;
       n++;
     }

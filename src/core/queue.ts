@@ -402,7 +402,22 @@ export class Queue {
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
     this.deadLettered++;
     this.remove(msg, now);
-    dlq.acceptDeadLetter(msg, this.arn, now);
+    const moved = dlq.acceptDeadLetter(msg, this.arn, now);
+    this.listener.change?.({ type: 'message-moved', from: this, queue: dlq, message: moved });
+  }
+
+  /**
+   * Takes a message that another queue handed over and storage had not yet written here (the
+   * transfer outbox replayed after a crash): as it was recorded, with its id, sequence numbers
+   * and state; emits its message-put. False when it cannot be held (already deleted).
+   */
+  adoptMessage(msg: Message, now: number): boolean {
+    this.tick(now);
+    if (!this.restoreMessage(msg)) return false;
+    this.listener.change?.({ type: 'message-put', queue: this, message: msg });
+    if (msg.state === 'visible') this.listener.available?.(this);
+    else this.listener.deadline?.(this);
+    return true;
   }
 
   /**

@@ -67,6 +67,8 @@ const QUEUE_STRUCTURE = new Set([
   // The store's listener and queue lookup: a restored queue is bound to its new store's.
   'listener',
   'queueByArn',
+  // shardOf(accountId, region, name): computed again from the persisted identity.
+  'shard',
   // Message structures (lists.ts and heaps), filled by the loader through restoreMessage. Visible
   // messages whose timeout passed are restored into the visible list, which is in send order;
   // messages out of sentAt order (dead letters) and FIFO groups are rebuilt the same way.
