@@ -14,7 +14,9 @@ export type CoreErrorCode =
   | 'InvalidParameterValue'
   | 'MissingParameter'
   | 'ResourceNotFoundException'
-  | 'OverLimit';
+  | 'OverLimit'
+  /** The queue's shard is being loaded from storage (or could not be): retry later. */
+  | 'ServiceUnavailable';
 
 export class CoreError extends Error {
   constructor(

@@ -205,6 +205,11 @@ export class MoveTasks {
     return n;
   }
 
+  /** Drops the tasks of a source whose shard is loaded again (their records are in storage); emits nothing. */
+  forgetSource(sourceArn: string): void {
+    this.bySource.delete(sourceArn);
+  }
+
   /** Puts back a task read from storage; emits nothing. */
   restore(task: MoveTask): void {
     this.add(task, false);

@@ -1,5 +1,6 @@
 import { defaultAttributes, resolveAttributes, validateAttributes } from './attributes.js';
 import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
+import { Catalog, type CatalogEntry } from './catalog.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
 import type { ChangeEvent, CoreListener } from './events.js';
@@ -8,6 +9,7 @@ import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
 import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
+import { shardOf } from '../shard/hash.js';
 import { Tenants } from './tenants.js';
 
 export interface StoreOptions {
@@ -32,6 +34,8 @@ const FIFO_QUEUE_NAME = /^[A-Za-z0-9_-]{1,75}\.fifo$/;
 export class QueueStore {
   private readonly queues = new Map<string, Queue>();
   private readonly recentlyDeleted = new Map<string, number>();
+  /** Shards whose queues are not here now: dropped to be loaded again, or refused (evictShard). */
+  private readonly unavailable = new Set<number>();
   private readonly listener: CoreListener;
   private readonly queueByArn = (arn: string): Queue | undefined => this.byArn(arn);
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
@@ -46,6 +50,8 @@ export class QueueStore {
    * goes (sends, moves, restores from storage, deletes, retention, purges, queue deletes) counts.
    */
   readonly budget: Budget;
+  /** Every queue's name and redrive target, also while its shard is being loaded again. */
+  readonly catalog = new Catalog();
 
   /** Passed to {@link Queue.purge} by every caller, so the API and the admin purge alike. */
   get purgeCooldownMs(): number {
@@ -101,8 +107,22 @@ export class QueueStore {
 
   require(accountId: string, name: string, region?: string): Queue {
     const q = this.queues.get(queueKey(accountId, name, region));
-    if (q === undefined) throw new CoreError('QueueDoesNotExist', 'The specified queue does not exist.');
+    if (q === undefined) {
+      this.checkAvailable(accountId, region ?? DEFAULT_REGION, name);
+      throw new CoreError('QueueDoesNotExist', 'The specified queue does not exist.');
+    }
     return q;
+  }
+
+  /**
+   * Throws ServiceUnavailable when the named queue's shard is not here now, so that a queue that
+   * is being loaded is never answered as missing (nor created a second time). Called on a miss:
+   * the hash costs nothing while every shard is here.
+   */
+  checkAvailable(accountId: string, region: string, name: string): void {
+    if (this.unavailable.size > 0 && this.unavailable.has(shardOf(accountId, region, name))) {
+      throw new CoreError('ServiceUnavailable', 'The queue is being loaded; please retry.');
+    }
   }
 
   /**
@@ -139,6 +159,7 @@ export class QueueStore {
     const now = this.clock.now();
     const key = queueKey(id.accountId, id.name, id.region);
     const existing = this.queues.get(key);
+    if (existing === undefined) this.checkAvailable(id.accountId, id.region, id.name);
     if (existing !== undefined) {
       for (const [name, value] of Object.entries(valid)) {
         if ((existing.attributes[name] ?? '') !== value) {
@@ -166,6 +187,7 @@ export class QueueStore {
     );
     const queue = new Queue(id, resolved, tags, now, this.listener, this.queueByArn);
     this.queues.set(ownString(key), queue);
+    this.catalog.put(queue);
     this.budget.add(queue.accountId, QUEUE_OVERHEAD);
     this.listener.change?.({ type: 'queue-put', queue });
     return { queue, created: true };
@@ -176,6 +198,7 @@ export class QueueStore {
     const old = this.queues.get(queue.key);
     if (old !== undefined) this.forget(old);
     this.queues.set(ownString(queue.key), queue);
+    this.catalog.put(queue);
     // Its messages were counted as they were restored into it (restoreMessage).
     this.budget.add(queue.accountId, QUEUE_OVERHEAD);
   }
@@ -194,6 +217,7 @@ export class QueueStore {
   delete(queue: Queue): void {
     if (this.queues.get(queue.key) !== queue) return;
     this.queues.delete(queue.key);
+    this.catalog.remove(queue);
     this.forget(queue);
     if (this.options.deletedRecentlyMs > 0) {
       const now = this.clock.now();
@@ -247,6 +271,30 @@ export class QueueStore {
     const valid = validateAttributes(given, { fifo: queue.fifo, creating: false });
     this.checkRedrive(queue, valid);
     queue.setAttributes(valid, this.clock.now());
+    this.catalog.put(queue);
+  }
+
+  /**
+   * Drops a shard's queues, and the move tasks whose source is one of them, to load them again
+   * from storage (restore); emits no change. The catalog keeps naming them meanwhile, and long
+   * polls waiting on them are answered now, as for a deleted queue. {@link shardLoaded} ends it.
+   */
+  evictShard(shard: number): void {
+    this.unavailable.add(shard);
+    this.catalog.markStale(shard);
+    for (const q of [...this.queues.values()]) {
+      if (q.shard !== shard) continue;
+      this.queues.delete(q.key);
+      this.forget(q);
+      this.moveTasks.forgetSource(q.arn);
+      this.listener.available?.(q);
+    }
+  }
+
+  /** The shard's queues are back: catalog entries of queues it did not bring back go. */
+  shardLoaded(shard: number): void {
+    this.catalog.dropStale(shard);
+    this.unavailable.delete(shard);
   }
 
   /**
@@ -286,12 +334,14 @@ export class QueueStore {
   byArnIn(arn: string, home: { readonly accountId: string; readonly region: string }): Queue | undefined {
     const a = parseQueueArn(arn);
     if (a === undefined || a.accountId !== home.accountId || a.region !== home.region) return undefined;
-    return this.queues.get(queueKey(a.accountId, a.name, a.region));
+    const q = this.queues.get(queueKey(a.accountId, a.name, a.region));
+    if (q === undefined) this.checkAvailable(a.accountId, a.region, a.name);
+    return q;
   }
 
   /** ListDeadLetterSourceQueues: the queues of `dlq`'s account and region whose RedrivePolicy names it. */
-  deadLetterSources(dlq: Queue): Queue[] {
-    return this.list(dlq.accountId, '', dlq.region).filter((q) => q.redrive?.deadLetterTargetArn === dlq.arn);
+  deadLetterSources(dlq: Queue): CatalogEntry[] {
+    return this.catalog.deadLetterSources(dlq);
   }
 
   // ---- message move tasks -------------------------------------------------------------

@@ -1,6 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import { CoreError } from '../core/errors.js';
-import type { Queue } from '../core/queue.js';
+import type { Queue, QueueIdentity } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { missingParameter, queueDoesNotExist, SqsError } from './errors.js';
 import { LongPoller } from './longpoll.js';
@@ -52,7 +52,7 @@ export type Action<A extends ActionName> = (
   input: ActionTypes[A]['input'],
 ) => Output<A> | Promise<Output<A>>;
 
-export function queueUrl(ctx: RequestContext, q: Queue): string {
+export function queueUrl(ctx: RequestContext, q: QueueIdentity): string {
   return queueUrlOf(ctx.baseUrl, q, ctx.defaultRegion);
 }
 
@@ -62,7 +62,7 @@ export function queueUrl(ctx: RequestContext, q: Queue): string {
  * serves every region, so it goes in the path, and two queues of one name in two regions have
  * two URLs.
  */
-export function queueUrlOf(baseUrl: string, q: Queue, defaultRegion: string): string {
+export function queueUrlOf(baseUrl: string, q: QueueIdentity, defaultRegion: string): string {
   return q.region === defaultRegion
     ? `${baseUrl}/${q.accountId}/${q.name}`
     : `${baseUrl}/${q.region}/${q.accountId}/${q.name}`;
@@ -100,7 +100,14 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
       throw queueDoesNotExist();
   }
   const q = svc.store.get(accountId ?? ctx.accountId, name, ctx.region);
-  if (q === undefined) throw queueDoesNotExist();
+  if (q === undefined) {
+    try {
+      svc.store.checkAvailable(accountId ?? ctx.accountId, ctx.region, name);
+    } catch (e) {
+      throw toSqsError(e);
+    }
+    throw queueDoesNotExist();
+  }
   // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
   if (byUrl.size >= MAX_RESOLVED_URLS) byUrl.clear();
   byUrl.set(url, new WeakRef(q));

@@ -6,7 +6,8 @@ export const getQueueUrl: Action<'GetQueueUrl'> = (svc, ctx, input) => {
   // exist. Auth off, every account's queues are open to every caller (RequestContext.anyAccount).
   const owner = input.QueueOwnerAWSAccountId ?? ctx.accountId;
   if (owner !== ctx.accountId && ctx.anyAccount !== true) throw queueDoesNotExist();
-  const q = svc.store.get(owner, input.QueueName, ctx.region);
+  // From the catalog: it names a queue also while its shard is being loaded again.
+  const q = svc.store.catalog.get(owner, ctx.region, input.QueueName);
   if (q === undefined) throw queueDoesNotExist();
   return { QueueUrl: queueUrl(ctx, q) };
 };

@@ -3,7 +3,7 @@ import { pageOfQueues } from './pages.js';
 
 export const listQueues: Action<'ListQueues'> = (svc, ctx, input) => {
   const { page, nextToken } = pageOfQueues(
-    svc.store.list(ctx.accountId, input.QueueNamePrefix ?? '', ctx.region),
+    svc.store.catalog.list(ctx.accountId, input.QueueNamePrefix ?? '', ctx.region),
     input.MaxResults,
     input.NextToken,
   );

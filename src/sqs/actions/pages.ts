@@ -1,6 +1,5 @@
 // Pagination shared by ListQueues and ListDeadLetterSourceQueues.
 import { MAX_RESULTS } from '../../core/limits.js';
-import type { Queue } from '../../core/queue.js';
 import { invalidParameter } from '../errors.js';
 
 /**
@@ -8,11 +7,11 @@ import { invalidParameter } from '../errors.js';
  * page before, so queues created or deleted between calls neither repeat nor shift the pages.
  * As on AWS, a NextToken is handed out only to callers that set MaxResults (1-1000).
  */
-export function pageOfQueues(
-  sorted: readonly Queue[],
+export function pageOfQueues<Q extends { readonly name: string }>(
+  sorted: readonly Q[],
   maxResults: number | undefined,
   nextToken: string | undefined,
-): { page: Queue[]; nextToken: string | undefined } {
+): { page: Q[]; nextToken: string | undefined } {
   if (maxResults !== undefined && (maxResults < 1 || maxResults > MAX_RESULTS)) {
     throw invalidParameter(
       'MaxResults',
