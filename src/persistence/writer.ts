@@ -239,6 +239,9 @@ export class Writer {
       case 'tenant-delete':
         b.tenants.add(e.tenant);
         break;
+      case 'message-moved':
+        // One shard holds both queues: the delete and the put are in this one call already.
+        break;
     }
   }
 
