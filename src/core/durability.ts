@@ -18,10 +18,11 @@ export interface Durability {
   /** False while this instance must not answer (loading, diverged, not the leader): 503. */
   readonly serving: boolean;
   /**
-   * Resolves once every change made so far is durable; a request is answered only after it.
+   * Resolves once every change made so far is durable (of one shard, when given: a request that
+   * named one queue waits for its shard's changes only); a request is answered only after it.
    * Rejects with the error the client gets instead of a 200 (an SqsError, ServiceUnavailable).
    */
-  commit(): Promise<void>;
+  commit(shard?: number): Promise<void>;
 }
 
 export const memoryOnly: Durability = {

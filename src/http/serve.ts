@@ -63,10 +63,10 @@ export function dispatcher(
   const durability = opts.durability ?? memoryOnly;
   const durable = durability.kind !== 'memory';
   const observeCommit = opts.observeCommit ?? (() => undefined);
-  const commit = async (): Promise<void> => {
+  const commit = async (shard: number | undefined): Promise<void> => {
     const started = performance.now();
     try {
-      await durability.commit();
+      await durability.commit(shard);
       observeCommit((performance.now() - started) / 1000, true);
     } catch (e) {
       observeCommit((performance.now() - started) / 1000, false);
@@ -127,7 +127,7 @@ export function dispatcher(
         },
       };
       const output = await run(services, ctx, decoded.input as never);
-      if (durable) await commit();
+      if (durable) await commit(ctx.shard);
       opts.onResult?.(decoded.action, principal, queue, output);
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {

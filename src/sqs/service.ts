@@ -28,6 +28,12 @@ export interface RequestContext {
   readonly traceHeader?: string | undefined;
   /** Registers what to do if the client goes away before the reply (long polls). */
   onAbort(fn: () => void): void;
+  /**
+   * The shard of the one queue the request names, set once the queue is found: the reply then
+   * waits for that shard's writes only, so a shard that fails does not fail the others' replies.
+   * Left unset (no queue, or not found), the reply waits for every shard.
+   */
+  shard?: number;
 }
 
 export interface SqsServices {
@@ -89,6 +95,7 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
     known.accountId === ctx.accountId &&
     known.region === ctx.region
   ) {
+    ctx.shard = known.shard;
     return known;
   }
   const { accountId, name, region } = parseQueueUrl(url);
@@ -111,6 +118,7 @@ export function resolveQueue(svc: SqsServices, ctx: RequestContext, url: string 
   // Clients name their queues by a handful of URLs; a flood of variants only empties the map.
   if (byUrl.size >= MAX_RESOLVED_URLS) byUrl.clear();
   byUrl.set(url, new WeakRef(q));
+  ctx.shard = q.shard;
   return q;
 }
 

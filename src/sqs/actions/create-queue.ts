@@ -14,6 +14,7 @@ export const createQueue: Action<'CreateQueue'> = (svc, ctx, input) => {
       input.Attributes ?? {},
       tags,
     );
+    ctx.shard = queue.shard;
     return { QueueUrl: queueUrl(ctx, queue) };
   } catch (e) {
     throw toSqsError(e);
