@@ -205,12 +205,13 @@ export interface MetaLoadOptions {
 /**
  * The first step of a start on layout 2: checks the layout and loads the tenants.
  *
- * Layout 1 is checked first (its keys under the same prefix, `layout.v1`). An empty keyspace is
- * claimed for layout 2 in one script on the v1 tag ({@link fenceV1}, 'fresh'): layout 1's
- * `layout` gets '2' and its lock and commit a marker, as a migration leaves them, so an older
- * release started on it later refuses to load instead of writing where no one reads; then the
- * meta `layout` hash is stamped {version 2, shards 256}. Two starts racing for an empty keyspace
- * both end up stamped alike: the claim is atomic, the stamp writes only where there is none.
+ * The meta stamp is read (fenced on `opts.token`), then layout 1 is checked (its keys under the
+ * same prefix, `layout.v1`). An empty keyspace is claimed for layout 2 in one script on the v1
+ * tag ({@link fenceV1}, 'fresh'): layout 1's `layout` gets '2' and its lock and commit a marker,
+ * as a migration leaves them, so an older release started on it later refuses to load instead of
+ * writing where no one reads; then the meta `layout` hash is stamped {version 2, shards 256}.
+ * Two starts racing for an empty keyspace both end up stamped alike: the claim is atomic, the
+ * stamp writes only where there is none.
  *
  * Refused ({@link LayoutError}): layout 1 keys without a layout version (another program's),
  * another version in either layout key, a stamp whose shard count is not {@link SHARD_COUNT},
@@ -224,13 +225,18 @@ export async function loadMeta(
   opts: MetaLoadOptions = {},
 ): Promise<MetaLoad> {
   const token = opts.token ?? '';
+  // Read first, fenced: a start that lost the meta lock claims nothing.
+  const stamped = (await metaLayout(redis, layout, token, false)) === 'stamped';
   const v1 = await fenceV1(redis, layout.v1, 'fresh');
   if (v1 === 'v1') {
-    if ((await metaLayout(redis, layout, token, false)) === 'stamped') throw bothLayouts(layout);
+    if (stamped) throw bothLayouts(layout);
     return { state: 'needs-migration', tenants: 0, claimed: false };
   }
   const claimed = v1 === 'claimed';
-  if ((await metaLayout(redis, layout, token, claimed)) === 'absent') {
+  // Claimed but not stamped (a crash, or the lock lost, in between) looks like a migration that
+  // has not copied yet: migrateV1 then finishes it, with nothing to copy.
+  if (claimed) await metaLayout(redis, layout, token, true);
+  else if (!stamped) {
     // Layout 1 is fenced but nothing is stamped: a migration has not finished copying.
     return { state: 'needs-migration', tenants: 0, claimed: false };
   }
