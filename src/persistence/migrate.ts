@@ -166,7 +166,7 @@ class Migration {
           mib: Math.round(progress.bytes / 2 ** 20),
           seconds: Math.round(progress.seconds),
         },
-        'migrating Redis layout 1 to layout 2',
+        'migration of Redis layout 1 to layout 2 under way',
       );
     }, this.opts.logEveryMs ?? 5000);
     timer.unref();
