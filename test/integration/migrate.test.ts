@@ -245,6 +245,11 @@ test('Given the layout 1 fixture, when it is migrated, then layout 2 loads into 
     }
     for (const key of meta) assert.equal(keySlot(key), keySlot(LAYOUT.meta.layout));
     assert.deepEqual(after, reference, 'the same as the other uninterrupted run');
+
+    // Run again once done: it finds the stamp and nothing left to delete.
+    const again = await migrateV1(c, LAYOUT);
+    assert.deepEqual({ ...again, ms: 0 }, { ...result, resumed: fx.queues.length, deleted: 0, ms: 0 });
+    assert.deepEqual(await keyspace(c), reference);
   } finally {
     await r.stop();
   }
