@@ -1,20 +1,30 @@
 /**
  * The loader's second part: what a queue holds besides its messages (FIFO deduplication and
- * ReceiveRequestAttemptId records) and the store's message move tasks. Called by loader.ts after
- * a queue's messages, and once after all queues.
+ * ReceiveRequestAttemptId records), the message move tasks and the tenants. Called by loader.ts
+ * after a queue's messages, once after all queues of a shard (move tasks), and once for the meta
+ * keys (tenants).
  *
  * Records are put back in `expiresAt` order, the order the queue expires them in (fifo.ts);
  * records whose time has passed are put back too and dropped by the queue's next tick, which
  * also deletes them from Redis.
  */
+import type { MoveTask } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
+import { parseQueueArn } from '../core/redrive.js';
 import type { QueueStore } from '../core/store.js';
-import { deserializeAttempt, deserializeDedup, deserializeMoveTask } from './codec.js';
+import { shardOf } from '../shard/hash.js';
+import {
+  CodecError,
+  deserializeAttempt,
+  deserializeDedup,
+  deserializeMoveTask,
+  deserializeTenant,
+} from './codec.js';
 import type { Keys } from './keys.js';
 import type { RedisClient } from './redis.js';
 
 /** Reads a whole hash with HSCAN, in chunks (a FIFO queue under load holds 5 minutes of sends). */
-async function scanHash(
+export async function scanHash(
   redis: RedisClient,
   key: string,
   each: (field: string, value: string) => void,
@@ -42,12 +52,48 @@ export async function loadQueueRecords(redis: RedisClient, keys: Keys, queue: Qu
   return dedups.size + attempts.size;
 }
 
-/** Returns how many tasks were put back (running ones are resumed by the move-task driver). */
-export async function loadMoveTasks(redis: RedisClient, keys: Keys, store: QueueStore): Promise<number> {
-  let n = 0;
-  await scanHash(redis, keys.tasks, (_id, v) => {
-    store.moveTasks.restore(deserializeMoveTask(v));
-    n++;
+/**
+ * The move tasks of a `tasks` hash, decoded but not yet in any store: the loader puts them back
+ * only once everything else of their shard has loaded (running ones are then resumed by the
+ * move-task driver). With `shard`, a task whose source queue belongs to another shard is refused:
+ * its source's writes would go to that shard, and this copy would never change again.
+ */
+export async function readMoveTasks(redis: RedisClient, keys: Keys, shard?: number): Promise<MoveTask[]> {
+  const tasks: MoveTask[] = [];
+  await scanHash(redis, keys.tasks, (id, v) => {
+    const task = deserializeMoveTask(v);
+    if (shard !== undefined) {
+      const source = taskShard(task.sourceArn);
+      if (source !== shard) {
+        throw new CodecError(
+          `move task ${id} in ${keys.tasks} (shard ${shard}) has its source ${task.sourceArn} in ` +
+            `shard ${source ?? 'none: not a queue ARN'}`,
+        );
+      }
+    }
+    tasks.push(task);
   });
+  return tasks;
+}
+
+/** The shard of a task's source queue, from its ARN; undefined when it is not an SQS queue ARN. */
+export function taskShard(sourceArn: string): number | undefined {
+  const arn = parseQueueArn(sourceArn);
+  return arn === undefined ? undefined : shardOf(arn.accountId, arn.region, arn.name);
+}
+
+/** Puts back every tenant of a `tenants` hash (a few records, one HGETALL); returns how many. */
+export async function loadTenants(redis: RedisClient, key: string, store: QueueStore): Promise<number> {
+  let n = 0;
+  for (const [name, record] of Object.entries(await redis.hgetall(key))) {
+    let tenant;
+    try {
+      tenant = deserializeTenant(record);
+    } catch (e) {
+      throw e instanceof CodecError ? new CodecError(`tenant ${name} in ${key}: ${e.message}`) : e;
+    }
+    store.tenants.restore(tenant);
+    n++;
+  }
   return n;
 }

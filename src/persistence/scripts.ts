@@ -81,4 +81,6 @@ export function loadScript(folder: string, name: string): LuaScript {
 export const scripts = {
   apply: loadScript('persistence/scripts', 'apply-4'),
   init: loadScript('persistence/scripts', 'init-3'),
+  layout: loadScript('persistence/scripts', 'layout-2'),
+  v1Fence: loadScript('persistence/scripts', 'v1-fence-4'),
 };
