@@ -548,14 +548,28 @@ export class Writer {
     this.sentBytes += bundle.bytes;
     this.sentObjects += bundle.objects;
     const byConnection = new Map<Redis, Call[]>();
+    const unsendable: [Call, Error][] = [];
     for (const call of calls) {
-      const redis = this.opts.connectionFor(call.part.scope.keys);
+      let redis: Redis;
+      try {
+        redis = this.opts.connectionFor(call.part.scope.keys);
+      } catch (e) {
+        // No connection to the scope's node (a Cluster whose slots moved): that scope fails.
+        unsendable.push([call, toError(e)]);
+        continue;
+      }
       const list = byConnection.get(redis);
       if (list === undefined) byConnection.set(redis, [call]);
       else list.push(call);
     }
     bundle.connections = byConnection.size;
     for (const [redis, list] of byConnection) this.sendOn(redis, list, bundle);
+    for (const [call, e] of unsendable) this.answered(undefined, call, e);
+    if (byConnection.size === 0) {
+      // Answered later, as any bundle is: not from inside pump()'s loop.
+      bundle.connections = 1;
+      queueMicrotask(() => this.bundleAnswered(bundle));
+    }
   }
 
   /** One connection's calls of a bundle, in one pipeline (one write, one round trip). */
@@ -653,14 +667,14 @@ export class Writer {
   }
 
   /** A call's answer: the script's code, or an error (a reply, or the connection's). */
-  private answered(redis: Redis, call: Call, reply: unknown): void {
+  private answered(redis: Redis | undefined, call: Call, reply: unknown): void {
     const { part } = call;
     const st = part.scope;
     if (part.epoch !== st.epoch) return;
     let error: Error | undefined;
     if (reply instanceof Error) {
       error = reply;
-      if (reply.message.startsWith('NOSCRIPT')) this.loaded.delete(redis);
+      if (redis !== undefined && reply.message.startsWith('NOSCRIPT')) this.loaded.delete(redis);
     } else if (reply !== ScriptCode.OK) {
       error = refusal(reply);
     }
