@@ -255,6 +255,9 @@ export class Writer {
   private calls = 0;
   private readonly meta: ScopeState;
   private readonly shards: readonly ScopeState[];
+  /** Scopes with a part open or unsettled, and those failed: what commit() of all looks at. */
+  private readonly busy = new Set<ScopeState>();
+  private readonly failed = new Set<ScopeState>();
   /** Per connection, the socket the script was loaded on: another one (a reconnect) loads it again. */
   private readonly loaded = new WeakMap<Redis, unknown>();
   /** The shard of a move task's source queue, computed once per task. */
@@ -351,13 +354,15 @@ export class Writer {
   }
 
   private commitAll(): Promise<void> {
+    const [failed] = this.failed;
+    if (failed !== undefined) return this.commitOne(failed);
     const waits: Promise<void>[] = [];
-    for (const st of this.scopes()) {
-      if (st.failure !== undefined) return Promise.reject(this.opts.unavailable(st.failure));
+    for (const st of this.busy) {
       const p = st.open ?? st.pending.at(-1);
       if (p !== undefined) waits.push(p.done);
     }
-    return waits.length === 0 ? RESOLVED : Promise.all(waits).then(() => undefined);
+    if (waits.length < 2) return waits[0] ?? RESOLVED;
+    return Promise.all(waits).then(() => undefined);
   }
 
   /** The cause of the failure that stopped the scope, until resetShard. */
@@ -379,6 +384,8 @@ export class Writer {
     st.failure = undefined;
     st.epoch++;
     st.lastCall = '';
+    this.failed.delete(st);
+    this.busy.delete(st);
   }
 
   /** Waits for everything recorded so far, then ignores further events. */
@@ -386,11 +393,6 @@ export class Writer {
     const last = this.commit();
     this.closed = true;
     await last;
-  }
-
-  private *scopes(): Iterable<ScopeState> {
-    yield this.meta;
-    yield* this.shards;
   }
 
   private scope(id: Scope): ScopeState {
@@ -422,6 +424,7 @@ export class Writer {
     if (st.open === undefined) {
       st.open = this.newPart(st);
       b.scopes.add(st);
+      this.busy.add(st);
     }
     return b;
   }
@@ -583,7 +586,7 @@ export class Writer {
       return c.promise as Promise<unknown>;
     };
     const stream: unknown = redis.stream;
-    if (this.loaded.get(redis) !== stream) {
+    if (stream === undefined || this.loaded.get(redis) !== stream) {
       // Everything after it on this socket runs after it: no need to wait for its answer.
       this.loaded.set(redis, stream);
       command('script', ['load', scripts.apply.lua]).catch(() => {
@@ -717,6 +720,7 @@ export class Writer {
       }
       p.resolve();
     }
+    if (st.open === undefined) this.busy.delete(st);
   }
 
   private rejectPart(p: Part, err: Error): void {
@@ -731,6 +735,7 @@ export class Writer {
     const st = part.scope;
     if (st.failure !== undefined) return;
     st.failure = cause;
+    this.failed.add(st);
     this.unsent = this.unsent.filter((c) => c.part.scope !== st);
     if (st.open !== undefined) {
       // Rejected by settle() behind the failed part.

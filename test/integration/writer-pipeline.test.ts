@@ -401,3 +401,23 @@ test('Given the scripts flushed on the same connection, when a tick is written, 
   await o.writer.commit();
   for (const [i, q] of o.queues.entries()) assert.deepEqual(await stored(o, q), [sent[i]]);
 });
+
+test('Given a bundle over three shards in flight, when its connection is closed, then each of the three shards fails once and the other scopes do not', async () => {
+  const o = await open(3);
+  const id = String(await o.c.client('ID'));
+  await pauseWrites();
+  let commits: Promise<PromiseSettledResult<void>[]>;
+  try {
+    for (const q of o.queues) send(o, q, 'lost');
+    commits = Promise.allSettled(o.queues.map((q) => o.writer.commit([q.shard])));
+    await tick();
+    assert.equal(o.t.pending, 1);
+    await redis.server.client.call('CLIENT', 'KILL', 'ID', id);
+  } finally {
+    await unpause();
+  }
+  const settled = await commits;
+  assert.ok(settled.every((s) => s.status === 'rejected' && is503(s.reason)));
+  assert.deepEqual(o.failures.map(([s]) => s).sort(), o.queues.map((q) => q.shard).sort());
+  assert.equal(o.writer.failure('meta'), undefined, 'meta had no call in it');
+});
