@@ -501,3 +501,50 @@ export function deserializeTenant(record: string): Tenant {
   }
   return tenant;
 }
+
+// ---- the catalog of layout v2 (layout.ts: meta `cat:<account>:<region>`) ---------------------
+
+/**
+ * What the catalog says of one queue name: where its data is and what a request needs to know
+ * before its shard is read. Written by the writer whenever the queue is created or changed.
+ */
+export interface CatalogEntry {
+  readonly shard: number;
+  readonly uid: string;
+  readonly fifo: boolean;
+  /** The RedrivePolicy's target, so that a dead-letter queue's sources can be found from meta. */
+  readonly deadLetterTargetArn?: string | undefined;
+}
+
+/** A queue's directory record, in its catalog hash under the queue's name. */
+export function serializeCatalogEntry(q: Queue): string {
+  const r: { v: 1; shard: number; uid: string; fifo: boolean; deadLetterTargetArn?: string } = {
+    v: 1,
+    shard: q.shard,
+    uid: q.uid,
+    fifo: q.fifo,
+  };
+  if (q.redrive !== null) r.deadLetterTargetArn = q.redrive.deadLetterTargetArn;
+  return JSON.stringify(r);
+}
+
+/** `name` is the record's field (the queue name), for the error message only. */
+export function deserializeCatalogEntry(name: string, record: string): CatalogEntry {
+  const r = parseObject(record, `catalog entry ${name}`);
+  const shard = r['shard'];
+  const dlq = r['deadLetterTargetArn'];
+  if (
+    r['v'] !== 1 ||
+    typeof shard !== 'number' ||
+    !Number.isInteger(shard) ||
+    shard < 0 ||
+    typeof r['uid'] !== 'string' ||
+    typeof r['fifo'] !== 'boolean' ||
+    (dlq !== undefined && typeof dlq !== 'string')
+  ) {
+    throw new CodecError(`catalog entry ${name}: ${record.slice(0, 200)} lacks a field or has a wrong type`);
+  }
+  return dlq === undefined
+    ? { shard, uid: r['uid'], fifo: r['fifo'] }
+    : { shard, uid: r['uid'], fifo: r['fifo'], deadLetterTargetArn: dlq };
+}

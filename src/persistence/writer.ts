@@ -1,96 +1,115 @@
 /**
- * The writer: the core's change events → Redis, before the requests that made them are answered.
+ * The writer: the core's change events → Redis (layout v2, layout.ts), before the requests that
+ * made them are answered.
  *
  * Group commit. Events only mark objects as dirty in the open batch (a queue with what happened
  * to it, a message with its queue); nothing is serialized when an event arrives. The batch is
  * flushed on `setImmediate`, i.e. once the requests that arrived in this turn of the event loop
- * have all run, as ONE call of the `apply` script carrying every change, written from the objects'
- * state at flush time. So ten events about one message in one tick are one record, and a tick of
- * 200 SendMessage calls is one round trip.
+ * have all run, written from the objects' state at flush time. So ten events about one message
+ * in one tick are one record, and a tick of 200 SendMessage calls is one round trip.
  *
- * Pipelining. Up to MAX_CALLS script calls are in flight at once, all on the one connection, sent
- * in order, so Redis applies them in that order: while Redis runs (and fsyncs) one batch, the
- * next tick's requests run here and their batch is sent at the end of that tick, instead of
- * waiting for the round trip. Only when MAX_CALLS are unanswered does the open batch wait (and
- * grow) until one is answered. Calls in flight together stay within the size of one call (see
- * MAX_CALLS), so a large batch's calls go one after the other, as they must to finish within the
- * command timeout. A writer's first call goes alone: it may have to load the script into Redis
- * (NOSCRIPT, then EVAL), and calls pipelined behind it would find it missing or out of order.
+ * Scopes. A Lua call may touch the keys of one hash tag only, so a batch is split by where its
+ * objects live: a queue's records, messages and FIFO records in its shard (`Queue.shard`), a move
+ * task in the shard of its source queue, tenants and the catalog (queue name → directory record,
+ * codec.ts serializeCatalogEntry) in meta. Each shard touched, and meta, gets one call of the
+ * `apply` script (more when its part is large, see pump()), with that scope's keys and lock.
  *
- * `commit()` is what a request awaits before its reply: the promise of the newest batch, which
- * holds every change emitted so far (the open batch, else the last one in flight, else nothing to
- * wait for). A batch resolves once all of its calls were applied AND every earlier batch resolved,
- * so batches resolve in order whatever order their answers are seen in, and the promises of one
- * batch resolve together, in the order the requests awaited them.
+ * One round trip per tick. The calls of a flush go out together, as one bundle, grouped by the
+ * connection `connectionFor` gives for each scope's keys: on a single Redis (or Sentinel) that is
+ * one connection, and its calls go in one MULTI/EXEC, so Redis appends them to its AOF and fsyncs
+ * once for the tick instead of once per shard; on a Redis Cluster each master gets one pipeline
+ * of plain calls (a node refuses a transaction over several slots). Nothing inside EXEC can fall
+ * back from EVALSHA to EVAL, so the script is loaded (SCRIPT LOAD, pipelined ahead of the bundle)
+ * on each connection the first time a bundle goes on it, and again whenever its socket is a new
+ * one (a reconnect may reach a Redis restarted without its scripts). So NOSCRIPT can only follow
+ * a SCRIPT FLUSH by hand; it then fails the shards of that bundle, and the next bundle loads again.
  *
- * The chain. Each call carries its own id (a nonce of this writer and a counter) and the id of the
- * call before it; the script writes nothing unless the `commit` key holds that previous id, and
- * sets it to its own id last. So when call k fails in any way (an error reply, fenced, malformed),
- * every later call already in flight is refused and writes nothing: no batch answered 503 is in
- * Redis, even though it was sent before the failure was known. The first call of a writer checks
- * nothing: the store it writes for was loaded after everything this server's earlier writers sent
- * (and another instance's writes are fenced by the leader lock).
+ * Pipelining. Up to MAX_CALLS bundles are in flight at once, sent in order, so Redis applies them
+ * in that order: while Redis runs (and fsyncs) one, the next tick's requests run here and their
+ * bundle is sent at the end of that tick, instead of waiting for the round trip. Only when
+ * MAX_CALLS are unanswered does the open batch wait (and grow) until one is answered. Bundles in
+ * flight together stay within the size of one call (see MAX_CALLS), so a large batch's calls go
+ * one after the other, as they must to finish within the command timeout.
  *
- * Failure. When a call fails (a Redis error, a timeout whose outcome is unknown, a refusal),
- * `commit()` rejects from then on, later events are ignored, batches not yet sent are dropped,
- * and `onFailure` is told once, at once. Batches before the failing one still resolve as their
- * answers come in (they were applied); the failing batch and every later one, sent or not, are
- * rejected with `unavailable(cause)`. The store this writer served is no longer known to match
- * Redis: whoever owns it must drop it and load a new one (persistence.ts), and that load's reads
- * go on the same connection behind the refused calls, so it sees Redis after them. A timeout
- * stays "outcome unknown": the call may still be applied, with the calls behind it.
+ * The chain, per scope. Each call carries its own id (a nonce of this writer and a counter) and
+ * the id of its scope's call before it; the script writes nothing unless the scope's `commit` key
+ * holds that previous id, and sets it to its own id last. So when a shard's call k fails in any
+ * way (an error reply, fenced, malformed), every later call of that shard already in flight is
+ * refused and writes nothing: no batch answered 503 is in Redis, even though it was sent before
+ * the failure was known. A scope's first call checks nothing: the store it writes for was loaded
+ * after everything this server's earlier writers sent (and another instance's writes are fenced
+ * by the lease).
  *
- * Order inside one batch: queue operations first (deletes, purges, records), then each queue's
- * message writes. That is correct because a message is written as it is at flush time: a message
- * that was deleted, or purged away, is deleted; one sent after a purge in the same tick survives
- * the purge's UNLINK because it is written after it; a message of a queue deleted in the batch is
- * not written at all.
+ * `commit(shards)` is what a request awaits before its reply: per shard, the promise of its newest
+ * part (the open batch's, else the last one in flight, else nothing to wait for). A part resolves
+ * once all of its calls were applied AND every earlier part of its scope resolved, so a scope's
+ * parts resolve in order whatever order their answers are seen in.
  *
- * FIFO deduplication and receive-attempt records, and move tasks, follow the same rule: an event
+ * Failure, per scope. When a scope's call fails (a Redis error, a timeout whose outcome is
+ * unknown, a refusal, too few replicas), that scope is failed: `onFailure(scope, cause)` is told
+ * once, at once, its later events are ignored, its calls not yet sent are dropped, and
+ * `commit` of it rejects with `unavailable(cause)`. Its parts before the failing one still
+ * resolve as their answers come in (they were applied); the failing part and every later one,
+ * sent or not, are rejected. Other scopes go on. A failure of a whole connection (closed, EXEC
+ * refused or timed out) fails every scope that had calls in it. The shard's part of the store is
+ * no longer known to match Redis: whoever owns it reloads it and then calls `resetShard`, from
+ * which the scope starts a fresh chain. A timeout stays "outcome unknown": the call may still be
+ * applied, with the calls behind it on its connection.
+ *
+ * Order inside one scope's part: queue operations first (deletes, purges, records), then FIFO
+ * records and move tasks, then each queue's message writes. That is correct because a message is
+ * written as it is at flush time: a message that was deleted, or purged away, is deleted; one
+ * sent after a purge in the same tick survives the purge's UNLINK because it is written after it;
+ * a message of a queue deleted in the batch is not written at all. FIFO deduplication and
+ * receive-attempt records, move tasks, tenants and catalog entries follow the same rule: an event
  * marks the record's key dirty, and the flush writes what the queue (or the store) holds for it
- * then, or deletes it when it holds nothing (expired, purged, forgotten). They go after the
- * queue operations, so a purge's UNLINK of a queue's attempts comes first.
+ * then, or deletes it when it holds nothing. The catalog is written in meta, apart from the
+ * queue's shard: the two are not one atomic write, and either may fail without the other.
  *
- * Replicas (`replicas` option, --redis-wait-replicas). Once a batch's last call was applied, on the
- * same connection, goes `WAIT n timeout` (or `WAITAOF 0 n timeout`): Redis answers it with how
- * many replicas acknowledged the replication offset of this connection's writes so far, i.e. this
- * batch and everything before it. The batch counts as applied only when at least n did; fewer is
- * a failure like any other (outcome unknown: the write is on the master, maybe not on the replica
- * a failover would promote), so its requests get a 503 and the store is reloaded. The WAIT goes
- * after the call's answer, not pipelined right behind it: a call that met NOSCRIPT is sent again
- * as EVAL, behind a WAIT that would then not cover it. Redis blocks the connection while WAIT
- * runs, so calls pipelined behind it are applied after it returns. On a Redis Cluster `redis` is
- * the connection to the master of the prefix's slot, not the Cluster client (redis.ts,
- * writeConnection): WAIT has no key and counts only the writes of the connection it is sent on.
+ * Replicas (`replicas` option, --redis-wait-replicas). On each connection of a bundle, right
+ * after its calls (pipelined: behind the EXEC), goes `WAIT n timeout` (or `WAITAOF 0 n timeout`):
+ * Redis runs it after them, and answers with how many replicas acknowledged this connection's
+ * writes so far, i.e. this bundle's and everything before it. It need not wait for the calls'
+ * answers, as nothing is ever sent again after it (no EVAL after a NOSCRIPT). A scope's part
+ * counts as applied only when at least n did; fewer fails every scope with calls on that
+ * connection in that bundle (outcome unknown: the write is on the master, maybe not on the replica
+ * a failover would promote). Redis blocks the connection while WAIT runs, so bundles pipelined
+ * behind it are applied after it returns. On a Redis Cluster each shard's connection is the one
+ * to the master of its slot (redis.ts, writeConnection): WAIT has no key and counts only the
+ * writes of the connection it is sent on.
  */
 import { randomBytes } from 'node:crypto';
+import { Command, type Redis } from 'ioredis';
 import type { ChangeEvent } from '../core/events.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
 import type { Queue } from '../core/queue.js';
+import { parseQueueArn } from '../core/redrive.js';
 import type { QueueStore } from '../core/store.js';
+import type { Tenant } from '../core/tenants.js';
+import { shardOf } from '../shard/hash.js';
 import {
   serializeAttempt,
+  serializeCatalogEntry,
   serializeDedup,
   serializeMessage,
   serializeMoveTask,
   serializeQueue,
   serializeTenant,
 } from './codec.js';
-import type { Tenant } from '../core/tenants.js';
 import type { Keys } from './keys.js';
+import type { Layout } from './layout.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
-import type { Redis } from 'ioredis';
 
 /** Limits of one script call, so that it runs well within the command timeout (measured: docs/decisions/001-group-commit.md). */
 const CALL_BYTES = 4 * 1024 * 1024;
 const CALL_OBJECTS = 10_000;
 /**
- * Script calls unanswered at once: with Redis about 2 ms away, 2 gave half the gain of 4, and 8 or
- * 16 little more (docs/persistence.md). A call's command timeout runs from when it is sent, i.e. it
- * covers the calls ahead of it too: so calls are pipelined only while together they stay within
- * the limits of one call, and a call that alone comes near them waits until it can go alone. (Here
- * a call of 10,000 messages took 150-330 ms, and the last of four such calls pipelined was
+ * Bundles unanswered at once: with Redis about 2 ms away, 2 gave half the gain of 4, and 8 or 16
+ * little more (docs/persistence.md). A call's command timeout runs from when it is sent, i.e. it
+ * covers the calls ahead of it too: so bundles are pipelined only while together they stay within
+ * the limits of one call, and a bundle that alone comes near them waits until it can go alone.
+ * (Here a call of 10,000 messages took 150-330 ms, and the last of four such calls pipelined was
  * answered 800 ms after it was sent: too near the 1 s timeout.)
  */
 const MAX_CALLS = 4;
@@ -98,6 +117,9 @@ const MAX_CALLS = 4;
 const PUT = 1;
 const PURGE = 2;
 const DELETE = 4;
+
+/** A shard's number, or the global keys. */
+export type Scope = number | 'meta';
 
 interface Batch {
   /** Queue → what happened to it (PUT | PURGE | DELETE), in first-touched order. */
@@ -111,7 +133,19 @@ interface Batch {
   readonly tasks: Set<MoveTask>;
   /** Tenants created, changed (keys) or deleted. */
   readonly tenants: Set<Tenant>;
-  /** Its script calls not yet applied. */
+  /** Queues created, changed or deleted: their names' catalog entries. */
+  readonly catalog: Set<Queue>;
+  /** The scopes it touched. */
+  readonly scopes: Set<ScopeState>;
+}
+
+/** What one batch changed in one scope. */
+interface Part {
+  readonly scope: ScopeState;
+  readonly epoch: number;
+  /** Its batch's, from the flush on. */
+  tally: Tally;
+  /** Its calls not yet applied, and its replica wait. */
   unapplied: number;
   /** One of its calls failed. */
   failed: boolean;
@@ -120,16 +154,47 @@ interface Batch {
   reject(e: Error): void;
 }
 
-export interface WriterOptions {
-  readonly redis: Redis;
+/** A batch's parts not settled yet, for `stats`. */
+interface Tally {
+  parts: number;
+  objects: number;
+  failed: boolean;
+}
+
+interface ScopeState {
+  readonly id: Scope;
   readonly keys: Keys;
-  /** The fencing token the scripts check, read at each flush; '' skips the check. */
-  readonly token?: (() => string) | undefined;
+  /** The id of its last call built: the next one names it. */
+  lastCall: string;
+  failure: Error | undefined;
+  /** Raised by resetShard: what is still in flight from before belongs to the failed store. */
+  epoch: number;
+  /** Flushed parts not yet settled, oldest first. */
+  readonly pending: Part[];
+  /** Its part of the open batch. */
+  open: Part | undefined;
+}
+
+export interface WriterOptions {
+  readonly layout: Layout;
+  /**
+   * The connection a scope's calls (and its replica wait) go on, asked at each bundle: the one
+   * client on a single Redis or Sentinel, the connection to the master of the shard's slot on a
+   * Redis Cluster (redis.ts, writeConnection). Scopes given the same object share its bundles.
+   */
+  readonly connectionFor: (keys: Keys) => Redis;
+  /**
+   * Wrap each connection's calls of a bundle in MULTI/EXEC (default true): for a single Redis or
+   * Sentinel. false on a Redis Cluster, whose nodes refuse a transaction over several slots.
+   */
+  readonly multi?: boolean | undefined;
+  /** The fencing token of a scope (its lease; meta: the leader lock), read at each flush; '' skips the check. */
+  readonly token?: ((scope: Scope) => string) | undefined;
   /** What commit() rejects with after a failure; the data plane turns an SqsError into a 503. */
   readonly unavailable: (cause: Error) => Error;
-  /** Told once, with the cause (a FencedError when fenced), when a write failed. */
-  readonly onFailure?: ((cause: Error) => void) | undefined;
-  /** Each batch is acknowledged by this many replicas before it counts as applied; undefined: no wait. */
+  /** Told once per failure of a scope, with the cause (a FencedError when fenced). */
+  readonly onFailure?: ((scope: Scope, cause: Error) => void) | undefined;
+  /** Each bundle is acknowledged by this many replicas before it counts as applied; undefined: no wait. */
   readonly replicas?: ReplicaWait | undefined;
 }
 
@@ -140,48 +205,63 @@ export interface ReplicaWait {
   readonly timeoutMs: number;
   /** WAITAOF 0 count timeout (Redis 7.2+): the replicas fsynced it to their AOF, not only received it. */
   readonly aof: boolean;
-  /** Each wait, as it ended: its duration and whether enough replicas acknowledged. */
+  /**
+   * Each wait, as it ended: how long after its connection's last call was answered, and whether
+   * enough replicas acknowledged.
+   */
   readonly observe?: ((seconds: number, acknowledged: boolean) => void) | undefined;
 }
 
-/** Fewer replicas acknowledged a batch than --redis-wait-replicas asks for. */
+/** Fewer replicas acknowledged a bundle than --redis-wait-replicas asks for. */
 export class ReplicaWaitError extends Error {
   override readonly name = 'ReplicaWaitError';
 }
 
 export interface WriterStats {
+  /** Batches (ticks) whose every part was applied. */
   batches: number;
-  /** Changed objects written (queues + messages), after collapsing repeated events. */
+  /** Changed objects written (queues + messages + tasks), after collapsing repeated events. */
   objects: number;
 }
 
 const RESOLVED = Promise.resolve();
 
 interface Call {
-  readonly batch: Batch;
+  readonly part: Part;
   readonly args: ScriptArg[];
   readonly bytes: number;
   readonly objects: number;
-  /** The batch's last call: the replica wait follows its answer. */
+  /** Its part's last call: the replica wait after it settles the part. */
   readonly last: boolean;
+}
+
+/** Calls sent together, and what of them is unanswered. */
+interface Bundle {
+  readonly bytes: number;
+  readonly objects: number;
+  /** Connections whose answers are not all in. */
+  connections: number;
 }
 
 export class Writer {
   private open: Batch | undefined;
-  /** Flushed batches not yet resolved or rejected, oldest first. */
-  private readonly flushed: Batch[] = [];
   /** Calls built, in order, waiting to be sent. */
-  private readonly unsent: Call[] = [];
-  /** Calls sent and not answered, and their size. */
-  private sent = 0;
+  private unsent: Call[] = [];
+  /** Bundles sent and not answered, and their size. */
+  private inFlight = 0;
   private sentBytes = 0;
   private sentObjects = 0;
-  /** The first call was applied: from then on calls are pipelined. */
-  private chained = false;
   private readonly nonce = randomBytes(6).toString('hex');
   private calls = 0;
-  private lastCall = '';
-  private failure: Error | undefined;
+  private readonly meta: ScopeState;
+  private readonly shards: readonly ScopeState[];
+  /** Scopes with a part open or unsettled, and those failed: what commit() of all looks at. */
+  private readonly busy = new Set<ScopeState>();
+  private readonly failed = new Set<ScopeState>();
+  /** Per connection, the socket the script was loaded on: another one (a reconnect) loads it again. */
+  private readonly loaded = new WeakMap<Redis, unknown>();
+  /** The shard of a move task's source queue, computed once per task. */
+  private readonly taskShards = new WeakMap<MoveTask, number>();
   /**
    * What this writer last sent of each queue's counters. They also reach Redis with the records that
    * carry them (a message's seq, a FIFO message's or dedup record's sequence number), but a batch
@@ -194,9 +274,22 @@ export class Writer {
   private readonly sentLastSequence = new WeakMap<Queue, string | undefined>();
   private scheduled = false;
   private closed = false;
+  private store: QueueStore | undefined;
   readonly stats: WriterStats = { batches: 0, objects: 0 };
 
-  constructor(private readonly opts: WriterOptions) {}
+  constructor(private readonly opts: WriterOptions) {
+    const scope = (id: Scope, keys: Keys): ScopeState => ({
+      id,
+      keys,
+      lastCall: '',
+      failure: undefined,
+      epoch: 0,
+      pending: [],
+      open: undefined,
+    });
+    this.meta = scope('meta', opts.layout.meta);
+    this.shards = opts.layout.shards.map((k) => scope(k.shard, k));
+  }
 
   /** Records every change of `store` from now on. */
   attach(store: QueueStore): void {
@@ -204,40 +297,43 @@ export class Writer {
     store.onChange((e) => this.record(e));
   }
 
-  private store: QueueStore | undefined;
-
   record(e: ChangeEvent): void {
-    if (this.failure !== undefined || this.closed) return;
-    const b = this.open ?? this.newBatch();
+    if (this.closed) return;
     switch (e.type) {
       case 'message-put':
-      case 'message-delete':
-        b.messages.set(e.message, e.queue);
+      case 'message-delete': {
+        const b = this.touch(this.shardOf(e.queue));
+        b?.messages.set(e.message, e.queue);
         break;
+      }
       case 'queue-put':
-        b.queues.set(e.queue, (b.queues.get(e.queue) ?? 0) | PUT);
-        break;
       case 'queue-purge':
-        b.queues.set(e.queue, (b.queues.get(e.queue) ?? 0) | PURGE);
+      case 'queue-delete': {
+        const what = e.type === 'queue-put' ? PUT : e.type === 'queue-purge' ? PURGE : DELETE;
+        const b = this.touch(this.shardOf(e.queue));
+        b?.queues.set(e.queue, (b.queues.get(e.queue) ?? 0) | what);
+        if (what !== PURGE) this.touch(this.meta)?.catalog.add(e.queue);
         break;
-      case 'queue-delete':
-        b.queues.set(e.queue, (b.queues.get(e.queue) ?? 0) | DELETE);
-        break;
+      }
       case 'dedup-put':
-      case 'dedup-delete':
-        keysOf(b.dedups, e.queue).add(e.key);
+      case 'dedup-delete': {
+        const b = this.touch(this.shardOf(e.queue));
+        if (b !== undefined) keysOf(b.dedups, e.queue).add(e.key);
         break;
+      }
       case 'attempt-put':
-      case 'attempt-delete':
-        keysOf(b.attempts, e.queue).add(e.attemptId);
+      case 'attempt-delete': {
+        const b = this.touch(this.shardOf(e.queue));
+        if (b !== undefined) keysOf(b.attempts, e.queue).add(e.attemptId);
         break;
+      }
       case 'move-task-put':
       case 'move-task-delete':
-        b.tasks.add(e.task);
+        this.touch(this.taskScope(e.task))?.tasks.add(e.task);
         break;
       case 'tenant-put':
       case 'tenant-delete':
-        b.tenants.add(e.tenant);
+        this.touch(this.meta)?.tenants.add(e.tenant);
         break;
       case 'message-moved':
         // One shard holds both queues: the delete and the put are in this one call already.
@@ -245,15 +341,54 @@ export class Writer {
     }
   }
 
-  /** Resolves when every change recorded so far is in Redis; rejects once a write has failed. */
-  commit(): Promise<void> {
-    if (this.failure !== undefined) return Promise.reject(this.opts.unavailable(this.failure));
-    return (this.open ?? this.flushed.at(-1))?.done ?? RESOLVED;
+  /**
+   * Resolves when every change recorded so far in these shards (undefined: in every shard and in
+   * meta) is in Redis; rejects with `unavailable` when one of them has failed.
+   */
+  commit(shards?: readonly Scope[]): Promise<void> {
+    if (shards === undefined) return this.commitAll();
+    if (shards.length === 1) return this.commitOne(this.scope(shards[0] as Scope));
+    return Promise.all(shards.map((s) => this.commitOne(this.scope(s)))).then(() => undefined);
   }
 
-  /** The cause of the failure that stopped this writer, if one did. */
-  get failed(): Error | undefined {
-    return this.failure;
+  private commitOne(st: ScopeState): Promise<void> {
+    if (st.failure !== undefined) return Promise.reject(this.opts.unavailable(st.failure));
+    return (st.open ?? st.pending.at(-1))?.done ?? RESOLVED;
+  }
+
+  private commitAll(): Promise<void> {
+    const [failed] = this.failed;
+    if (failed !== undefined) return this.commitOne(failed);
+    const waits: Promise<void>[] = [];
+    for (const st of this.busy) {
+      const p = st.open ?? st.pending.at(-1);
+      if (p !== undefined) waits.push(p.done);
+    }
+    if (waits.length < 2) return waits[0] ?? RESOLVED;
+    return Promise.all(waits).then(() => undefined);
+  }
+
+  /** The cause of the failure that stopped the scope, until resetShard. */
+  failure(scope: Scope): Error | undefined {
+    return this.scope(scope).failure;
+  }
+
+  /**
+   * The owner has reloaded a failed scope from Redis: record and write its changes again, on a
+   * fresh chain (its next call checks nothing). What of its earlier parts is still unsettled is
+   * rejected: it belongs to the store that was dropped.
+   */
+  resetShard(scope: Scope): void {
+    const st = this.scope(scope);
+    const cause = st.failure;
+    if (cause === undefined) return;
+    const err = this.opts.unavailable(cause);
+    for (const p of st.pending.splice(0)) this.rejectPart(p, err);
+    st.failure = undefined;
+    st.epoch++;
+    st.lastCall = '';
+    this.failed.delete(st);
+    this.busy.delete(st);
   }
 
   /** Waits for everything recorded so far, then ignores further events. */
@@ -263,7 +398,57 @@ export class Writer {
     await last;
   }
 
+  private scope(id: Scope): ScopeState {
+    const st = id === 'meta' ? this.meta : this.shards[id];
+    if (st === undefined) throw new RangeError(`no shard ${id}`);
+    return st;
+  }
+
+  private shardOf(q: Queue): ScopeState {
+    return this.scope(q.shard);
+  }
+
+  /** A task lives with its source queue; an ARN that names none (never started so) goes to meta. */
+  private taskScope(t: MoveTask): ScopeState {
+    let shard = this.taskShards.get(t);
+    if (shard === undefined) {
+      const a = parseQueueArn(t.sourceArn);
+      if (a === undefined) return this.meta;
+      shard = shardOf(a.accountId, a.region, a.name);
+      this.taskShards.set(t, shard);
+    }
+    return this.scope(shard);
+  }
+
+  /** The open batch, with a part for `st`; undefined when `st` is failed, so the event is dropped. */
+  private touch(st: ScopeState): Batch | undefined {
+    if (st.failure !== undefined) return undefined;
+    const b = this.open ?? this.newBatch();
+    if (st.open === undefined) {
+      st.open = this.newPart(st);
+      b.scopes.add(st);
+      this.busy.add(st);
+    }
+    return b;
+  }
+
   private newBatch(): Batch {
+    const b: Batch = {
+      queues: new Map(),
+      messages: new Map(),
+      dedups: new Map(),
+      attempts: new Map(),
+      tasks: new Set(),
+      tenants: new Set(),
+      catalog: new Set(),
+      scopes: new Set(),
+    };
+    this.open = b;
+    if (this.room()) this.schedule();
+    return b;
+  }
+
+  private newPart(st: ScopeState): Part {
     let resolve!: () => void;
     let reject!: (e: Error) => void;
     const done = new Promise<void>((res, rej) => {
@@ -273,27 +458,22 @@ export class Writer {
     // Changes nobody awaits (a deadline passed on a timer) must not become unhandled rejections;
     // a request that awaits `done` still sees the rejection.
     done.catch(() => undefined);
-    const b: Batch = {
-      queues: new Map(),
-      messages: new Map(),
-      dedups: new Map(),
-      attempts: new Map(),
-      tasks: new Set(),
-      tenants: new Set(),
+    return {
+      scope: st,
+      epoch: st.epoch,
+      // Replaced at flush by the batch's tally.
+      tally: { parts: 0, objects: 0, failed: false },
       unapplied: 0,
       failed: false,
       done,
       resolve,
       reject,
     };
-    this.open = b;
-    if (this.room()) this.schedule();
-    return b;
   }
 
   /** A batch flushed now could be sent at once, unless it is large. */
   private room(): boolean {
-    return this.unsent.length === 0 && (this.sent === 0 || (this.chained && this.sent < MAX_CALLS));
+    return this.unsent.length === 0 && this.inFlight < MAX_CALLS;
   }
 
   private schedule(): void {
@@ -307,159 +487,289 @@ export class Writer {
 
   private flush(): void {
     const b = this.open;
-    if (b === undefined || this.failure !== undefined || !this.room()) return;
+    if (b === undefined || !this.room()) return;
     this.open = undefined;
-    const calls = this.build(b);
-    // The replica wait counts as one more call to be answered.
-    b.unapplied = calls.length + (this.opts.replicas === undefined ? 0 : 1);
-    this.flushed.push(b);
-    this.unsent.push(...calls);
+    const tally: Tally = { parts: 0, objects: 0, failed: false };
+    const parts = new Map<ScopeState, Part>();
+    for (const st of b.scopes) {
+      const open = st.open;
+      if (open === undefined) continue;
+      st.open = undefined;
+      open.tally = tally;
+      tally.parts++;
+      parts.set(st, open);
+      st.pending.push(open);
+    }
+    if (parts.size === 0) return;
+    const perScope = this.build(b, parts, tally);
+    const waits = this.opts.replicas === undefined ? 0 : 1;
+    // Round robin, so that a shard's large part does not hold the small parts of the others back.
+    const calls: Call[] = [];
+    for (let i = 0, more = true; more; i++) {
+      more = false;
+      for (const list of perScope) {
+        const c = list[i];
+        if (c === undefined) continue;
+        calls.push(c);
+        more = true;
+      }
+    }
+    for (const list of perScope) {
+      const first = list[0];
+      if (first !== undefined) first.part.unapplied = list.length + waits;
+    }
+    for (const c of calls) this.unsent.push(c);
     this.pump();
   }
 
   /**
-   * Sends waiting calls while there are free slots. A batch too large for one call within the
-   * command timeout (a loop that sent 100,000 messages in one tick, or many large bodies) is cut
-   * into calls of at most CALL_BYTES / CALL_OBJECTS; they are not one atomic unit, and need not
-   * be: if one fails, the chain refuses the rest, the whole batch is answered 503 and the store
-   * is reloaded from what Redis holds.
+   * Sends waiting calls as bundles while there are free slots. A part too large for one call
+   * within the command timeout (a loop that sent 100,000 messages in one tick, or many large
+   * bodies) is cut into calls of at most CALL_BYTES / CALL_OBJECTS; they are not one atomic unit,
+   * and need not be: if one fails, the chain refuses the rest, the whole part is answered 503 and
+   * the shard is reloaded from what Redis holds.
    */
   private pump(): void {
-    const { keys, redis } = this.opts;
-    for (;;) {
-      const call = this.unsent[0];
-      if (call === undefined) return;
-      const fits =
-        this.sent === 0 ||
-        (this.chained &&
-          this.sent < MAX_CALLS &&
-          this.sentBytes + call.bytes <= CALL_BYTES &&
-          this.sentObjects + call.objects <= CALL_OBJECTS);
-      if (!fits) return;
-      this.unsent.shift();
-      this.sent++;
-      this.sentBytes += call.bytes;
-      this.sentObjects += call.objects;
-      scripts.apply.run(redis, [keys.lock, keys.queues, keys.seq, keys.commit], call.args).then(
-        (code) => this.answered(call, code === ScriptCode.OK ? undefined : refusal(code)),
-        (e: unknown) => this.answered(call, e instanceof Error ? e : new Error(String(e))),
+    while (this.unsent.length > 0 && this.inFlight < MAX_CALLS) {
+      let n = 0;
+      let bytes = 0;
+      let objects = 0;
+      for (const call of this.unsent) {
+        const fits =
+          (this.inFlight === 0 && n === 0) ||
+          (this.sentBytes + bytes + call.bytes <= CALL_BYTES &&
+            this.sentObjects + objects + call.objects <= CALL_OBJECTS);
+        if (!fits) break;
+        n++;
+        bytes += call.bytes;
+        objects += call.objects;
+      }
+      if (n === 0) return;
+      this.send(this.unsent.splice(0, n), { bytes, objects, connections: 0 });
+    }
+  }
+
+  private send(calls: readonly Call[], bundle: Bundle): void {
+    this.inFlight++;
+    this.sentBytes += bundle.bytes;
+    this.sentObjects += bundle.objects;
+    const byConnection = new Map<Redis, Call[]>();
+    const unsendable: [Call, Error][] = [];
+    for (const call of calls) {
+      let redis: Redis;
+      try {
+        redis = this.opts.connectionFor(call.part.scope.keys);
+      } catch (e) {
+        // No connection to the scope's node (a Cluster whose slots moved): that scope fails.
+        unsendable.push([call, toError(e)]);
+        continue;
+      }
+      const list = byConnection.get(redis);
+      if (list === undefined) byConnection.set(redis, [call]);
+      else list.push(call);
+    }
+    bundle.connections = byConnection.size;
+    for (const [redis, list] of byConnection) this.sendOn(redis, list, bundle);
+    for (const [call, e] of unsendable) this.answered(undefined, call, e);
+    if (byConnection.size === 0) {
+      // Answered later, as any bundle is: not from inside pump()'s loop.
+      bundle.connections = 1;
+      queueMicrotask(() => this.bundleAnswered(bundle));
+    }
+  }
+
+  /** One connection's calls of a bundle, in one pipeline (one write, one round trip). */
+  private sendOn(redis: Redis, calls: readonly Call[], bundle: Bundle): void {
+    const pipeline = redis.pipeline();
+    // The Pipeline's own queueing (untyped): each command keeps its promise, answered as it comes.
+    const queue = pipeline as unknown as { sendCommand(c: Command): unknown };
+    const command = (name: string, args: ScriptArg[]): Promise<unknown> => {
+      const c = new Command(name, args);
+      queue.sendCommand(c);
+      return c.promise as Promise<unknown>;
+    };
+    const stream: unknown = redis.stream;
+    if (stream === undefined || this.loaded.get(redis) !== stream) {
+      // Everything after it on this socket runs after it: no need to wait for its answer.
+      this.loaded.set(redis, stream);
+      command('script', ['load', scripts.apply.lua]).catch(() => {
+        if (this.loaded.get(redis) === stream) this.loaded.delete(redis);
+      });
+    }
+    const multi = this.opts.multi ?? true;
+    if (multi) command('multi', []).catch(() => undefined);
+    const answers: Promise<unknown>[] = [];
+    for (const call of calls) {
+      const k = call.part.scope.keys;
+      const argv: ScriptArg[] = [scripts.apply.sha, 4, k.lock, k.queues, k.seq, k.commit];
+      for (const a of call.args) argv.push(a);
+      const answer = command('evalsha', argv);
+      if (multi) answer.catch(() => undefined);
+      else answers.push(answer);
+    }
+    let applied: Promise<void>;
+    if (multi) {
+      // An error of EXEC itself (EXECABORT, a timeout, the connection) is every call's.
+      const each = (reply: unknown): readonly unknown[] => {
+        if (Array.isArray(reply) && reply.length === calls.length) return reply;
+        const e = reply instanceof Error ? reply : new Error(`EXEC answered ${String(reply)}`);
+        return calls.map(() => e);
+      };
+      applied = command('exec', []).then(
+        (reply) => {
+          const replies = each(reply);
+          calls.forEach((call, i) => this.answered(redis, call, replies[i]));
+        },
+        (e: unknown) => calls.forEach((call) => this.answered(redis, call, toError(e))),
       );
-    }
-  }
-
-  private waitReplicas(b: Batch, w: ReplicaWait): void {
-    const started = performance.now();
-    const sent = w.aof
-      ? this.opts.redis.call('WAITAOF', 0, w.count, w.timeoutMs)
-      : this.opts.redis.call('WAIT', w.count, w.timeoutMs);
-    sent.then(
-      (reply) => {
-        const acks = Number(Array.isArray(reply) ? reply[1] : reply);
-        const ok = acks >= w.count;
-        w.observe?.((performance.now() - started) / 1000, ok);
-        this.replicated(
-          b,
-          ok
-            ? undefined
-            : new ReplicaWaitError(
-                `${acks} of ${w.count} replicas acknowledged the write within ${w.timeoutMs} ms`,
-              ),
-        );
-      },
-      (e: unknown) => this.replicated(b, e instanceof Error ? e : new Error(String(e))),
-    );
-  }
-
-  private replicated(b: Batch, error: Error | undefined): void {
-    if (error === undefined) b.unapplied--;
-    else {
-      b.failed = true;
-      this.fail(error);
-    }
-    this.settle();
-  }
-
-  private answered(call: Call, error: Error | undefined): void {
-    this.sent--;
-    this.sentBytes -= call.bytes;
-    this.sentObjects -= call.objects;
-    const b = call.batch;
-    if (error === undefined) {
-      b.unapplied--;
-      this.chained = true;
-      const replicas = this.opts.replicas;
-      if (call.last && replicas !== undefined && this.failure === undefined) this.waitReplicas(b, replicas);
     } else {
-      b.failed = true;
-      this.fail(error);
+      applied = Promise.all(
+        answers.map((a, i) =>
+          a.then(
+            (reply) => this.answered(redis, calls[i] as Call, reply),
+            (e: unknown) => this.answered(redis, calls[i] as Call, toError(e)),
+          ),
+        ),
+      ).then(() => undefined);
     }
-    this.settle();
-    if (this.failure !== undefined) return;
+    const w = this.opts.replicas;
+    let done = applied;
+    if (w !== undefined) {
+      const wait = w.aof
+        ? command('waitaof', [0, w.count, w.timeoutMs])
+        : command('wait', [w.count, w.timeoutMs]);
+      done = applied.then(() => {
+        const started = performance.now();
+        return wait.then(
+          (reply) => {
+            const acks = Number(Array.isArray(reply) ? reply[1] : reply);
+            const ok = acks >= w.count;
+            w.observe?.((performance.now() - started) / 1000, ok);
+            this.replicated(
+              calls,
+              ok
+                ? undefined
+                : new ReplicaWaitError(
+                    `${acks} of ${w.count} replicas acknowledged the write within ${w.timeoutMs} ms`,
+                  ),
+            );
+          },
+          (e: unknown) => this.replicated(calls, toError(e)),
+        );
+      });
+    }
+    const answered = (): void => this.bundleAnswered(bundle);
+    void done.then(answered, answered);
+    pipeline.exec().catch(() => undefined);
+  }
+
+  private bundleAnswered(bundle: Bundle): void {
+    if (--bundle.connections > 0) return;
+    this.inFlight--;
+    this.sentBytes -= bundle.bytes;
+    this.sentObjects -= bundle.objects;
     this.pump();
     if (this.open !== undefined && this.room()) this.schedule();
   }
 
-  /** Resolves applied batches from the oldest on; from the first failed one on, rejects them all. */
-  private settle(): void {
-    while (this.flushed.length > 0) {
-      const b = this.flushed[0] as Batch;
-      if (b.failed) {
-        const err = this.opts.unavailable(this.failure as Error);
-        for (const rest of this.flushed.splice(0)) rest.reject(err);
-        return;
-      }
-      if (b.unapplied > 0) return;
-      this.flushed.shift();
-      this.stats.batches++;
-      this.stats.objects += b.queues.size + b.messages.size + b.tasks.size;
-      b.resolve();
+  /** A call's answer: the script's code, or an error (a reply, or the connection's). */
+  private answered(redis: Redis | undefined, call: Call, reply: unknown): void {
+    const { part } = call;
+    const st = part.scope;
+    if (part.epoch !== st.epoch) return;
+    let error: Error | undefined;
+    if (reply instanceof Error) {
+      error = reply;
+      if (redis !== undefined && reply.message.startsWith('NOSCRIPT')) this.loaded.delete(redis);
+    } else if (reply !== ScriptCode.OK) {
+      error = refusal(reply);
     }
+    if (error === undefined) part.unapplied--;
+    else this.fail(part, error);
+    this.settle(st);
   }
 
-  /** The apply script's ARGV lists (see scripts/apply-4.lua for the operations), chained. */
-  private build(b: Batch): Call[] {
-    const head = (): ScriptArg[] => {
-      const previous = this.lastCall;
-      this.lastCall = `${this.nonce}:${++this.calls}`;
-      return [this.opts.token?.() ?? '', this.opts.keys.prefix, previous, this.lastCall];
-    };
-    const calls: Call[] = [];
-    let args = head();
-    let bytes = 0;
-    let objects = 0;
-    const full = (): boolean => bytes >= CALL_BYTES || objects >= CALL_OBJECTS;
-    const cut = (): void => {
-      calls.push({ batch: b, args, bytes, objects, last: false });
-      args = head();
-      bytes = objects = 0;
-    };
-    /**
-     * One command of apply-4.lua per call it spans: `...header, n` and then n items, an item
-     * being one string (a field to delete) or two (a field and its record) as `pairs` says. A
-     * new call starts whenever the current one is full, so a large hash or queue is split.
-     */
-    const chunked = (header: readonly ScriptArg[], items: readonly string[], pairs: boolean): void => {
-      const stride = pairs ? 2 : 1;
-      for (let i = 0; i < items.length;) {
-        if (full()) cut();
-        for (const h of header) args.push(h);
-        const at = args.length;
-        args.push(0);
-        let n = 0;
-        for (; i < items.length && !full(); i += stride, n++) {
-          const field = items[i] as string;
-          args.push(field);
-          bytes += field.length;
-          if (pairs) {
-            const record = items[i + 1] as string;
-            args.push(record);
-            bytes += record.length;
-          }
-          objects++;
-        }
-        args[at] = n;
+  /** The replica wait after a connection's calls: it counts for every part that had one there. */
+  private replicated(calls: readonly Call[], error: Error | undefined): void {
+    const seen = new Set<ScopeState>();
+    for (const call of calls) {
+      const { part } = call;
+      const st = part.scope;
+      if (part.epoch !== st.epoch) continue;
+      if (error !== undefined) {
+        if (!seen.has(st)) this.fail(part, error);
+      } else if (call.last) {
+        part.unapplied--;
       }
+      seen.add(st);
+    }
+    for (const st of seen) this.settle(st);
+  }
+
+  /** Resolves a scope's applied parts from the oldest on; from the first failed one on, rejects them all. */
+  private settle(st: ScopeState): void {
+    while (st.pending.length > 0) {
+      const p = st.pending[0] as Part;
+      if (p.failed) {
+        const err = this.opts.unavailable(st.failure as Error);
+        for (const rest of st.pending.splice(0)) this.rejectPart(rest, err);
+        return;
+      }
+      if (p.unapplied > 0) return;
+      st.pending.shift();
+      if (--p.tally.parts === 0 && !p.tally.failed) {
+        this.stats.batches++;
+        this.stats.objects += p.tally.objects;
+      }
+      p.resolve();
+    }
+    if (st.open === undefined) this.busy.delete(st);
+  }
+
+  private rejectPart(p: Part, err: Error): void {
+    p.tally.failed = true;
+    p.tally.parts--;
+    p.reject(err);
+  }
+
+  /** Fails `part` and, the first time, its scope: nothing more of it is recorded or sent. */
+  private fail(part: Part, cause: Error): void {
+    part.failed = true;
+    const st = part.scope;
+    if (st.failure !== undefined) return;
+    st.failure = cause;
+    this.failed.add(st);
+    this.unsent = this.unsent.filter((c) => c.part.scope !== st);
+    if (st.open !== undefined) {
+      // Rejected by settle() behind the failed part.
+      st.open.tally = { parts: 1, objects: 0, failed: false };
+      st.pending.push(st.open);
+      st.open = undefined;
+    }
+    if (this.open !== undefined) forget(this.open, st, (t) => this.taskScope(t));
+    this.opts.onFailure?.(st.id, cause);
+  }
+
+  /** The apply script's ARGV lists (see scripts/apply-4.lua for the operations), per scope, chained. */
+  private build(b: Batch, parts: ReadonlyMap<ScopeState, Part>, tally: Tally): Call[][] {
+    const builders = new Map<ScopeState, CallBuilder>();
+    const to = (st: ScopeState): CallBuilder | undefined => {
+      let cb = builders.get(st);
+      if (cb === undefined) {
+        const part = parts.get(st);
+        if (part === undefined) return undefined;
+        cb = new CallBuilder(part, () => {
+          const previous = st.lastCall;
+          st.lastCall = `${this.nonce}:${++this.calls}`;
+          return [this.opts.token?.(st.id) ?? '', st.keys.prefix, previous, st.lastCall];
+        });
+        builders.set(st, cb);
+      }
+      return cb;
     };
+    // Every part sends a call, even one left with nothing to write (what it named is gone), so
+    // that it settles in its turn.
+    for (const st of parts.keys()) to(st);
 
     // A FIFO queue's last sequence number is in its record: rewrite the record when it moved on.
     for (const q of b.messages.values()) {
@@ -468,29 +778,28 @@ export class Writer {
       }
     }
     for (const [q, what] of b.queues) {
-      if (full()) cut();
-      objects++;
+      const cb = to(this.shardOf(q));
+      if (cb === undefined) continue;
+      cb.room();
+      cb.objects++;
       if ((what & DELETE) !== 0 || q.deleted) {
-        args.push('D', q.uid);
+        cb.args.push('D', q.uid);
         continue;
       }
-      if ((what & PURGE) !== 0) args.push('P', q.uid);
+      if ((what & PURGE) !== 0) cb.args.push('P', q.uid);
       // A purge changes the queue too (its lastPurgeAt).
       if ((what & (PUT | PURGE)) !== 0) {
         const record = serializeQueue(q);
-        bytes += record.length;
-        args.push('Q', q.uid, record);
+        cb.bytes += record.length;
+        cb.args.push('Q', q.uid, record);
         this.sentLastSequence.set(q, q.fifoState?.lastSequenceNumber);
       }
     }
 
     // FIFO records and move tasks: written as they are now, deleted when they are gone.
-    const hash = (key: string, puts: string[], dels: string[]): void => {
-      chunked(['S', key], puts, true);
-      chunked(['R', key], dels, false);
-    };
     for (const [q, keys] of b.dedups) {
-      if (q.deleted) continue;
+      const cb = to(this.shardOf(q));
+      if (cb === undefined || q.deleted) continue;
       const puts: string[] = [];
       const dels: string[] = [];
       for (const k of keys) {
@@ -498,10 +807,11 @@ export class Writer {
         if (r === undefined) dels.push(k);
         else puts.push(k, serializeDedup(r));
       }
-      hash(`d:${q.uid}`, puts, dels);
+      cb.hash(`d:${q.uid}`, puts, dels);
     }
     for (const [q, ids] of b.attempts) {
-      if (q.deleted) continue;
+      const cb = to(this.shardOf(q));
+      if (cb === undefined || q.deleted) continue;
       const puts: string[] = [];
       const dels: string[] = [];
       for (const id of ids) {
@@ -509,19 +819,25 @@ export class Writer {
         if (r === undefined) dels.push(id);
         else puts.push(id, serializeAttempt(r));
       }
-      hash(`a:${q.uid}`, puts, dels);
+      cb.hash(`a:${q.uid}`, puts, dels);
     }
-    if (b.tasks.size > 0) {
-      const puts: string[] = [];
-      const dels: string[] = [];
-      for (const t of b.tasks) {
-        const kept = this.store === undefined || this.store.moveTasks.find(t.sourceArn, t.taskId) === t;
-        if (kept) puts.push(t.taskId, serializeMoveTask(t));
-        else dels.push(t.taskId);
+    const tasks = new Map<CallBuilder, { puts: string[]; dels: string[] }>();
+    for (const t of b.tasks) {
+      const cb = to(this.taskScope(t));
+      if (cb === undefined) continue;
+      let g = tasks.get(cb);
+      if (g === undefined) {
+        g = { puts: [], dels: [] };
+        tasks.set(cb, g);
       }
-      hash('tasks', puts, dels);
+      const kept = this.store === undefined || this.store.moveTasks.find(t.sourceArn, t.taskId) === t;
+      if (kept) g.puts.push(t.taskId, serializeMoveTask(t));
+      else g.dels.push(t.taskId);
     }
-    if (b.tenants.size > 0) {
+    for (const [cb, g] of tasks) cb.hash('tasks', g.puts, g.dels);
+
+    const meta = to(this.meta);
+    if (meta !== undefined && b.tenants.size > 0) {
       const puts: string[] = [];
       const dels: string[] = [];
       for (const t of b.tenants) {
@@ -530,16 +846,44 @@ export class Writer {
         if (live === t) puts.push(t.name, serializeTenant(t));
         else if (live === undefined) dels.push(t.name);
       }
-      hash('tenants', puts, dels);
+      meta.hash('tenants', puts, dels);
+    }
+    if (meta !== undefined && b.catalog.size > 0) {
+      const metaPrefix = this.opts.layout.meta.prefix;
+      // Per catalog hash, each name once, as the store holds that name now: a queue deleted and
+      // created again in one tick leaves the new one's entry, one deleted for good none.
+      const byKey = new Map<string, Map<string, string | undefined>>();
+      for (const q of b.catalog) {
+        const key = this.opts.layout.meta.catalog(q.accountId, q.region).slice(metaPrefix.length);
+        let names = byKey.get(key);
+        if (names === undefined) {
+          names = new Map();
+          byKey.set(key, names);
+        }
+        if (names.has(q.name)) continue;
+        const live = this.store === undefined ? q : this.store.get(q.accountId, q.name, q.region);
+        names.set(q.name, live === undefined || live.deleted ? undefined : serializeCatalogEntry(live));
+      }
+      for (const [key, names] of byKey) {
+        const puts: string[] = [];
+        const dels: string[] = [];
+        for (const [name, record] of names) {
+          if (record === undefined) dels.push(name);
+          else puts.push(name, record);
+        }
+        meta.hash(key, puts, dels);
+      }
     }
 
     // Per queue: [id, record, id, record...] written and [id...] deleted. Most ticks touch one queue.
-    const groups = new Map<Queue, { puts: string[]; dels: string[] }>();
+    const groups = new Map<Queue, { cb: CallBuilder; puts: string[]; dels: string[] }>();
     for (const [m, q] of b.messages) {
       if (q.deleted) continue;
       let g = groups.get(q);
       if (g === undefined) {
-        g = { puts: [], dels: [] };
+        const cb = to(this.shardOf(q));
+        if (cb === undefined) continue;
+        g = { cb, puts: [], dels: [] };
         groups.set(q, g);
       }
       if (m.state !== 'deleted') {
@@ -549,29 +893,119 @@ export class Writer {
         g.dels.push(m.id);
       }
     }
-    for (const [q, g] of groups) {
-      if (g.puts.length === 0 && q.nextSequence !== this.sentNextSeq.get(q)) {
+    for (const [q, { cb, puts, dels }] of groups) {
+      if (puts.length === 0 && q.nextSequence !== this.sentNextSeq.get(q)) {
         // Only deletes, but of messages sent in this batch: the next seq moves on all the same.
-        if (full()) cut();
-        args.push('M', q.uid, q.nextSequence, 0);
+        cb.room();
+        cb.args.push('M', q.uid, q.nextSequence, 0);
       }
       this.sentNextSeq.set(q, q.nextSequence);
-      chunked(['M', q.uid, q.nextSequence], g.puts, true);
-      chunked(['X', q.uid], g.dels, false);
+      cb.chunked(['M', q.uid, q.nextSequence], puts, true);
+      cb.chunked(['X', q.uid], dels, false);
     }
-    calls.push({ batch: b, args, bytes, objects, last: true });
-    return calls;
+    const out: Call[][] = [];
+    for (const cb of builders.values()) {
+      const calls = cb.finish();
+      for (const c of calls) tally.objects += c.objects;
+      out.push(calls);
+    }
+    return out;
+  }
+}
+
+/** One scope's calls of a flush: a new call starts whenever the current one is full. */
+class CallBuilder {
+  args: ScriptArg[];
+  bytes = 0;
+  objects = 0;
+  private readonly calls: Call[] = [];
+
+  constructor(
+    private readonly part: Part,
+    private readonly head: () => ScriptArg[],
+  ) {
+    this.args = head();
   }
 
-  /** Stops the writer; the batches are rejected in order by settle(). */
-  private fail(cause: Error): void {
-    if (this.failure !== undefined) return;
-    this.failure = cause;
-    this.unsent.length = 0;
-    if (this.open !== undefined) this.flushed.push(this.open);
-    this.open = undefined;
-    this.opts.onFailure?.(cause);
+  /** Starts a new call when the current one is full. */
+  room(): void {
+    if (this.bytes < CALL_BYTES && this.objects < CALL_OBJECTS) return;
+    this.calls.push({
+      part: this.part,
+      args: this.args,
+      bytes: this.bytes,
+      objects: this.objects,
+      last: false,
+    });
+    this.args = this.head();
+    this.bytes = this.objects = 0;
   }
+
+  private full(): boolean {
+    return this.bytes >= CALL_BYTES || this.objects >= CALL_OBJECTS;
+  }
+
+  /**
+   * One command of apply-4.lua per call it spans: `...header, n` and then n items, an item being
+   * one string (a field to delete) or two (a field and its record) as `pairs` says. A large hash
+   * or queue is split.
+   */
+  chunked(header: readonly ScriptArg[], items: readonly string[], pairs: boolean): void {
+    const stride = pairs ? 2 : 1;
+    for (let i = 0; i < items.length;) {
+      this.room();
+      const args = this.args;
+      for (const h of header) args.push(h);
+      const at = args.length;
+      args.push(0);
+      let n = 0;
+      for (; i < items.length && !this.full(); i += stride, n++) {
+        const field = items[i] as string;
+        args.push(field);
+        this.bytes += field.length;
+        if (pairs) {
+          const record = items[i + 1] as string;
+          args.push(record);
+          this.bytes += record.length;
+        }
+        this.objects++;
+      }
+      args[at] = n;
+    }
+  }
+
+  hash(key: string, puts: string[], dels: string[]): void {
+    this.chunked(['S', key], puts, true);
+    this.chunked(['R', key], dels, false);
+  }
+
+  finish(): Call[] {
+    this.calls.push({
+      part: this.part,
+      args: this.args,
+      bytes: this.bytes,
+      objects: this.objects,
+      last: true,
+    });
+    return this.calls;
+  }
+}
+
+/** Drops what the open batch holds for a scope that failed: the store behind it is to be reloaded. */
+function forget(b: Batch, st: ScopeState, taskScope: (t: MoveTask) => ScopeState): void {
+  b.scopes.delete(st);
+  if (st.id === 'meta') {
+    b.tenants.clear();
+    b.catalog.clear();
+    for (const t of b.tasks) if (taskScope(t) === st) b.tasks.delete(t);
+    return;
+  }
+  const mine = (q: Queue): boolean => q.shard === st.id;
+  for (const q of b.queues.keys()) if (mine(q)) b.queues.delete(q);
+  for (const [m, q] of b.messages) if (mine(q)) b.messages.delete(m);
+  for (const q of b.dedups.keys()) if (mine(q)) b.dedups.delete(q);
+  for (const q of b.attempts.keys()) if (mine(q)) b.attempts.delete(q);
+  for (const t of b.tasks) if (taskScope(t) === st) b.tasks.delete(t);
 }
 
 function refusal(code: unknown): Error {
@@ -580,6 +1014,10 @@ function refusal(code: unknown): Error {
     return new Error('apply script refused a call: the call before it was not applied');
   }
   return new Error(`apply script returned ${String(code)}`);
+}
+
+function toError(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
 }
 
 function keysOf(m: Map<Queue, Set<string>>, q: Queue): Set<string> {

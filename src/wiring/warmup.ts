@@ -24,7 +24,7 @@ import { pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { QueueStore } from '../core/store.js';
 import { buildDataPlane } from '../http/data.js';
-import { keysFor } from '../persistence/keys.js';
+import { layoutFor } from '../persistence/layout.js';
 import { redisOptions } from '../persistence/redis.js';
 import { Writer } from '../persistence/writer.js';
 import { servicesFor } from '../sqs/service.js';
@@ -100,7 +100,13 @@ export function startWarmUp(opts: WarmUpOptions): WarmUp {
     replyMapping: 'legacy',
   });
   redis.on('error', () => undefined);
-  const writer = new Writer({ redis, keys: keysFor('{warm-up}:'), unavailable: (cause) => cause });
+  // Plain pipelines, not MULTI/EXEC: the stand-in answers each command as if run at once (no QUEUED).
+  const writer = new Writer({
+    layout: layoutFor('{warm-up}:'),
+    connectionFor: () => redis,
+    multi: false,
+    unavailable: (cause) => cause,
+  });
   writer.attach(store);
   const plane = buildDataPlane({
     services,

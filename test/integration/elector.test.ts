@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { Elector } from '../../src/ha/elector.js';
 import { lockKeys, ReleaseListener, RedisLock } from '../../src/ha/lock.js';
 import { keysFor } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
@@ -104,26 +105,31 @@ test('Given a follower subscribed to the release channel, When the leader releas
 
 test('Given a writer holding an old token, When another term holds the lock, Then its write is fenced and writes nothing', async () => {
   const c = await client();
-  const keys = keysFor(uniquePrefix());
-  const lock = new RedisLock(c, lockKeys(keys));
+  const layout = layoutFor(uniquePrefix());
+  const lock = new RedisLock(c, lockKeys(layout.meta));
   await lock.acquire('a', 5000);
   await lock.release('1:a');
   await lock.acquire('b', 5000);
 
   const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
   const failures: Error[] = [];
+  // Every scope fenced on the old token: meta on the leader lock, the queue's shard on its lease (unset).
   const writer = new Writer({
-    redis: c,
-    keys,
+    layout,
+    connectionFor: () => c,
     token: () => '1:a',
     unavailable: (cause) => cause,
-    onFailure: (e) => failures.push(e),
+    onFailure: (_scope, e) => failures.push(e),
   });
   writer.attach(store);
-  store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {});
+  const q = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {}).queue;
   await assert.rejects(writer.commit(), FencedError);
   assert.ok(failures[0] instanceof FencedError);
-  assert.equal(await redis.server.client.exists(keys.queues), 0, 'nothing was written');
+  const shard = layout.shards[q.shard];
+  assert.ok(shard !== undefined);
+  assert.equal(await redis.server.client.exists(shard.queues), 0, 'nothing was written in the shard');
+  const catalog = layout.meta.catalog('000000000000', 'us-east-1');
+  assert.equal(await redis.server.client.exists(catalog), 0, 'nor in meta');
 });
 
 test('Given an elector on the real lock, When started, Then it leads; When stopped, Then the lock is gone', async () => {

@@ -9,6 +9,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { loadStore } from '../../src/persistence/loader.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
@@ -33,8 +34,8 @@ async function open(keys: Keys, clock: ManualClock): Promise<Opened> {
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
   await loadStore(redis.client, keys, store);
   const writer = new Writer({
-    redis: redis.client,
-    keys,
+    layout: layoutFor(keys.prefix),
+    connectionFor: () => redis.client,
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
   });
   writer.attach(store);

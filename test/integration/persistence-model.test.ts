@@ -44,6 +44,7 @@ import type { Queue } from '../../src/core/queue.js';
 import { QueueStore, type StoreOptions } from '../../src/core/store.js';
 import { TenantError } from '../../src/core/tenants.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { loadStore } from '../../src/persistence/loader.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
@@ -225,7 +226,7 @@ class Run {
   }
 
   private newWriter(): Writer {
-    return new Writer({ redis: this.redis, keys: this.keys, unavailable });
+    return new Writer({ layout: layoutFor(this.keys.prefix), connectionFor: () => this.redis, unavailable });
   }
 
   private where(what: string): string {
@@ -899,7 +900,11 @@ async function fresh(): Promise<{
   const clock = new ManualClock();
   const store = new QueueStore(clock, STORE_OPTIONS);
   await loadStore(redis.client, keys, store);
-  const writer = new Writer({ redis: redis.client, keys, unavailable });
+  const writer = new Writer({
+    layout: layoutFor(keys.prefix),
+    connectionFor: () => redis.client,
+    unavailable,
+  });
   writer.attach(store);
   const reloaded = async (name: string): Promise<Queue> => {
     await writer.commit();

@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import type { Tenant } from '../../src/core/tenants.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { loadStore } from '../../src/persistence/loader.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -20,7 +21,11 @@ const redis = sharedRedis({ before, after }, { aof: false });
 async function open(keys: Keys): Promise<{ store: QueueStore; writer: Writer }> {
   const store = new QueueStore(new ManualClock(1_000), { deletedRecentlyMs: 0 });
   await loadStore(redis.client, keys, store);
-  const writer = new Writer({ redis: redis.client, keys, unavailable: (e) => e });
+  const writer = new Writer({
+    layout: layoutFor(keys.prefix),
+    connectionFor: () => redis.client,
+    unavailable: (e) => e,
+  });
   writer.attach(store);
   return { store, writer };
 }

@@ -9,6 +9,7 @@ import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { LayoutError, loadStore } from '../../src/persistence/loader.js';
 import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
@@ -49,11 +50,11 @@ async function open(c: Redis, keys: Keys, clock = new ManualClock(), token?: str
   await loadStore(c, keys, store, token === undefined ? {} : { token });
   const failures: Error[] = [];
   const writer = new Writer({
-    redis: c,
-    keys,
+    layout: layoutFor(keys.prefix),
+    connectionFor: () => c,
     token: () => token ?? '',
     unavailable,
-    onFailure: (e) => failures.push(e),
+    onFailure: (_scope, e) => failures.push(e),
   });
   writer.attach(store);
   return { store, writer, clock, failures };
@@ -127,7 +128,7 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
   };
   // Eight senders, each awaiting its commit; Redis dies after the first 300 acknowledgements.
   const senders = Array.from({ length: 8 }, async () => {
-    while (writer.failed === undefined) {
+    while (writer.failure(q.shard) === undefined) {
       await send();
       if (acked.length >= 300 && redis.server.alive()) await redis.server.kill9();
     }

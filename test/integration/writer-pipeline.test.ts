@@ -1,18 +1,27 @@
 /**
- * The writer's pipelined group commits against a real redis-server: several script calls in
- * flight at once, the chain that makes every call behind a failed one write nothing, and batches
- * resolving in order. Calls are held in Redis with CLIENT PAUSE WRITE (reads still answer, so the
- * test can see that nothing was applied yet), or their answers are held back in a wrapper around
- * the client's `call`, which also counts the calls in flight and records what each returned.
+ * The writer of layout v2 against a real redis-server: a tick's calls for several shards (and
+ * meta) in one MULTI/EXEC round trip, landing under each shard's tag; several bundles in flight at
+ * once; the chain of each shard, which makes every call behind a failed one write nothing; a
+ * failure that stops one shard only, until resetShard; the catalog, tenants and move tasks in
+ * their scopes; the script loaded again on a new connection. Calls are held in Redis with CLIENT
+ * PAUSE WRITE (reads still answer, so the test can see that nothing was applied yet), and a
+ * wrapper around the connection's `pipeline` counts the pipelines (one per connection per
+ * bundle) sent and unanswered.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
-import { loadStore } from '../../src/persistence/loader.js';
-import { FencedError, ScriptCode, scripts, type ScriptArg } from '../../src/persistence/scripts.js';
-import { Writer } from '../../src/persistence/writer.js';
+import {
+  deserializeCatalogEntry,
+  deserializeMoveTask,
+  deserializeTenant,
+} from '../../src/persistence/codec.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
+import { FencedError } from '../../src/persistence/scripts.js';
+import { Writer, type Scope } from '../../src/persistence/writer.js';
+import { shardOf } from '../../src/shard/hash.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { isSqsError } from '../support/assertions.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -25,103 +34,111 @@ const { after, before, test } = testsRequiring('redis-server');
 
 const redis = sharedRedis({ before, after }, { aof: true });
 
+const ACCOUNT = '000000000000';
+const REGION = 'us-east-1';
+
 const unavailable = (cause: Error): Error =>
   new SqsError('ServiceUnavailable', `The change could not be stored: ${cause.message}`);
 
 const is503 = isSqsError('ServiceUnavailable');
 
-/** What the wrapper saw of the apply script's calls (other commands pass untouched). */
+/** Pipelines the writer sent on the connection: in all, unanswered now, and the most at once. */
 interface Tap {
-  /** Apply calls sent and not answered yet, and the most there ever were. */
+  sent: number;
   pending: number;
   maxPending: number;
-  /** What each call returned (a code, or the error), in the order the answers came. */
-  readonly answers: unknown[];
-  /** Calls sent so far; the next call is number `sent`. */
-  sent: number;
-  /** Changes a call's argument list before it is sent: [sha, numkeys, ...KEYS, ...ARGV]. */
-  rewrite: ((n: number, argv: ScriptArg[]) => void) | undefined;
-  /** When it returns a promise, call n's answer is handed to the writer only once that resolves. */
-  hold: ((n: number) => Promise<void> | undefined) | undefined;
 }
 
-type Call = (command: string, argv: ScriptArg[]) => Promise<unknown>;
-
 function tap(c: Redis): Tap {
-  const t: Tap = { pending: 0, maxPending: 0, answers: [], sent: 0, rewrite: undefined, hold: undefined };
-  const target = c as unknown as { call: Call };
-  const original = target.call.bind(c);
-  target.call = async (command, argv) => {
-    const apply = argv[0] === scripts.apply.sha || argv[0] === scripts.apply.lua;
-    if (!apply) return original(command, argv);
-    const n = t.sent++;
-    t.rewrite?.(n, argv);
-    t.maxPending = Math.max(t.maxPending, ++t.pending);
-    let answer: unknown;
-    let failed = false;
-    try {
-      answer = await original(command, argv);
-    } catch (e) {
-      answer = e;
-      failed = true;
-    }
-    t.pending--;
-    t.answers.push(answer);
-    await t.hold?.(n);
-    if (failed) throw answer;
-    return answer;
+  const t: Tap = { sent: 0, pending: 0, maxPending: 0 };
+  const original = c.pipeline.bind(c);
+  c.pipeline = (...args: Parameters<Redis['pipeline']>) => {
+    const p = original(...args);
+    const exec = p.exec.bind(p);
+    p.exec = () => {
+      t.sent++;
+      t.maxPending = Math.max(t.maxPending, ++t.pending);
+      const done = exec();
+      void done.then(
+        () => t.pending--,
+        () => t.pending--,
+      );
+      return done;
+    };
+    return p;
   };
   return t;
+}
+
+/** `n` queue names whose shards all differ. */
+function namesInShards(n: number): string[] {
+  const names: string[] = [];
+  const shards = new Set<number>();
+  for (let i = 0; names.length < n; i++) {
+    const s = shardOf(ACCOUNT, REGION, `q${i}`);
+    if (shards.has(s)) continue;
+    shards.add(s);
+    names.push(`q${i}`);
+  }
+  return names;
 }
 
 interface Opened {
   readonly c: Redis;
   readonly t: Tap;
-  readonly keys: Keys;
+  readonly layout: Layout;
   readonly store: QueueStore;
   readonly writer: Writer;
-  readonly q: Queue;
+  readonly queues: Queue[];
   readonly clock: ManualClock;
-  readonly failures: Error[];
+  readonly failures: [Scope, Error][];
+  /** The token each scope writes with: '' (no fencing) unless set here. */
+  readonly tokens: Map<Scope, string>;
 }
 
 /**
- * A tapped connection, a loaded store with a writer, and a queue whose creation is committed.
- * With a token, the lock holds what it returns now.
+ * A tapped connection, an empty store with a writer over a fresh layout, and `n` queues in
+ * different shards whose creation is committed.
  */
-async function open(token?: () => string): Promise<Opened> {
+async function open(n = 1): Promise<Opened> {
   const c = await redis.connect({ commandTimeoutMs: 10_000 });
   const t = tap(c);
-  const keys = keysFor(uniquePrefix());
-  if (token !== undefined) await c.set(keys.lock, token());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store, { token: token?.() });
-  const failures: Error[] = [];
-  const writer = new Writer({ redis: c, keys, token, unavailable, onFailure: (e) => failures.push(e) });
+  const failures: [Scope, Error][] = [];
+  const tokens = new Map<Scope, string>();
+  const writer = new Writer({
+    layout,
+    connectionFor: () => c,
+    token: (s) => tokens.get(s) ?? '',
+    unavailable,
+    onFailure: (s, e) => failures.push([s, e]),
+  });
   writer.attach(store);
-  const q = store.create({ accountId: '000000000000', region: 'us-east-1', name: 'q' }, {}, {}).queue;
-  // The first call goes alone (and loads the script): from here on calls are pipelined.
+  const names = namesInShards(n);
+  const queues = names.map(
+    (name) => store.create({ accountId: ACCOUNT, region: REGION, name }, {}, {}).queue,
+  );
   await writer.commit();
-  return { c, t, keys, store, writer, q, clock, failures };
+  return { c, t, layout, store, writer, queues, clock, failures, tokens };
 }
 
 let ids = 0;
-/** Sends one message in this tick; its id. */
-function send(o: Opened, body: string): string {
-  return sendOne(o.q, msg(body, { id: `m-${++ids}`, senderId: '000000000000' }), o.clock.now()).id;
+/** Sends one message to `q` in this tick; its id. */
+function send(o: Opened, q: Queue, body: string): string {
+  return sendOne(q, msg(body, { id: `m-${++ids}`, senderId: ACCOUNT }), o.clock.now()).id;
+}
+
+/** The ids of a queue's messages in Redis, under its shard's tag. */
+async function stored(o: Opened, q: Queue): Promise<string[]> {
+  const keys = o.layout.shards[q.shard];
+  assert.ok(keys !== undefined);
+  return (await redis.server.client.hkeys(keys.messages(q.uid))).sort();
 }
 
 /** Lets the writer's setImmediate flush run: the next tick. */
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-async function until(what: string, done: () => boolean): Promise<void> {
-  const deadline = performance.now() + 5000;
-  while (!done()) {
-    if (performance.now() > deadline) throw new Error(`still waiting: ${what}`);
-    await tick();
-  }
-}
 
 /** Holds every client's write commands (and what each sends after one) until unpaused. */
 async function pauseWrites(): Promise<void> {
@@ -130,15 +147,6 @@ async function pauseWrites(): Promise<void> {
 
 async function unpause(): Promise<void> {
   await redis.server.client.call('CLIENT', 'UNPAUSE');
-}
-
-/** Holds back the answer to the next call sent until `release()`; `first` is that call's number. */
-function holdNextCall(o: Opened): { first: number; release: () => void } {
-  const first = o.t.sent;
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  o.t.hold = (n) => (n === first ? held : undefined);
-  return { first, release };
 }
 
 /** How each promise settled, in the order they did. */
@@ -153,179 +161,263 @@ function settledOrder(promises: Record<string, Promise<void>>): string[] {
   return order;
 }
 
-test('Given Redis holds the calls, when six ticks each send a message, then four calls are in flight at once and the rest wait in one batch', async () => {
-  const o = await open();
+/** `cmdstat_<name>:calls` of the test's redis-server. */
+async function calls(name: string): Promise<number> {
+  const info = await redis.server.client.info('commandstats');
+  return Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+}
+
+test('Given three queues in three shards, when one tick sends to each, then it is one MULTI/EXEC round trip and each message is under its shard', async () => {
+  const o = await open(3);
+  const shards = new Set(o.queues.map((q) => q.shard));
+  assert.equal(shards.size, 3);
+  const [exec, evalsha, pipelines] = [await calls('exec'), await calls('evalsha'), o.t.sent];
+  const sent = o.queues.map((q) => send(o, q, `to ${q.name}`));
+  await o.writer.commit();
+  assert.equal(o.t.sent - pipelines, 1, 'one pipeline');
+  assert.equal((await calls('exec')) - exec, 1, 'one transaction');
+  assert.equal((await calls('evalsha')) - evalsha, 3, 'one call per shard');
+  for (const [i, q] of o.queues.entries()) {
+    assert.deepEqual(await stored(o, q), [sent[i]], q.name);
+    const tag = o.layout.shards[q.shard]?.prefix ?? '';
+    assert.equal((await redis.server.client.get(`${tag}commit`)) !== null, true, `${q.name}: its chain`);
+  }
+});
+
+test('Given Redis holds the calls, when six ticks each send a message, then four bundles are in flight at once and the rest wait in one batch', async () => {
+  const o = await open(2);
+  const [a, b] = o.queues as [Queue, Queue];
   const before = o.writer.stats.batches;
+  const pipelines = o.t.sent;
   await pauseWrites();
   const commits: Promise<void>[] = [];
   const sent: string[] = [];
   try {
     for (let i = 0; i < 6; i++) {
-      sent.push(send(o, `b${i}`));
-      commits.push(o.writer.commit());
+      sent.push(send(o, i % 2 === 0 ? a : b, `b${i}`));
+      commits.push(o.writer.commit(i % 2 === 0 ? [a.shard] : [b.shard]));
       await tick();
     }
-    assert.equal(o.t.pending, 4, 'four calls in flight');
-    assert.equal(o.t.maxPending, 4);
-    assert.equal(commits[4], commits[5], 'ticks 5 and 6 share the batch waiting for a slot');
+    assert.equal(o.t.pending, 4, 'four bundles in flight');
+    assert.equal(o.t.sent - pipelines, 4);
+    assert.equal(commits[4], o.writer.commit([a.shard]), 'tick 5 waits in the open batch');
     // Read on another connection: on the writer's it would wait behind the held calls.
-    assert.equal(await redis.server.client.hlen(o.keys.messages(o.q.uid)), 0, 'nothing applied while paused');
+    assert.deepEqual(await stored(o, a), [], 'nothing applied while paused');
   } finally {
     await unpause();
   }
   await Promise.all(commits);
   assert.equal(o.writer.stats.batches - before, 5);
-  assert.deepEqual((await o.c.hkeys(o.keys.messages(o.q.uid))).sort(), sent.sort());
+  assert.deepEqual(await stored(o, a), [sent[0], sent[2], sent[4]].sort());
+  assert.deepEqual(await stored(o, b), [sent[1], sent[3], sent[5]].sort());
   assert.equal(o.t.maxPending, 4, 'never more than four');
 });
 
-test('Given a new writer, when its first call is unanswered, then the next batch waits for it (it may load the script)', async () => {
-  const c = await redis.connect({ commandTimeoutMs: 10_000 });
-  const t = tap(c);
-  const keys = keysFor(uniquePrefix());
-  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store);
-  const writer = new Writer({ redis: c, keys, unavailable });
-  writer.attach(store);
-  await pauseWrites();
-  const commits: Promise<void>[] = [];
-  try {
-    for (const name of ['a', 'b', 'c']) {
-      store.create({ accountId: '000000000000', region: 'us-east-1', name }, {}, {});
-      commits.push(writer.commit());
-      await tick();
-    }
-    assert.equal(t.pending, 1);
-  } finally {
-    await unpause();
-  }
-  await Promise.all(commits);
-  assert.equal(t.maxPending, 1);
-  assert.equal(await c.hlen(keys.queues), 3);
-});
-
-test('Given a tick that makes a batch of several calls, when it is written, then its calls go one at a time', async () => {
+test('Given a tick that makes a part of several calls, when it is written, then its calls go one bundle at a time', async () => {
   const o = await open();
-  for (let i = 0; i < 25_000; i++) send(o, 'x');
-  const calls = o.t.sent;
+  const q = o.queues[0] as Queue;
+  for (let i = 0; i < 25_000; i++) send(o, q, 'x');
+  const pipelines = o.t.sent;
+  const evalsha = await calls('evalsha');
   await o.writer.commit();
-  assert.equal(o.t.sent - calls, 3, 'cut into three calls');
+  assert.equal(o.t.sent - pipelines, 3, 'three bundles');
+  assert.equal((await calls('evalsha')) - evalsha, 3, 'cut into three calls');
   assert.equal(o.t.maxPending, 1, 'each alone: together they would risk the command timeout');
-  assert.equal(await o.c.hlen(o.keys.messages(o.q.uid)), 25_000);
+  assert.equal((await stored(o, q)).length, 25_000);
 });
 
-test('Given four calls in flight, when the second is fenced, then the two behind it write nothing and are answered 503, and the first is applied', async () => {
-  let token = 'tok';
-  const o = await open(() => token);
-  const calls = o.t.sent;
+test("Given four bundles in flight over two shards, when shard A's second call is fenced, then A's later calls write nothing and are answered 503, and shard B's all resolve", async () => {
+  const o = await open(2);
+  const [a, b] = o.queues as [Queue, Queue];
+  await o.c.set(o.layout.shards[a.shard]?.lease ?? '', 'tok');
   await pauseWrites();
-  const ids: string[] = [];
+  const inA: string[] = [];
+  const inB: string[] = [];
   const commits: Record<string, Promise<void>> = {};
   let order: string[];
   try {
-    for (const name of ['A', 'B', 'C', 'D']) {
-      // B is flushed with a token the lock does not hold; C and D carry the right one again.
-      token = name === 'B' ? 'stale' : 'tok';
-      ids.push(send(o, name));
-      commits[name] = o.writer.commit();
+    for (const name of ['1', '2', '3', '4']) {
+      // A's second call is flushed with a token its lease does not hold; its 3rd and 4th with the right one.
+      o.tokens.set(a.shard, name === '2' ? 'stale' : 'tok');
+      inA.push(send(o, a, `A${name}`));
+      inB.push(send(o, b, `B${name}`));
+      commits[`A${name}`] = o.writer.commit([a.shard]);
+      commits[`B${name}`] = o.writer.commit([b.shard]);
       await tick();
     }
-    token = 'tok';
+    o.tokens.set(a.shard, 'tok');
     order = settledOrder(commits);
     assert.equal(o.t.pending, 4);
   } finally {
     await unpause();
   }
   await Promise.allSettled(Object.values(commits));
-  assert.deepEqual(order, ['A ok', 'B 503', 'C 503', 'D 503']);
-  assert.deepEqual(o.t.answers.slice(calls), [
-    ScriptCode.OK,
-    ScriptCode.FENCED,
-    ScriptCode.OUT_OF_CHAIN,
-    ScriptCode.OUT_OF_CHAIN,
-  ]);
-  assert.equal(o.failures.length, 1);
-  assert.ok(o.failures[0] instanceof FencedError, 'told the cause, not the refusals behind it');
-  assert.deepEqual(await o.c.hkeys(o.keys.messages(o.q.uid)), [ids[0]], 'only A is in Redis');
-  await assert.rejects(o.writer.commit(), is503);
+  assert.deepEqual(
+    order.filter((s) => s.startsWith('A')),
+    ['A1 ok', 'A2 503', 'A3 503', 'A4 503'],
+  );
+  assert.deepEqual(
+    order.filter((s) => s.startsWith('B')),
+    ['B1 ok', 'B2 ok', 'B3 ok', 'B4 ok'],
+  );
+  assert.equal(o.failures.length, 1, 'told once');
+  assert.equal(o.failures[0]?.[0], a.shard);
+  assert.ok(o.failures[0]?.[1] instanceof FencedError, 'told the cause, not the refusals behind it');
+  assert.deepEqual(await stored(o, a), [inA[0]], 'only A1 is in Redis');
+  assert.deepEqual(await stored(o, b), [...inB].sort());
+  await assert.rejects(o.writer.commit([a.shard]), is503);
+  await assert.rejects(o.writer.commit(), is503, 'every scope: A is among them');
+  await o.writer.commit([b.shard]);
 });
 
-test('Given three calls in flight, when the first is malformed, then the two behind it write nothing', async () => {
-  const o = await open();
-  const first = o.t.sent;
-  // argv: sha, numkeys, 4 keys, token, prefix, previous id, own id, then the first opcode.
-  o.t.rewrite = (n, argv) => {
-    if (n === first) argv[10] = 'not an opcode';
-  };
-  await pauseWrites();
-  const commits: Record<string, Promise<void>> = {};
-  let order: string[];
-  try {
-    for (const name of ['A', 'B', 'C']) {
-      send(o, name);
-      commits[name] = o.writer.commit();
-      await tick();
-    }
-    order = settledOrder(commits);
-    assert.equal(o.t.pending, 3);
-  } finally {
-    await unpause();
-  }
-  await Promise.allSettled(Object.values(commits));
-  assert.deepEqual(order, ['A 503', 'B 503', 'C 503']);
-  assert.deepEqual(o.t.answers.slice(first), [
-    ScriptCode.MALFORMED,
-    ScriptCode.OUT_OF_CHAIN,
-    ScriptCode.OUT_OF_CHAIN,
-  ]);
-  assert.equal(await o.c.hlen(o.keys.messages(o.q.uid)), 0);
+test('Given a shard whose lease another instance holds, when a tick writes to three shards, then only that shard fails, until resetShard', async () => {
+  const o = await open(3);
+  const [bad, ...good] = o.queues as [Queue, Queue, Queue];
+  await o.c.set(o.layout.shards[bad.shard]?.lease ?? '', 'another instance');
+  o.tokens.set(bad.shard, 'tok');
+  const sent = o.queues.map((q) => send(o, q, 'first'));
+  const settled = await Promise.allSettled(o.queues.map((q) => o.writer.commit([q.shard])));
+  assert.deepEqual(
+    settled.map((s) => s.status),
+    ['rejected', 'fulfilled', 'fulfilled'],
+  );
+  assert.ok(settled[0]?.status === 'rejected' && is503(settled[0].reason));
+  assert.deepEqual(
+    o.failures.map(([s, e]) => [s, e.name]),
+    [[bad.shard, 'FencedError']],
+  );
+  assert.ok(o.writer.failure(bad.shard) instanceof FencedError);
+  assert.equal(o.writer.failure(good[0].shard), undefined);
+  for (const [i, q] of good.entries()) assert.deepEqual(await stored(o, q), [sent[i + 1]]);
+  assert.deepEqual(await stored(o, bad), []);
+
+  // Its events are dropped meanwhile; the others' are written.
+  send(o, bad, 'dropped');
+  const later = send(o, good[0], 'later');
+  await assert.rejects(o.writer.commit([bad.shard]), is503);
+  await o.writer.commit([good[0].shard]);
+  assert.deepEqual(await stored(o, good[0]), [sent[1], later].sort());
+  assert.deepEqual(await stored(o, bad), []);
+  assert.equal(o.failures.length, 1, 'still told once');
+
+  // The owner got the lease back and reloaded the shard: a fresh chain.
+  await o.c.set(o.layout.shards[bad.shard]?.lease ?? '', 'tok');
+  o.writer.resetShard(bad.shard);
+  assert.equal(o.writer.failure(bad.shard), undefined);
+  const again = send(o, bad, 'again');
+  await o.writer.commit([bad.shard]);
+  await o.writer.commit();
+  assert.deepEqual(await stored(o, bad), [again]);
 });
 
 test('Given the chain key changed behind the writer, when its next call runs, then it writes nothing', async () => {
   const o = await open();
-  await o.c.set(o.keys.commit, 'someone else');
-  send(o, 'refused');
-  await assert.rejects(o.writer.commit(), is503);
-  assert.equal(o.t.answers.at(-1), ScriptCode.OUT_OF_CHAIN);
-  assert.equal(await o.c.hlen(o.keys.messages(o.q.uid)), 0);
-  assert.equal(await o.c.get(o.keys.commit), 'someone else');
+  const q = o.queues[0] as Queue;
+  const keys = o.layout.shards[q.shard];
+  assert.ok(keys !== undefined);
+  await o.c.set(keys.commit, 'someone else');
+  send(o, q, 'refused');
+  await assert.rejects(o.writer.commit([q.shard]), is503);
+  assert.match(o.failures[0]?.[1].message ?? '', /not applied/);
+  assert.deepEqual(await stored(o, q), []);
+  assert.equal(await o.c.get(keys.commit), 'someone else');
 });
 
-test("Given batch k's answer is late, when batch k+1's answer comes first, then k+1 resolves only after k", async () => {
+test('Given queues created, changed and deleted, then the catalog in meta follows them, and a name deleted and created again in one tick keeps the new queue', async () => {
   const o = await open();
-  const { first, release } = holdNextCall(o);
-  const commits: Record<string, Promise<void>> = {};
-  for (const name of ['A', 'B']) {
-    send(o, name);
-    commits[name] = o.writer.commit();
-    await tick();
-  }
-  const order = settledOrder(commits);
-  await until('both answers', () => o.t.answers.length >= first + 2);
-  for (let i = 0; i < 10; i++) await tick();
-  assert.deepEqual(order, [], 'B was applied but waits for A');
-  release();
-  await Promise.all(Object.values(commits));
-  assert.deepEqual(order, ['A ok', 'B ok']);
+  const catalog = o.layout.meta.catalog(ACCOUNT, REGION);
+  const entry = async (name: string): Promise<ReturnType<typeof deserializeCatalogEntry> | undefined> => {
+    const r = await o.c.hget(catalog, name);
+    return r === null ? undefined : deserializeCatalogEntry(name, r);
+  };
+  const first = o.queues[0] as Queue;
+  assert.deepEqual(await entry(first.name), { shard: first.shard, uid: first.uid, fifo: false });
+
+  const fifo = { FifoQueue: 'true' };
+  const dlq = o.store.create({ accountId: ACCOUNT, region: REGION, name: 'dlq.fifo' }, fifo, {}).queue;
+  const src = o.store.create({ accountId: ACCOUNT, region: REGION, name: 'src.fifo' }, fifo, {}).queue;
+  o.store.setAttributes(src, {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }),
+  });
+  await o.writer.commit();
+  assert.deepEqual(await entry('src.fifo'), {
+    shard: src.shard,
+    uid: src.uid,
+    fifo: true,
+    deadLetterTargetArn: dlq.arn,
+  });
+
+  o.store.delete(first);
+  const again = o.store.create({ accountId: ACCOUNT, region: REGION, name: first.name }, {}, {}).queue;
+  o.store.delete(dlq);
+  await o.writer.commit();
+  assert.notEqual(again.uid, first.uid);
+  assert.deepEqual(await entry(first.name), { shard: first.shard, uid: again.uid, fifo: false });
+  assert.equal(await entry('dlq.fifo'), undefined);
 });
 
-test('Given a failure seen while an earlier call is unanswered, when that call is answered, then its batch still resolves, before the failed one rejects', async () => {
-  let token = 'tok';
-  const o = await open(() => token);
-  const { release } = holdNextCall(o);
-  const commits: Record<string, Promise<void>> = {};
-  for (const name of ['A', 'B']) {
-    token = name === 'B' ? 'stale' : 'tok';
-    send(o, name);
-    commits[name] = o.writer.commit();
+test('Given a tenant and a move task, then the tenant is in meta and the task in the shard of its source queue', async () => {
+  const o = await open();
+  o.store.tenants.create('team-a', '111111111111', [], o.clock.now());
+  const dlq = o.store.create({ accountId: ACCOUNT, region: REGION, name: 'tasks-dlq' }, {}, {}).queue;
+  const src = o.store.create({ accountId: ACCOUNT, region: REGION, name: 'tasks-src' }, {}, {}).queue;
+  o.store.setAttributes(src, {
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 3 }),
+  });
+  await o.writer.commit();
+  const task = o.store.startMoveTask(ACCOUNT, dlq.arn, undefined, undefined, REGION);
+  await o.writer.commit([dlq.shard]);
+  const record = await o.c.hget(o.layout.shards[dlq.shard]?.tasks ?? '', task.taskId);
+  assert.ok(record !== null, 'in the shard of the source (the dead-letter queue)');
+  assert.equal(deserializeMoveTask(record).sourceArn, dlq.arn);
+  const tenant = await o.c.hget(o.layout.meta.tenants, 'team-a');
+  assert.ok(tenant !== null);
+  assert.equal(deserializeTenant(tenant).accountId, '111111111111');
+});
+
+test('Given Redis lost its scripts and the connection was made again, when the next tick is written, then the script is loaded first and nothing fails', async () => {
+  const o = await open(2);
+  await redis.server.client.call('SCRIPT', 'FLUSH');
+  const ready = once(o.c, 'ready');
+  await redis.server.client.call('CLIENT', 'KILL', 'ID', String(await o.c.client('ID')));
+  await ready;
+  const sent = o.queues.map((q) => send(o, q, 'after a reconnect'));
+  await o.writer.commit();
+  assert.deepEqual(o.failures, []);
+  for (const [i, q] of o.queues.entries()) assert.deepEqual(await stored(o, q), [sent[i]]);
+});
+
+test('Given the scripts flushed on the same connection, when a tick is written, then its shards fail (NOSCRIPT), and after resetShard the script is loaded again', async () => {
+  const o = await open(2);
+  await redis.server.client.call('SCRIPT', 'FLUSH');
+  for (const q of o.queues) send(o, q, 'refused');
+  await assert.rejects(o.writer.commit(), is503);
+  assert.deepEqual(
+    o.failures.map(([s, e]) => [s, /NOSCRIPT/.test(e.message)]),
+    o.queues.map((q) => [q.shard, true]),
+  );
+  for (const q of o.queues) o.writer.resetShard(q.shard);
+  const sent = o.queues.map((q) => send(o, q, 'loaded again'));
+  await o.writer.commit();
+  for (const [i, q] of o.queues.entries()) assert.deepEqual(await stored(o, q), [sent[i]]);
+});
+
+test('Given a bundle over three shards in flight, when its connection is closed, then each of the three shards fails once and the other scopes do not', async () => {
+  const o = await open(3);
+  const id = String(await o.c.client('ID'));
+  await pauseWrites();
+  let commits: Promise<PromiseSettledResult<void>[]>;
+  try {
+    for (const q of o.queues) send(o, q, 'lost');
+    commits = Promise.allSettled(o.queues.map((q) => o.writer.commit([q.shard])));
     await tick();
+    assert.equal(o.t.pending, 1);
+    await redis.server.client.call('CLIENT', 'KILL', 'ID', id);
+  } finally {
+    await unpause();
   }
-  const order = settledOrder(commits);
-  await until('the failure', () => o.failures.length > 0);
-  assert.ok(o.failures[0] instanceof FencedError);
-  await assert.rejects(o.writer.commit(), is503, 'the writer stops at once');
-  assert.deepEqual(order, [], 'B waits for A');
-  release();
-  await Promise.allSettled(Object.values(commits));
-  assert.deepEqual(order, ['A ok', 'B 503']);
+  const settled = await commits;
+  assert.ok(settled.every((s) => s.status === 'rejected' && is503(s.reason)));
+  assert.deepEqual(o.failures.map(([s]) => s).sort(), o.queues.map((q) => q.shard).sort());
+  assert.equal(o.writer.failure('meta'), undefined, 'meta had no call in it');
 });

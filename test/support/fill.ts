@@ -11,6 +11,7 @@ import type { Message } from '../../src/core/message.js';
 import { QueueStore } from '../../src/core/store.js';
 import { serializeMessage } from '../../src/persistence/codec.js';
 import { keysFor } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
@@ -33,7 +34,8 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
   const clock = new ManualClock(Date.now());
   const store = new QueueStore(clock);
   await loadStore(client, keys, store);
-  const writer = new Writer({ redis: client, keys, unavailable: (e) => e });
+  const layout = layoutFor(opts.prefix);
+  const writer = new Writer({ layout, connectionFor: () => client, unavailable: (e) => e });
   writer.attach(store);
   const accountId = opts.accountId ?? '000000000000';
   const name = opts.queueName ?? 'loaded';
@@ -55,7 +57,10 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
   }
   // In flight for an hour: still so when a test reads them back after filling.
   q.receive(opts.inflight ?? 10, 3_600_000, clock.now());
-  const key = keys.messages(q.uid);
+  // Beside the queue's record, which the writer put in its shard (layout v2).
+  const shardKeys = layout.shards[q.shard];
+  if (shardKeys === undefined) throw new Error(`no shard ${q.shard}`);
+  const key = shardKeys.messages(q.uid);
   // About 16 MiB per pipeline, at most 1,000 fields per HSET.
   const perHset = Math.max(1, Math.min(1000, Math.floor((4 * 2 ** 20) / (opts.bodySize + 200))));
   let pipeline = client.pipeline();
@@ -70,7 +75,7 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
       pending = 0;
     }
   }
-  pipeline.hset(keys.seq, q.uid, String(q.nextSequence));
+  pipeline.hset(shardKeys.seq, q.uid, String(q.nextSequence));
   await execOk(pipeline);
   return sent.map((m) => m.id);
 }

@@ -1,8 +1,8 @@
 /**
  * Persistence scenarios written once and run over each Redis the server can use: one redis-server
  * or a Redis Cluster (test/integration/persistence-backends.test.ts). Each writes through the
- * writer as the server does (on a Cluster, on the connection of the slot's master:
- * src/persistence/redis.ts writeConnection) and loads what Redis holds into a fresh store, as a
+ * writer as the server does (on a Cluster, on the connection of each shard's master:
+ * src/persistence/write-connections.ts) and loads what Redis holds into a fresh store, as a
  * restart does, which must equal the store in memory field by field (snapshot.ts). Each scenario
  * takes its own key prefix; time is a ManualClock.
  */
@@ -12,8 +12,10 @@ import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
+import { writeConnections } from '../../src/persistence/write-connections.js';
 import { loadStore } from '../../src/persistence/loader.js';
-import { createClient, writeConnection, type RedisClient } from '../../src/persistence/redis.js';
+import { createClient, type RedisClient } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { msg, sendOne } from './queue.js';
@@ -101,9 +103,12 @@ interface Opened {
 async function open(b: PersistenceBackend, keys: Keys, clock = new ManualClock()): Promise<Opened> {
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
   await loadStore(b.client, keys, store);
+  const layout = layoutFor(keys.prefix);
+  const to = await writeConnections(b.client, layout);
   const writer = new Writer({
-    redis: await writeConnection(b.client, keys.commit),
-    keys,
+    layout,
+    connectionFor: to.connectionFor,
+    multi: to.multi,
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
   });
   writer.attach(store);
