@@ -231,12 +231,14 @@ const FLAGS = {
       read: hostPortList,
       describe:
         'Redis Cluster seed nodes, host:port,host:port... (any few of its nodes); instead of --redis-addr. ' +
-        'Every key shares one hash tag, so one master holds them all',
+        'The 256 shards of the queues spread over its masters',
     },
     redisPrefix: {
       default: '{ssq}:',
       read: redisPrefix,
-      describe: 'Prefix of every Redis key; must hold a hash tag such as {ssq}',
+      describe:
+        'Namespace of the Redis keys, written with a hash tag such as {ssq} (where layout 1 kept ' +
+        'its keys); layout 2 puts its text without the braces before each shard tag, nothing for {ssq}:',
     },
     redisWaitReplicas: {
       default: '0',

@@ -64,6 +64,8 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       longPollWaiters: () => services.poller.waiting,
       leader: () => ha?.stats(),
       loading: () => (ha ?? persistence)?.loading,
+      migration: () => (ha ?? persistence)?.migrating,
+      shardsDown: () => (ha ?? persistence)?.shardsDown,
       memory: () => memoryStats(services.store),
       deadLetters: () => deadLetterStats(services.store),
     },

@@ -78,6 +78,11 @@ export class Queue {
   lastModifiedAt: number;
   lastPurgeAt = Number.NEGATIVE_INFINITY;
   deleted = false;
+  /**
+   * Dropped with its shard, to be loaded again from storage (QueueStore.evictShard): `deleted`
+   * too, for everything in core, but storage must not take this object's last events for a delete.
+   */
+  evicted = false;
   /** Messages moved to the dead-letter queue since this process loaded the queue (metrics). */
   deadLettered = 0;
 

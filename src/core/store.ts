@@ -285,6 +285,7 @@ export class QueueStore {
     for (const q of [...this.queues.values()]) {
       if (q.shard !== shard) continue;
       this.queues.delete(q.key);
+      q.evicted = true;
       this.forget(q);
       this.moveTasks.forgetSource(q.arn);
       this.listener.available?.(q);

@@ -24,6 +24,14 @@
  *   sqs_loading_bytes{part}                               done (read so far) | all (in Redis; bytes
  *                                                         estimated from sampled records); no
  *                                                         series while not loading
+ * - sqs_migration                                         gauge, 1 while layout 1 in Redis is being
+ *                                                         migrated to layout 2 (before loading)
+ * - sqs_migration_queues{part}, sqs_migration_messages    gauges of the migration: queues copied
+ *                                                         (done) of all; messages copied
+ * - sqs_shards_down{reason}                               gauge, shards not served now: reloading
+ *                                                         (a write of theirs failed) | refused (too
+ *                                                         big for the memory budget)
+ * - sqs_shard_down{shard,reason}                          gauge, 1 per shard not served now
  * - sqs_memory_budget_bytes                               gauge, the memory budget (--max-memory)
  * - sqs_memory_used_bytes                                 gauge, what the store holds against it
  * - sqs_memory_refusing                                   gauge, 1 while sends are refused (until
@@ -76,6 +84,12 @@ export interface MemoryStats {
 }
 
 /** A load from Redis in progress (src/persistence/loader.ts, LoadProgress). */
+export interface MigrationStats {
+  readonly queues: number;
+  readonly queuesTotal: number;
+  readonly messages: number;
+}
+
 export interface LoadingStats {
   readonly queues: number;
   readonly queuesTotal: number;
@@ -121,6 +135,10 @@ export interface MetricsProviders {
   readonly leader?: () => LeaderStats | undefined;
   /** The sqs_loading* series; absent or undefined: not loading. */
   readonly loading?: () => LoadingStats | undefined;
+  /** The sqs_migration* series; absent or undefined: no migration running. */
+  readonly migration?: () => MigrationStats | undefined;
+  /** The shards not served now, and why; absent: none. */
+  readonly shardsDown?: () => ReadonlyMap<number, 'reloading' | 'refused'> | undefined;
   /** The sqs_memory_* and sqs_tenant_memory_* gauges; absent: 0 and no series. */
   readonly memory?: () => MemoryStats;
   /** sqs_messages_moved_to_dlq_total (message-metrics.ts); absent: no series. */
@@ -328,6 +346,7 @@ export class Metrics {
     );
     this.writeLeader(out);
     this.writeLoading(out);
+    this.writeShards(out);
     this.writeMemory(out);
     for (const section of this.sections) section(out);
     this.writeQueues(out);
@@ -431,6 +450,48 @@ export class Metrics {
       'bytes',
       'bytesTotal',
     );
+  }
+
+  private writeShards(out: Exposition): void {
+    const m = this.providers.migration?.();
+    out.single(
+      'sqs_migration',
+      'gauge',
+      '1 while layout 1 in Redis is being migrated to layout 2 (before the state is loaded), else 0',
+      m === undefined ? 0 : 1,
+    );
+    out.family(
+      'sqs_migration_queues',
+      'gauge',
+      'Queues of the migration in progress: copied (done) and in layout 1 (all)',
+    );
+    if (m !== undefined) {
+      out.sample('sqs_migration_queues', 'part="done"', m.queues);
+      out.sample('sqs_migration_queues', 'part="all"', m.queuesTotal);
+    }
+    out.single(
+      'sqs_migration_messages',
+      'gauge',
+      'Messages the migration in progress has copied',
+      m?.messages ?? 0,
+    );
+    const down = this.providers.shardsDown?.();
+    let reloading = 0;
+    let refused = 0;
+    for (const why of down?.values() ?? []) {
+      if (why === 'refused') refused++;
+      else reloading++;
+    }
+    out.family(
+      'sqs_shards_down',
+      'gauge',
+      'Shards whose queues are not served now: reloading (a write of theirs failed) or refused (too big for the memory budget)',
+    );
+    out.sample('sqs_shards_down', 'reason="reloading"', reloading);
+    out.sample('sqs_shards_down', 'reason="refused"', refused);
+    out.family('sqs_shard_down', 'gauge', '1 for each shard whose queues are not served now, with why');
+    for (const [shard, why] of down ?? [])
+      out.sample('sqs_shard_down', `shard="${shard}",reason="${why}"`, 1);
   }
 
   private writeMemory(out: Exposition): void {

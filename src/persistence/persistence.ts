@@ -30,27 +30,32 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Durability } from '../core/durability.js';
+import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
+import { deserializeMessage } from './codec.js';
 import { quietLog, type LogSink } from '../log.js';
-import type { Keys } from './keys.js';
+import type { Layout } from './layout.js';
 import {
   LayoutError,
   LoadProgress,
-  loadStore,
+  loadMeta,
+  loadShard,
   StoreTooBigError,
   UnloadableError,
   type LoadStats,
 } from './loader.js';
+import { migrateV1, MigrationProgress } from './migrate.js';
 import { FencedError } from './scripts.js';
-import { Writer, type ReplicaWait } from './writer.js';
+import { writeConnections, type WriteConnections } from './write-connections.js';
+import { ReplicaWaitError, Writer, type ReplicaWait, type Scope } from './writer.js';
 import type { Redis } from 'ioredis';
-import { connectionName, duplicateClient, writeConnection, type RedisClient } from './redis.js';
+import { connectionName, duplicateClient, type RedisClient } from './redis.js';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
 
 export interface PersistenceOptions {
   readonly redis: RedisClient;
-  readonly keys: Keys;
+  readonly layout: Layout;
   /** A new, empty store for the loader to fill. */
   readonly createStore: () => QueueStore;
   /** What commit() rejects with when a change could not be stored (an SqsError: a 503). */
@@ -75,7 +80,15 @@ export interface PersistenceOptions {
   readonly keepConnection?: boolean | undefined;
   /** --redis-wait-replicas and friends: every batch waits for replicas (writer.ts); undefined: none. */
   readonly replicaWait?: ReplicaWait | undefined;
+  /** A shard could not be loaded into this process's memory budget: refused by name (its queues 503). */
+  readonly onShardRefused?: ((shard: number, cause: Error) => void) | undefined;
 }
+
+/** How often a shard refused for want of memory is tried again. */
+const REFUSED_RETRY_MS = 60_000;
+
+/** `[s]` for each shard: what a request's commit passes, made once rather than per request. */
+const ONE_SHARD: readonly (readonly Scope[])[] = Array.from({ length: 256 }, (_, s) => Object.freeze([s]));
 
 /** The Redis connected to cannot do what the configuration asks (WAITAOF before Redis 7.2). */
 export class UnsupportedError extends UnloadableError {
@@ -111,6 +124,13 @@ export class Persistence implements Durability {
   private recovering: Promise<void> | undefined;
   private readonly log: LogSink;
   private progress: LoadProgress | undefined;
+  private migration: MigrationProgress | undefined;
+  /** The store served now and its connections, while serving. */
+  private served: { store: QueueStore; conns: WriteConnections } | undefined;
+  /** Shards not served now: being loaded again after a failed write, or refused (too big). */
+  private readonly down = new Map<number, 'reloading' | 'refused'>();
+  private reloading: Promise<void> | undefined;
+  private refusedTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: PersistenceOptions) {
     this.log = opts.log ?? quietLog;
@@ -131,6 +151,16 @@ export class Persistence implements Durability {
     return this.progress;
   }
 
+  /** How far a migration from layout 1 got; undefined unless one runs. */
+  get migrating(): MigrationProgress | undefined {
+    return this.migration;
+  }
+
+  /** Shards not served now, and why (the others serve). */
+  get shardsDown(): ReadonlyMap<number, 'reloading' | 'refused'> {
+    return this.down;
+  }
+
   /**
    * Connects and loads; resolves once the first store was handed over. Keeps retrying while Redis
    * is unreachable; rejects with a LayoutError when the data is of another layout.
@@ -140,12 +170,12 @@ export class Persistence implements Durability {
   }
 
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
-  commit(): Promise<void> {
+  commit(shard?: number): Promise<void> {
     const w = this.current;
     if (w === undefined) {
       return Promise.reject(this.opts.unavailable(new Error(`persistence is ${this.stateNow}`)));
     }
-    return w.commit();
+    return w.commit(shard === undefined ? undefined : ONE_SHARD[shard]);
   }
 
   /** Waits for the changes made so far (when it can), then closes the connection. */
@@ -153,10 +183,13 @@ export class Persistence implements Durability {
     if (this.stateNow === 'closed') return;
     this.stateNow = 'closed';
     this.stopping.abort();
+    clearTimeout(this.refusedTimer);
     const w = this.current;
     this.current = undefined;
+    this.served = undefined;
     if (w !== undefined) await w.close().catch(() => undefined);
     await this.recovering?.catch(() => undefined);
+    await this.reloading?.catch(() => undefined);
     if (this.opts.keepConnection === true) return;
     try {
       await this.opts.redis.quit();
@@ -166,29 +199,43 @@ export class Persistence implements Durability {
   }
 
   private async cycle(first: boolean): Promise<void> {
-    const { redis, keys } = this.opts;
+    const { redis, layout } = this.opts;
     const signal = this.stopping.signal;
     for (let attempt = 0; !signal.aborted; attempt++) {
       this.stateNow = 'connecting';
       try {
         await this.connected(signal);
-        const writeTo = await writeConnection(redis, keys.commit);
-        await checkReplicaWait(writeTo, this.opts.replicaWait);
+        const conns = await writeConnections(redis, layout);
+        await checkReplicaWait(conns.connectionFor(layout.meta), this.opts.replicaWait);
         this.stateNow = 'loading';
         const store = this.opts.createStore();
+        this.down.clear();
         const stats = await this.load(store);
         if (signal.aborted) break;
+        const token = this.opts.token;
         const writer: Writer = new Writer({
-          redis: writeTo,
-          keys,
-          token: this.opts.token,
+          layout,
+          connectionFor: conns.connectionFor,
+          multi: conns.multi,
+          token: token === undefined ? undefined : () => token(),
           unavailable: this.opts.unavailable,
-          onFailure: (cause) => this.diverge(writer, cause),
+          onFailure: (scope, cause) => this.failed(writer, scope, cause),
           replicas: this.opts.replicaWait,
         });
         writer.attach(store);
         this.current = writer;
+        this.served = { store, conns };
+        try {
+          await this.replayTransfers(writer, store);
+        } catch (e) {
+          this.current = undefined;
+          this.served = undefined;
+          throw e;
+        }
+        // A write failed meanwhile and dropped the store: the recovery it started serves.
+        if (this.current !== writer) return;
         this.stateNow = 'serving';
+        if (this.down.size > 0) this.retryRefusedLater();
         this.log.info(
           {
             queues: stats.queues,
@@ -222,14 +269,25 @@ export class Persistence implements Durability {
     throw new Error('persistence closed');
   }
 
-  /** Loads into `store` on a connection of its own, logging progress meanwhile. */
-  private async load(store: QueueStore): Promise<LoadStats> {
-    const { redis, keys } = this.opts;
+  /** A connection for the loader, whose commands may take {@link LOAD_COMMAND_TIMEOUT_MS}. */
+  private reader(): RedisClient {
+    const redis = this.opts.redis;
     const reader = duplicateClient(redis, {
       commandTimeout: LOAD_COMMAND_TIMEOUT_MS,
       connectionName: `${connectionName(redis) ?? 'shared-sqs'}:loader`,
     });
     reader.on('error', () => undefined);
+    return reader;
+  }
+
+  /**
+   * Loads into `store` on a connection of its own, logging progress meanwhile: the layout and
+   * tenants (migrating layout 1 first when that is what Redis holds), then every shard. A shard
+   * too big for what is left of the budget is refused on its own (`down`); the rest load.
+   */
+  private async load(store: QueueStore): Promise<LoadStats> {
+    const { layout } = this.opts;
+    const reader = this.reader();
     const progress = new LoadProgress();
     this.progress = progress;
     const timer = setInterval(() => {
@@ -248,11 +306,193 @@ export class Persistence implements Durability {
     }, this.opts.progressEveryMs ?? 5000);
     try {
       await reader.connect();
-      return await loadStore(reader, keys, store, { token: this.opts.token?.(), progress });
+      const token = this.opts.token?.() ?? '';
+      while ((await loadMeta(reader, layout, store, { token })).state === 'needs-migration') {
+        this.migration = new MigrationProgress();
+        await migrateV1(reader, layout, { token, metaToken: token, log: this.log, progress: this.migration });
+      }
+      const stats: LoadStats = { queues: 0, messages: 0, bytes: 0, ms: 0, maxBlockMs: 0 };
+      const started = performance.now();
+      for (const keys of layout.shards) {
+        try {
+          const s = await loadShard(reader, keys, store, { token, progress });
+          stats.queues += s.queues;
+          stats.messages += s.messages;
+          stats.bytes += s.bytes;
+          stats.maxBlockMs = Math.max(stats.maxBlockMs, s.maxBlockMs);
+        } catch (e) {
+          if (!(e instanceof StoreTooBigError)) throw e;
+          this.refuse(store, keys.shard, e);
+        }
+      }
+      stats.ms = performance.now() - started;
+      return stats;
     } finally {
       clearInterval(timer);
       this.progress = undefined;
+      this.migration = undefined;
       reader.disconnect();
+    }
+  }
+
+  /**
+   * Settles the transfers between shards that Redis still holds in an outbox (writer.ts,
+   * Transfer): those of every shard at start, or after `only` was read back, those out of it and
+   * into it. An entry whose destination has the mark was applied: its entry and mark are deleted.
+   * One without is applied now, the message put in its queue as recorded. One whose queue is
+   * gone is dropped, as its queue's messages were. Shards not served now are left for their load.
+   */
+  private async replayTransfers(writer: Writer, store: QueueStore, only?: number): Promise<void> {
+    const { layout } = this.opts;
+    const reader = this.reader();
+    try {
+      await reader.connect();
+      const outboxes = await Promise.all(layout.shards.map((k) => reader.hgetall(`${k.prefix}out`)));
+      const byUid = new Map<string, Queue>();
+      const pending: { source: number; dest: number; uid: string; id: string; record: string }[] = [];
+      outboxes.forEach((entries, source) => {
+        for (const [field, value] of Object.entries(entries)) {
+          const colon = field.lastIndexOf(':');
+          const sep = value.indexOf(':');
+          const dest = Number(value.slice(0, sep));
+          const t = {
+            source,
+            dest,
+            uid: field.slice(0, colon),
+            id: field.slice(colon + 1),
+            record: value.slice(sep + 1),
+          };
+          if (only !== undefined && source !== only && dest !== only) continue;
+          if (this.down.has(source) || this.down.has(dest) || writer.transferring(t.uid, t.id)) continue;
+          pending.push(t);
+        }
+      });
+      if (pending.length === 0) return;
+      for (const q of store.all()) byUid.set(q.uid, q);
+      const marked = await Promise.all(
+        pending.map((t) => reader.hexists(`${layout.shards[t.dest]?.prefix ?? ''}in:${t.uid}`, t.id)),
+      );
+      if (this.current !== writer) return;
+      let applied = 0;
+      pending.forEach((t, i) => {
+        const queue = byUid.get(t.uid);
+        if (queue !== undefined && marked[i] === 0 && !writer.transferring(t.uid, t.id)) {
+          const message = deserializeMessage(t.id, t.record);
+          if (queue.adoptMessage(message, store.clock.now())) {
+            writer.replayTransfer(t.source, queue, message);
+            applied++;
+            return;
+          }
+        }
+        writer.settleTransfer(t.source, t.dest, t.uid, t.id);
+      });
+      this.log.info(
+        { transfers: pending.length, applied, shard: only },
+        'transfers between shards left by an earlier write settled',
+      );
+    } finally {
+      reader.disconnect();
+    }
+  }
+
+  /** A shard that does not fit: its queues answer 503, the others serve; told by name. */
+  private refuse(store: QueueStore, shard: number, cause: Error): void {
+    store.evictShard(shard);
+    this.down.set(shard, 'refused');
+    this.log.error(
+      { shard, error: cause.message, retryInMs: REFUSED_RETRY_MS },
+      'a shard does not fit this process: its queues are not served, the other shards are',
+    );
+    this.opts.onShardRefused?.(shard, cause);
+  }
+
+  private retryRefusedLater(): void {
+    clearTimeout(this.refusedTimer);
+    this.refusedTimer = setTimeout(() => {
+      for (const [shard, why] of this.down) if (why === 'refused') this.reloadShard(shard);
+    }, REFUSED_RETRY_MS);
+    this.refusedTimer.unref();
+  }
+
+  /**
+   * A write of one shard failed: only that shard's queues stop (503) while they are read back
+   * from Redis; the others serve on. A failure that says nothing about one shard alone (meta,
+   * fenced, a timeout or a closed connection, whose outcome is unknown) drops the whole store.
+   */
+  private failed(writer: Writer, scope: Scope, cause: Error): void {
+    if (this.current !== writer || this.stateNow === 'closed') return;
+    if (scope === 'meta' || !shardLocal(cause)) {
+      this.diverge(writer, cause);
+      return;
+    }
+    const served = this.served;
+    if (served === undefined) return;
+    this.log.error(
+      { shard: scope, error: cause.message },
+      'a write of one shard failed: its queues are not served until it is read back from Redis',
+    );
+    served.store.evictShard(scope);
+    this.reloadShard(scope);
+  }
+
+  /** Queues a shard to be loaded again into the store served; one shard at a time. */
+  private reloadShard(shard: number): void {
+    const previous = this.down.get(shard);
+    this.down.set(shard, previous === 'refused' ? 'refused' : 'reloading');
+    if (this.reloading !== undefined) return;
+    this.reloading = this.reloadDown().finally(() => {
+      this.reloading = undefined;
+    });
+  }
+
+  private async reloadDown(): Promise<void> {
+    const signal = this.stopping.signal;
+    for (let attempt = 0; !signal.aborted;) {
+      const writer = this.current;
+      const served = this.served;
+      if (writer === undefined || served === undefined) return;
+      const next = [...this.down].find(([, why]) => why === 'reloading') ?? [...this.down][0];
+      if (next === undefined) return;
+      const [shard, why] = next;
+      const keys = this.opts.layout.shards[shard];
+      if (keys === undefined) return;
+      const reader = this.reader();
+      try {
+        await served.conns.refresh(keys);
+        // From here the shard's events are written again, on a fresh chain: it holds no queue
+        // until the load restores them (evictShard), and nothing of it is created meanwhile.
+        writer.resetShard(shard);
+        await reader.connect();
+        await loadShard(reader, keys, served.store, { token: this.opts.token?.() ?? '' });
+        if (this.current !== writer) return;
+        served.store.shardLoaded(shard);
+        this.down.delete(shard);
+        await this.replayTransfers(writer, served.store, shard).catch((e: unknown) => {
+          // What is left in the outboxes stays there: read the shard back again to settle it.
+          if (this.current === writer) served.store.evictShard(shard);
+          this.down.set(shard, 'reloading');
+          throw e;
+        });
+        attempt = 0;
+        this.log.info({ shard }, 'shard read back from Redis: serving its queues again');
+      } catch (e) {
+        if (this.current !== writer || signal.aborted) return;
+        if (e instanceof StoreTooBigError) {
+          if (why !== 'refused') this.refuse(served.store, shard, e);
+          this.down.set(shard, 'refused');
+          this.retryRefusedLater();
+          if (![...this.down.values()].includes('reloading')) return;
+          continue;
+        }
+        const wait = Math.min(100 * 2 ** Math.min(attempt++, 5), this.opts.maxBackoffMs ?? 2000);
+        this.log.warn(
+          { shard, error: e instanceof Error ? e.message : String(e), retryInMs: wait },
+          'reading a shard back from Redis failed',
+        );
+        await delay(wait, undefined, { signal }).catch(() => undefined);
+      } finally {
+        reader.disconnect();
+      }
     }
   }
 
@@ -272,6 +512,8 @@ export class Persistence implements Durability {
   private diverge(writer: Writer, cause: Error): void {
     if (this.current !== writer || this.stateNow === 'closed') return;
     this.current = undefined;
+    this.served = undefined;
+    clearTimeout(this.refusedTimer);
     this.stateNow = 'diverged';
     this.log.error(
       { error: cause.message, fenced: cause instanceof FencedError },
@@ -289,4 +531,15 @@ export class Persistence implements Durability {
       }
     });
   }
+}
+
+/**
+ * A failure whose effect is that shard's alone: the script refused the call or failed in it, so
+ * the call's outcome is known and the other shards' calls are not concerned. A fenced call ends
+ * the term, and a timeout, a closed connection or too few replicas leave the outcome unknown for
+ * every call on that connection: those drop the whole store, as with one shard.
+ */
+function shardLocal(cause: Error): boolean {
+  if (cause instanceof FencedError || cause instanceof ReplicaWaitError) return false;
+  return !/timed? ?out|connection|stream|closed|ECONN|EPIPE/i.test(cause.message);
 }

@@ -135,8 +135,36 @@ interface Batch {
   readonly tenants: Set<Tenant>;
   /** Queues created, changed or deleted: their names' catalog entries. */
   readonly catalog: Set<Queue>;
+  /** Messages that moved from a queue of one shard to a queue of another. */
+  readonly transfers: Transfer[];
   /** The scopes it touched. */
   readonly scopes: Set<ScopeState>;
+}
+
+/**
+ * A message that left a queue of one shard for a queue of another: the source's call writes the
+ * removal and an outbox entry holding the message as the destination has it (`out`, field
+ * `<dest uid>:<id>`); the destination's call writes the message and marks it received
+ * (`in:<dest uid>`, field `<id>`). Once both are applied the outbox entry is deleted, and once
+ * that is applied the mark. Whatever a crash or a failed write leaves in between, the next load
+ * of either shard settles (persistence.ts, replayTransfers): an entry whose mark is there was
+ * applied; one whose mark is not is applied now, so the message is never lost, and the mark is
+ * what keeps a message that was received and deleted meanwhile from coming back.
+ */
+interface Transfer {
+  readonly field: string;
+  readonly source: ScopeState;
+  readonly dest: Queue;
+  readonly message: Message;
+  /** False for a transfer replayed from the outbox: its entry is in Redis already. */
+  readonly writeOut: boolean;
+}
+
+/** A field to delete from a scope's hash, and what to do once that is applied. */
+interface Cleanup {
+  readonly key: string;
+  readonly field: string;
+  readonly then?: (() => void) | undefined;
 }
 
 /** What one batch changed in one scope. */
@@ -276,6 +304,10 @@ export class Writer {
   private closed = false;
   private store: QueueStore | undefined;
   readonly stats: WriterStats = { batches: 0, objects: 0 };
+  /** Outbox fields of transfers written and not yet settled (see Transfer). */
+  private readonly transfers = new Set<string>();
+  /** Per scope, the hash fields to delete in its next part. */
+  private readonly cleanups = new Map<ScopeState, Cleanup[]>();
 
   constructor(private readonly opts: WriterOptions) {
     const scope = (id: Scope, keys: Keys): ScopeState => ({
@@ -299,6 +331,8 @@ export class Writer {
 
   record(e: ChangeEvent): void {
     if (this.closed) return;
+    // A queue dropped with its shard says nothing about Redis: its shard is being read back.
+    if ('queue' in e && e.queue.evicted) return;
     switch (e.type) {
       case 'message-put':
       case 'message-delete': {
@@ -335,9 +369,23 @@ export class Writer {
       case 'tenant-delete':
         this.touch(this.meta)?.tenants.add(e.tenant);
         break;
-      case 'message-moved':
-        // One shard holds both queues: the delete and the put are in this one call already.
+      case 'message-moved': {
+        const source = this.shardOf(e.from);
+        const dest = this.shardOf(e.queue);
+        // One shard holds both queues: the delete and the put are in one call already.
+        if (source === dest) break;
+        // The destination's part may be failed (the shard is being read back): the outbox
+        // entry alone carries the message, and that shard's load applies it.
+        this.touch(dest);
+        this.touch(source)?.transfers.push({
+          field: `${e.queue.uid}:${e.message.id}`,
+          source,
+          dest: e.queue,
+          message: e.message,
+          writeOut: true,
+        });
         break;
+      }
     }
   }
 
@@ -366,6 +414,45 @@ export class Writer {
     }
     if (waits.length < 2) return waits[0] ?? RESOLVED;
     return Promise.all(waits).then(() => undefined);
+  }
+
+  /**
+   * A transfer found in `sourceShard`'s outbox whose message `dest` did not have: `message` was
+   * put in `dest` again (Queue.adoptMessage, whose message-put is in the open batch); it is
+   * marked there, then the entry and the mark are deleted as for a live transfer.
+   */
+  replayTransfer(sourceShard: number, dest: Queue, message: Message): void {
+    const b = this.touch(this.shardOf(dest));
+    b?.transfers.push({
+      field: `${dest.uid}:${message.id}`,
+      source: this.scope(sourceShard),
+      dest,
+      message,
+      writeOut: false,
+    });
+  }
+
+  /** A transfer found settled (marked, or its queue gone): its outbox entry and mark go. */
+  settleTransfer(sourceShard: number, destShard: number, destUid: string, id: string): void {
+    const field = `${destUid}:${id}`;
+    if (this.transfers.has(field)) return;
+    this.clean(this.scope(sourceShard), 'out', field, () =>
+      this.clean(this.scope(destShard), `in:${destUid}`, id),
+    );
+  }
+
+  /** The transfer is being written by this writer now: a replay must leave it alone. */
+  transferring(destUid: string, id: string): boolean {
+    return this.transfers.has(`${destUid}:${id}`);
+  }
+
+  /** Queues a field of a scope's hash for deletion in the next batch; `then` once applied. */
+  private clean(st: ScopeState, key: string, field: string, then?: () => void): void {
+    // Closed (stopping): left for the next load to settle, like after a crash.
+    if (this.closed || this.touch(st) === undefined) return;
+    let list = this.cleanups.get(st);
+    if (list === undefined) this.cleanups.set(st, (list = []));
+    list.push({ key, field, then });
   }
 
   /** The cause of the failure that stopped the scope, until resetShard. */
@@ -441,6 +528,7 @@ export class Writer {
       tasks: new Set(),
       tenants: new Set(),
       catalog: new Set(),
+      transfers: [],
       scopes: new Set(),
     };
     this.open = b;
@@ -751,6 +839,51 @@ export class Writer {
   }
 
   /** The apply script's ARGV lists (see scripts/apply-4.lua for the operations), per scope, chained. */
+  /**
+   * Writes the outbox entries of the batch's transfers in their sources' calls; returns the
+   * transfers whose message the destination is to be marked for (after its message writes).
+   */
+  private outbox(b: Batch, to: (st: ScopeState) => CallBuilder | undefined): Transfer[] {
+    const marked: Transfer[] = [];
+    for (const t of b.transfers) {
+      const destScope = this.shardOf(t.dest);
+      if (t.dest.deleted || t.message.state === 'deleted') {
+        // The message went with its queue, or was received and deleted in this very tick.
+        if (!t.writeOut)
+          this.settleTransfer(t.source.id as number, destScope.id as number, t.dest.uid, t.message.id);
+        continue;
+      }
+      if (t.writeOut) {
+        const src = to(t.source);
+        if (src === undefined) continue;
+        src.hash('out', [t.field, `${String(destScope.id)}:${serializeMessage(t.message)}`], []);
+      }
+      marked.push(t);
+    }
+    return marked;
+  }
+
+  /** The queued cleanups of the scopes in this flush, into their calls. */
+  private cleanupsInto(
+    parts: ReadonlyMap<ScopeState, Part>,
+    to: (st: ScopeState) => CallBuilder | undefined,
+  ): void {
+    for (const [st, list] of this.cleanups) {
+      const cb = to(st);
+      const part = parts.get(st);
+      if (cb === undefined || part === undefined) continue;
+      this.cleanups.delete(st);
+      const byKey = new Map<string, string[]>();
+      for (const c of list) {
+        let fields = byKey.get(c.key);
+        if (fields === undefined) byKey.set(c.key, (fields = []));
+        fields.push(c.field);
+        if (c.then !== undefined) part.done.then(c.then, () => undefined);
+      }
+      for (const [key, fields] of byKey) cb.hash(key, [], fields);
+    }
+  }
+
   private build(b: Batch, parts: ReadonlyMap<ScopeState, Part>, tally: Tally): Call[][] {
     const builders = new Map<ScopeState, CallBuilder>();
     const to = (st: ScopeState): CallBuilder | undefined => {
@@ -875,6 +1008,11 @@ export class Writer {
       }
     }
 
+    // Outbox entries before the message writes, marks after them: when a part is cut into several
+    // chained calls, a call is applied only if those before it were, so an entry is never
+    // missing where its removal was written, and a mark never stands for a missing message.
+    const outbox = this.outbox(b, to);
+
     // Per queue: [id, record, id, record...] written and [id...] deleted. Most ticks touch one queue.
     const groups = new Map<Queue, { cb: CallBuilder; puts: string[]; dels: string[] }>();
     for (const [m, q] of b.messages) {
@@ -903,6 +1041,28 @@ export class Writer {
       cb.chunked(['M', q.uid, q.nextSequence], puts, true);
       cb.chunked(['X', q.uid], dels, false);
     }
+
+    for (const t of outbox) {
+      const destScope = this.shardOf(t.dest);
+      const dst = to(destScope);
+      const srcPart = parts.get(t.source);
+      const dstPart = parts.get(destScope);
+      if (dst === undefined || dstPart === undefined || (t.writeOut && srcPart === undefined)) continue;
+      dst.hash(`in:${t.dest.uid}`, [t.message.id, String(t.source.id)], []);
+      this.transfers.add(t.field);
+      const settled =
+        t.writeOut && srcPart !== undefined ? Promise.all([srcPart.done, dstPart.done]) : dstPart.done;
+      const id = t.message.id;
+      const destUid = t.dest.uid;
+      settled.then(
+        () => {
+          this.transfers.delete(t.field);
+          this.settleTransfer(t.source.id as number, destScope.id as number, destUid, id);
+        },
+        () => this.transfers.delete(t.field),
+      );
+    }
+    this.cleanupsInto(parts, to);
     const out: Call[][] = [];
     for (const cb of builders.values()) {
       const calls = cb.finish();

@@ -12,7 +12,7 @@ import { memoryOnly, type Durability } from '../core/durability.js';
 import type { Config } from '../config.js';
 import type { ActivePassive } from '../ha/active.js';
 import type { Logger } from '../log.js';
-import { keysFor } from '../persistence/keys.js';
+import { layoutFor } from '../persistence/layout.js';
 import type { Persistence } from '../persistence/persistence.js';
 import type { RedisTarget } from '../persistence/redis.js';
 import { SqsError } from '../sqs/errors.js';
@@ -43,7 +43,7 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
   const { stores, logger } = opts;
   // What a Persistence and an ActivePassive share: the stores they load into and how they fail.
   const common = {
-    keys: keysFor(config.redisPrefix),
+    layout: layoutFor(config.redisPrefix),
     createStore: stores.newStore,
     onStore: stores.replace,
     onFatal: opts.fatal,

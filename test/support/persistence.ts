@@ -4,7 +4,7 @@
  */
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { Persistence, type PersistenceOptions } from '../../src/persistence/persistence.js';
 import type { RedisClient } from '../../src/persistence/redis.js';
 import { SqsError } from '../../src/sqs/errors.js';
@@ -12,7 +12,7 @@ import { uniquePrefix } from './redis.js';
 
 export interface WatchedPersistence {
   readonly p: Persistence;
-  readonly keys: Keys;
+  readonly layout: Layout;
   readonly clock: ManualClock;
   /** Every store handed over, the first one (at start) first. */
   readonly stores: QueueStore[];
@@ -27,13 +27,13 @@ export function watchedPersistence(
   options: Partial<Omit<PersistenceOptions, 'redis' | 'onStore' | 'onDiverged'>> = {},
 ): WatchedPersistence {
   const clock = new ManualClock();
-  const keys = options.keys ?? keysFor(uniquePrefix());
+  const layout = options.layout ?? layoutFor(uniquePrefix());
   const stores: QueueStore[] = [];
   const diverged: Error[] = [];
   let next: ((s: QueueStore) => void) | undefined;
   const p = new Persistence({
     redis,
-    keys,
+    layout,
     createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
     maxBackoffMs: 200,
@@ -47,7 +47,7 @@ export function watchedPersistence(
   });
   return {
     p,
-    keys,
+    layout,
     clock,
     stores,
     diverged,

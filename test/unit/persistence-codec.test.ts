@@ -69,6 +69,8 @@ const QUEUE_STRUCTURE = new Set([
   'queueByArn',
   // shardOf(accountId, region, name): computed again from the persisted identity.
   'shard',
+  // Set only while its shard is dropped to be loaded again; never on a queue that is stored.
+  'evicted',
   // Message structures (lists.ts and heaps), filled by the loader through restoreMessage. Visible
   // messages whose timeout passed are restored into the visible list, which is in send order;
   // messages out of sentAt order (dead letters) and FIFO groups are rebuilt the same way.

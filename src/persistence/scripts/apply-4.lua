@@ -21,13 +21,15 @@
     ARGV[4] id of this call, stored in KEYS[4] once every operation is written
     ARGV[5...] operations, each an opcode and its arguments:
       'Q' uid record                                queue created or changed
-      'D' uid                                       queue deleted, with its messages and FIFO records
+      'D' uid                                       queue deleted, with its messages, FIFO records and
+                                                    transfer marks (in:<uid>)
       'P' uid                                       queue purged: all its messages (and receive
                                                     attempts) gone; deduplication records stay
       'M' uid nextSeq n id1 rec1 ... idn recn       n messages written (created or changed)
       'X' uid n id1 ... idn                         n messages deleted
       'S' key n f1 v1 ... fn vn                     n fields set in the hash <prefix><key>
-                                                    (d:<uid>, a:<uid>, tasks)
+                                                    (d:<uid>, a:<uid>, tasks, tenants, out,
+                                                    in:<uid>, cat:<account>:<region>)
       'R' key n f1 ... fn                           n fields deleted from the hash <prefix><key>
 
   Output:
@@ -87,7 +89,7 @@ while i <= n do
     redis.call('UNLINK', prefix .. 'm:' .. uid, prefix .. 'a:' .. uid)
     i = i + 2
   elseif op == 'D' then
-    redis.call('UNLINK', prefix .. 'm:' .. uid, prefix .. 'd:' .. uid, prefix .. 'a:' .. uid)
+    redis.call('UNLINK', prefix .. 'm:' .. uid, prefix .. 'd:' .. uid, prefix .. 'a:' .. uid, prefix .. 'in:' .. uid)
     redis.call('HDEL', queues, uid)
     redis.call('HDEL', seqs, uid)
     i = i + 2
