@@ -10,6 +10,7 @@ import { describe } from 'node:test';
 import { LeasesUnavailableError, ShardLeases } from '../../src/ha/leases.js';
 import type { ElectorTimers } from '../../src/ha/elector.js';
 import type { LogSink } from '../../src/log.js';
+import { watchedLog } from '../support/log.js';
 import { SHARD_COUNT } from '../../src/shard/hash.js';
 import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import type { RedisClient } from '../../src/persistence/redis.js';
@@ -30,26 +31,6 @@ async function leasesIn(c: RedisClient, layout: Layout): Promise<{ holder: strin
   return Promise.all(
     layout.shards.map(async (k) => ({ holder: await c.get(k.lease), pttl: await c.pttl(k.lease) })),
   );
-}
-
-/** A log that keeps its messages, and resolves `seen(msg)` when a line with that message is logged. */
-function watchedLog(): LogSink & { seen(msg: string): Promise<object>; readonly lines: string[] } {
-  const waiting: { msg: string; resolve: (o: object) => void }[] = [];
-  const lines: string[] = [];
-  const line = (obj: object, msg: string): void => {
-    lines.push(msg);
-    for (const w of waiting.filter((x) => x.msg === msg)) {
-      waiting.splice(waiting.indexOf(w), 1);
-      w.resolve(obj);
-    }
-  };
-  return {
-    info: line,
-    warn: line,
-    error: line,
-    lines,
-    seen: (msg) => new Promise((resolve) => waiting.push({ msg, resolve })),
-  };
 }
 
 /** `waiting`, unless the acquisition settles first (it took a lease it must not have). */
