@@ -255,6 +255,27 @@ export async function releaseLeases(
   return released;
 }
 
+/**
+ * Waits until each master's connection is up or has failed. A Cluster client connects to a node at
+ * the first command for it, and without an offline queue (redis.ts) it refuses every other command
+ * for that node while the connection is being made: 256 calls at once would mostly fail.
+ */
+async function mastersConnected(c: Cluster): Promise<void> {
+  await Promise.all(
+    c.nodes('master').map((node) => {
+      if (node.status === 'ready') return Promise.resolve();
+      if (node.status === 'wait') return node.connect().catch(() => undefined);
+      return new Promise<void>((resolve) => {
+        const done = (): void => {
+          for (const e of ['ready', 'end', 'close'] as const) node.off(e, done);
+          resolve();
+        };
+        for (const e of ['ready', 'end', 'close'] as const) node.once(e, done);
+      });
+    }),
+  );
+}
+
 interface Call {
   readonly keys: readonly string[];
   readonly args: readonly ScriptArg[];
@@ -272,8 +293,10 @@ async function runScripts(redis: RedisClient, script: LuaScript, calls: readonly
       (e: unknown) => ({ ok: false, error: e instanceof Error ? e : new Error(String(e)) }),
     );
   if (calls.length === 0) return [];
-  if (redis instanceof Cluster)
+  if (redis instanceof Cluster) {
+    await mastersConnected(redis);
     return Promise.all(calls.map((c) => settle(script.run(redis, c.keys, c.args))));
+  }
   const pipeline = redis.pipeline();
   for (const c of calls) pipeline.call('evalsha', [script.sha, script.numKeys, ...c.keys, ...c.args]);
   const replies = (await pipeline.exec()) ?? [];
