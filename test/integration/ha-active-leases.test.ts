@@ -5,23 +5,26 @@
  * leader stops renewing is the only wait on a TTL, a short one.
  */
 import assert from 'node:assert/strict';
+import { Cluster } from 'ioredis';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import { ActivePassive } from '../../src/ha/active.js';
 import { systemTimers, type ElectorTimers } from '../../src/ha/elector.js';
 import { keysFor, type Keys } from '../../src/persistence/keys.js';
 import { layoutFor, type Layout } from '../../src/persistence/layout.js';
-import { createRedis } from '../../src/persistence/redis.js';
+import { createClient, createRedis, type RedisClient } from '../../src/persistence/redis.js';
 import { ScriptCode, scripts } from '../../src/persistence/scripts.js';
 import { SHARD_COUNT } from '../../src/shard/hash.js';
 import { watchedLog, type WatchedLog } from '../support/log.js';
 import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
+import { redisCluster } from '../support/scenarios-persistence.js';
 import { sharedRedis } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
 const redis = sharedRedis({ before, after }, { aof: false });
+const cluster = redisCluster({ before, after });
 
 const LEADING = 'leading: serving';
 const FOLLOWING = 'leader election: another instance leads';
@@ -54,10 +57,10 @@ after(async () => {
 function instance(
   instanceId: string,
   prefix: string,
-  o: { ttlMs: number; intervalMs: number; timers?: ElectorTimers },
+  o: { ttlMs: number; intervalMs: number; timers?: ElectorTimers; connection?: () => RedisClient },
 ): Instance {
   const log = watchedLog();
-  const connection = (): ReturnType<typeof createRedis> => createRedis({ url: redis.url });
+  const connection = o.connection ?? ((): RedisClient => createRedis({ url: redis.url }));
   const me: Instance = {
     log,
     loads: 0,
@@ -247,4 +250,52 @@ test('Given a leader, When one of its shard leases is found holding another toke
   assert.equal(a.ap.serving, false);
   assert.equal(a.ap.elector.status().lastEnd?.reason, 'lost');
   assert.equal(await redis.client.get(taken.lock), '9:intruder', 'the other token is left alone');
+});
+
+test('Given a Redis Cluster of three masters, When an instance leads, Then it holds all 256 leases across the masters; When it steps down, Then they are all gone and a follower leads with them', async () => {
+  const prefix = uniquePrefix();
+  const layout = layoutFor(prefix);
+  const c = cluster.client;
+  const connection = (): RedisClient => createClient({ cluster: cluster.started.startupNodes });
+  const leasesOnCluster = async (): Promise<(string | null)[]> => {
+    // The client refuses the commands for a node while it connects to it (no offline queue).
+    if (c instanceof Cluster) await Promise.all(c.nodes('master').map((n) => n.ping()));
+    return Promise.all(layout.shards.map((k) => c.get(k.lease)));
+  };
+  const opts = { ttlMs: 60_000, intervalMs: 20_000, connection };
+  const a = instance('host-a', prefix, opts);
+  const aLeads = a.log.seen(LEADING);
+  a.ap.start();
+  await aLeads;
+  assert.ok(!a.log.lines.includes(WAITING), 'every lease was taken at the first attempt');
+  const tokenA = a.ap.elector.token;
+  assert.deepEqual(
+    (await leasesOnCluster()).flatMap((h, s) => (h === tokenA ? [] : [[s, h]])),
+    [],
+    'every shard lease holds the term token',
+  );
+
+  const b = instance('host-b', prefix, opts);
+  const bFollows = b.log.seen(FOLLOWING);
+  const bLeads = b.log.seen(LEADING);
+  const bWaits = b.log.seen(WAITING);
+  b.ap.start();
+  await bFollows;
+  assert.equal(await a.ap.stepDown(), true);
+  assert.deepEqual(
+    (await leasesOnCluster()).flatMap((h, s) => (h === tokenA ? [s] : [])),
+    [],
+    'no lease holds the old token once the step-down returns',
+  );
+  await before2(bLeads, bWaits, 'the follower found a lease still held');
+  const tokenB = b.ap.elector.token;
+  assert.deepEqual(
+    (await leasesOnCluster()).flatMap((h, s) => (h === tokenB ? [] : [[s, h]])),
+    [],
+  );
+  const k = layout.shards[128] as Keys;
+  assert.equal(
+    await scripts.apply.run(c, [k.lock, k.queues, k.seq, k.commit], [tokenA ?? '', k.prefix, '', 'c1']),
+    ScriptCode.FENCED,
+  );
 });
