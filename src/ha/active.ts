@@ -282,6 +282,8 @@ export class ActivePassive implements Durability {
     const leases = new ShardLeases({
       redis: this.opts.lockRedis,
       layout: this.layout,
+      // The term's Persistence below still writes layout 1 and fences on `keys.lock`: leased like
+      // a shard, which also keeps out an instance of the layout 1 release that would take it.
       extra: [this.opts.keys],
       token: term.token,
       ttlMs,
