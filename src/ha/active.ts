@@ -2,6 +2,12 @@
  * Active/passive: the elector (elector.ts) joined to the Redis persistence, the data-plane gate and
  * the drain. server.ts builds one of these instead of a plain Persistence when leader election is on.
  *
+ * - The leader lock is the meta tag's (layout 2: `lockKeys(layout.meta)`), and the term also holds
+ *   every shard's lease with its token (leases.ts), each shard's writes fencing on its own lease.
+ *   The leases are taken before the term's Persistence exists, renewed in the same tick as the
+ *   lock (a renewal counts only when both succeed: the local deadline logic is the elector's),
+ *   and released before the lock when the term ends. A term that cannot get them all within
+ *   ttl + 2 intervals (by then an earlier holder's would have expired) steps down and sits out.
  * - Each term has its own Persistence (src/persistence/persistence.ts), created when the lock is
  *   won, with that term's token as its fencing token: the whole state is loaded from Redis into a
  *   fresh store before the term can serve (so nothing the previous leader wrote is missed), and
@@ -22,12 +28,21 @@ import type { Durability } from '../core/durability.js';
 import type { QueueStore } from '../core/store.js';
 import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from '../persistence/keys.js';
+import { layoutFor, type Layout } from '../persistence/layout.js';
 import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
 import { Persistence } from '../persistence/persistence.js';
 import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
 import { Elector, type ElectorStatus, type ElectorTimers, type Term } from './elector.js';
-import { lockKeys, RedisLock, ReleaseListener, type LockInfo } from './lock.js';
+import { leaseKeys, LeasesUnavailableError, releaseLeases, ShardLeases } from './leases.js';
+import {
+  lockKeys,
+  RedisLock,
+  ReleaseListener,
+  type LockBackend,
+  type LockInfo,
+  type LockKeys,
+} from './lock.js';
 import type { RedisClient } from '../persistence/redis.js';
 
 export interface ActivePassiveOptions {
@@ -37,7 +52,10 @@ export interface ActivePassiveOptions {
   readonly lockRedis: RedisClient;
   /** A connection for the release channel (a subscribed connection can do nothing else). */
   readonly subscriber: RedisClient;
+  /** The layout 1 keys the term's Persistence writes; they fence on a lease like a shard's. */
   readonly keys: Keys;
+  /** Layout 2: the leader lock on its meta tag, a lease per shard; default for `keys.prefix`. */
+  readonly layout?: Layout | undefined;
   /** hostname-pid: unique among the instances, part of every token. */
   readonly instanceId: string;
   readonly ttlMs: number;
@@ -67,13 +85,21 @@ export interface LeaderStatus extends ElectorStatus {
   readonly draining: boolean;
   /** The lock as Redis has it (undefined fields when Redis could not be read). */
   readonly lock: (LockInfo & { readonly error?: string }) | { readonly error: string };
+  /** The current term's leases: how many it holds of how many; undefined without a term. */
+  readonly leases: { readonly held: number; readonly total: number } | undefined;
 }
 
 export class ActivePassive implements Durability {
   readonly kind = 'active-passive';
   readonly elector: Elector;
+  /** The leader lock, on the meta tag. */
   readonly lock: RedisLock;
+  readonly layout: Layout;
   private readonly listener: ReleaseListener;
+  /** Every lease a term holds: the shards', then the layout 1 keys'. */
+  private readonly leaseKeys: readonly LockKeys[];
+  /** The current term's, from its load on. */
+  private leases: ShardLeases | undefined;
   private persistence: Persistence | undefined;
   private readonly closing = new Set<Promise<void>>();
   private draining = false;
@@ -84,11 +110,13 @@ export class ActivePassive implements Durability {
 
   constructor(private readonly opts: ActivePassiveOptions) {
     this.log = opts.log ?? quietLog;
-    const keys = lockKeys(opts.keys);
+    this.layout = opts.layout ?? layoutFor(opts.keys.prefix);
+    this.leaseKeys = leaseKeys(this.layout, [opts.keys]);
+    const keys = lockKeys(this.layout.meta);
     opts.lockRedis.on('error', () => undefined);
     this.lock = new RedisLock(opts.lockRedis, keys);
     this.elector = new Elector({
-      lock: this.lock,
+      lock: this.termLock(),
       instanceId: opts.instanceId,
       ttlMs: opts.ttlMs,
       intervalMs: opts.intervalMs,
@@ -188,7 +216,14 @@ export class ActivePassive implements Durability {
     } catch (e) {
       lock = { error: e instanceof Error ? e.message : String(e) };
     }
-    return { ...this.elector.status(), serving: this.serving, draining: this.draining, lock };
+    const l = this.leases;
+    return {
+      ...this.elector.status(),
+      serving: this.serving,
+      draining: this.draining,
+      lock,
+      leases: l === undefined ? undefined : { held: l.heldCount, total: l.total },
+    };
   }
 
   stats(): {
@@ -210,7 +245,65 @@ export class ActivePassive implements Durability {
 
   // -------------------------------------------------------------------------------------------
 
+  /**
+   * The leader lock as the elector uses it, with the term's leases joined to it: a renewal is
+   * one tick for both (true only when both held), and a release drops the leases first, so that
+   * the follower the lock's release wakes finds them free.
+   */
+  private termLock(): LockBackend {
+    const lock = this.lock;
+    return {
+      acquire: (instanceId, ttlMs) => lock.acquire(instanceId, ttlMs),
+      holder: () => lock.holder(),
+      renew: async (token, ttlMs) => {
+        const leases = this.leases?.token === token ? this.leases : undefined;
+        const [ours, leased] = await Promise.all([lock.renew(token, ttlMs), leases?.renew() ?? true]);
+        if (ours && !leased)
+          this.log.error({ token }, 'a shard lease holds another token: this term is over');
+        return ours && leased;
+      },
+      release: async (token) => {
+        try {
+          await releaseLeases(this.opts.lockRedis, this.leaseKeys, token);
+        } catch (e) {
+          // They expire with their TTL; the lock is released all the same.
+          this.log.warn(
+            { error: e instanceof Error ? e.message : String(e) },
+            'releasing the shard leases failed',
+          );
+        }
+        return lock.release(token);
+      },
+    };
+  }
+
   private async load(term: Term): Promise<void> {
+    const { ttlMs, intervalMs } = this.opts;
+    const leases = new ShardLeases({
+      redis: this.opts.lockRedis,
+      layout: this.layout,
+      // The term's Persistence below still writes layout 1 and fences on `keys.lock`: leased like
+      // a shard, which also keeps out an instance of the layout 1 release that would take it.
+      extra: [this.opts.keys],
+      token: term.token,
+      ttlMs,
+      intervalMs,
+      timers: this.opts.timers,
+      log: this.log,
+    });
+    this.leases = leases;
+    try {
+      await leases.acquire({ signal: term.signal, withinMs: ttlMs + 2 * intervalMs });
+    } catch (e) {
+      if (e instanceof LeasesUnavailableError && !term.signal.aborted) {
+        this.log.error(
+          { epoch: term.epoch, missing: e.missing, holders: Object.fromEntries(e.holders) },
+          'the shard leases were not all free in time: stepping down',
+        );
+        void this.elector.stepDown('leases');
+      }
+      throw e;
+    }
     const p = new Persistence({
       redis: this.opts.redis,
       keys: this.opts.keys,
@@ -245,6 +338,7 @@ export class ActivePassive implements Durability {
   private endTerm(): void {
     const p = this.persistence;
     this.persistence = undefined;
+    this.leases = undefined;
     this.opts.onDrop();
     if (p !== undefined) {
       const closing = p.close().catch(() => undefined);

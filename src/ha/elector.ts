@@ -49,6 +49,7 @@ export type EndReason =
   | 'fenced' // a write was refused by the fencing check
   | 'load-failed' // reading the state failed
   | 'step-down' // asked to, on the control plane
+  | 'leases' // the shard leases were not all free in time (leases.ts): sit out as a step down
   | 'stop'; // the process is stopping
 
 /** One leadership term: from winning the lock to losing or releasing it. */
@@ -219,12 +220,13 @@ export class Elector {
   /**
    * Ends the term on purpose, releasing and announcing the lock, then sits out one TTL (or until
    * another instance is seen holding the lock). The caller drains before calling this.
-   * Resolves with false when there was no term to end.
+   * Resolves with false when there was no term to end. `reason` is what the status and the log
+   * tell: 'leases' when the term gives up for want of its shard leases.
    */
-  async stepDown(): Promise<boolean> {
+  async stepDown(reason: 'step-down' | 'leases' = 'step-down'): Promise<boolean> {
     if (this.term === undefined) return false;
     this.sitOutUntil = this.timers.now() + this.opts.ttlMs;
-    await this.end('step-down');
+    await this.end(reason);
     return true;
   }
 

@@ -9,7 +9,10 @@
  * | `<p>leader:info`       | hash    | token, since, renewed, released (Redis TIME, ms): status     |
  * | `<p>leader:released`   | channel | a released token: followers try to take the lock at once     |
  *
- * The lock key is the one the write scripts fence on (`keys.lock`, src/persistence/keys.ts).
+ * `<p>` is the meta tag's prefix in layout 2 (`lockKeys(layout.meta)`, src/persistence/layout.ts);
+ * in layout 1 it was `{ssq}:`, and the write scripts fenced on this key. In layout 2 a script may
+ * touch one tag only, so each shard's writes fence on the shard's lease instead, which the term
+ * holds with the same token (leases.ts: `lockKeys(shard)` names a lease's key and info hash).
  */
 import { loadScript } from '../persistence/scripts.js';
 import type { Keys } from '../persistence/keys.js';
@@ -52,6 +55,7 @@ export interface LockKeys {
   readonly channel: string;
 }
 
+/** The lock of `keys.lock`, and its epoch, info hash and channel beside it under the same tag. */
 export function lockKeys(keys: Keys): LockKeys {
   return {
     lock: keys.lock,

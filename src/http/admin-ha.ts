@@ -2,7 +2,8 @@
  * The two HA routes of the control plane's admin API (the rest of it is admin.ts'):
  *
  * - GET  /admin/leader            who leads, since when, the epoch, the last renewal: this
- *                                 instance's elector state and the lock as Redis has it
+ *                                 instance's elector state, the lock as Redis has it, and how
+ *                                 many of the shard leases the term holds
  * - POST /admin/leader/step-down  a planned switchover: drain, flush, release and announce the
  *                                 lock, then sit out one TTL (or until another instance leads);
  *                                 the process keeps running as a follower
@@ -71,6 +72,8 @@ function routes(app: FastifyInstance, opts: AdminHaOptions): void {
       renewFailures: s.renewFailures,
       lastEnd: s.lastEnd === undefined ? null : { reason: s.lastEnd.reason, at: iso(s.lastEnd.at) },
       lock,
+      // The current term's shard leases (held of total): a term serves only once it holds them all.
+      leases: s.leases ?? null,
     });
   });
 

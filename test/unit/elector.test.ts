@@ -398,6 +398,27 @@ test('Given a lone leader that steps down, When nobody else takes the lock, Then
   assert.ok(clock.now() - at <= TTL + INTERVAL);
 });
 
+test('Given a loading term that gives up for want of its leases, When it steps down with reason leases, Then the end says so, the lock is released and it sits out like a step down', async () => {
+  const clock = new FakeTimers();
+  const r = new FakeRedis(clock);
+  let stepDown: Promise<boolean> | undefined;
+  const a = instance(r, 'a', {
+    load: () => {
+      stepDown = a.elector.stepDown('leases');
+      return Promise.reject(new Error('leases not free'));
+    },
+  });
+  a.elector.start();
+  await clock.advance(0);
+  assert.equal(await stepDown, true);
+  assert.deepEqual(a.ends, [{ epoch: 1, reason: 'leases' }]);
+  assert.equal(a.elector.status().lastEnd?.reason, 'leases');
+  assert.deepEqual(r.released, ['1:a']);
+  await clock.advance(TTL - 1);
+  assert.equal(a.elector.state, 'follower', 'sitting out');
+  assert.equal(r.epoch, 1, 'no new term was tried');
+});
+
 test('Given a leader, When it stops, Then the lock is released and no call is made afterwards', async () => {
   const { clock, r, a } = await started();
   await a.elector.stop();
