@@ -27,9 +27,9 @@
 import type { Durability } from '../core/durability.js';
 import type { QueueStore } from '../core/store.js';
 import { quietLog, type LogSink } from '../log.js';
-import type { Keys } from '../persistence/keys.js';
-import { layoutFor, type Layout } from '../persistence/layout.js';
+import type { Layout } from '../persistence/layout.js';
 import { UnloadableError, type LoadProgress, type LoadStats } from '../persistence/loader.js';
+import type { MigrationProgress } from '../persistence/migrate.js';
 import { Persistence } from '../persistence/persistence.js';
 import type { ReplicaWait } from '../persistence/writer.js';
 import { FencedError } from '../persistence/scripts.js';
@@ -52,10 +52,8 @@ export interface ActivePassiveOptions {
   readonly lockRedis: RedisClient;
   /** A connection for the release channel (a subscribed connection can do nothing else). */
   readonly subscriber: RedisClient;
-  /** The layout 1 keys the term's Persistence writes; they fence on a lease like a shard's. */
-  readonly keys: Keys;
-  /** Layout 2: the leader lock on its meta tag, a lease per shard; default for `keys.prefix`. */
-  readonly layout?: Layout | undefined;
+  /** The leader lock on its meta tag, a lease per shard that the term's writes fence on. */
+  readonly layout: Layout;
   /** hostname-pid: unique among the instances, part of every token. */
   readonly instanceId: string;
   readonly ttlMs: number;
@@ -110,8 +108,8 @@ export class ActivePassive implements Durability {
 
   constructor(private readonly opts: ActivePassiveOptions) {
     this.log = opts.log ?? quietLog;
-    this.layout = opts.layout ?? layoutFor(opts.keys.prefix);
-    this.leaseKeys = leaseKeys(this.layout, [opts.keys]);
+    this.layout = opts.layout;
+    this.leaseKeys = leaseKeys(this.layout);
     const keys = lockKeys(this.layout.meta);
     opts.lockRedis.on('error', () => undefined);
     this.lock = new RedisLock(opts.lockRedis, keys);
@@ -145,10 +143,10 @@ export class ActivePassive implements Durability {
   }
 
   /** Resolves when the changes so far are in Redis and the term still holds; rejects otherwise. */
-  async commit(): Promise<void> {
+  async commit(shard?: number): Promise<void> {
     const p = this.persistence;
     if (p === undefined) throw this.opts.unavailable(new Error('this instance is not the leader'));
-    await p.commit();
+    await p.commit(shard);
     if (!this.elector.leading) {
       throw this.opts.unavailable(new Error('the leader term ended before the reply'));
     }
@@ -173,6 +171,16 @@ export class ActivePassive implements Durability {
   /** How far the term's load got, while it loads. */
   get loading(): LoadProgress | undefined {
     return this.persistence?.loading;
+  }
+
+  /** How far a migration from layout 1 got; undefined unless one runs. */
+  get migrating(): MigrationProgress | undefined {
+    return this.persistence?.migrating;
+  }
+
+  /** The shards of this term not served now, and why. */
+  get shardsDown(): ReadonlyMap<number, 'reloading' | 'refused'> | undefined {
+    return this.persistence?.shardsDown;
   }
 
   /**
@@ -282,9 +290,6 @@ export class ActivePassive implements Durability {
     const leases = new ShardLeases({
       redis: this.opts.lockRedis,
       layout: this.layout,
-      // The term's Persistence below still writes layout 1 and fences on `keys.lock`: leased like
-      // a shard, which also keeps out an instance of the layout 1 release that would take it.
-      extra: [this.opts.keys],
       token: term.token,
       ttlMs,
       intervalMs,
@@ -306,7 +311,7 @@ export class ActivePassive implements Durability {
     }
     const p = new Persistence({
       redis: this.opts.redis,
-      keys: this.opts.keys,
+      layout: this.layout,
       createStore: this.opts.createStore,
       unavailable: this.opts.unavailable,
       keepConnection: true,

@@ -68,7 +68,6 @@ function instance(
       redis: connection(),
       lockRedis: connection(),
       subscriber: connection(),
-      keys: keysFor(prefix),
       layout: layoutFor(prefix),
       instanceId,
       ttlMs: o.ttlMs,

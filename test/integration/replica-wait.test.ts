@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor } from '../../src/persistence/keys.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { checkReplicaWait, Persistence, UnsupportedError } from '../../src/persistence/persistence.js';
 import { createRedis } from '../../src/persistence/redis.js';
 import { ReplicaWaitError, type ReplicaWait } from '../../src/persistence/writer.js';
@@ -48,16 +48,16 @@ function persistence(
   diverged: Error[];
   waits: boolean[];
   clock: ManualClock;
-  keys: ReturnType<typeof keysFor>;
+  layout: ReturnType<typeof layoutFor>;
 } {
   const clock = new ManualClock();
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const stores: QueueStore[] = [];
   const diverged: Error[] = [];
   const waits: boolean[] = [];
   const p = new Persistence({
     redis: createRedis({ url: redis.url }),
-    keys,
+    layout,
     createStore: () => new QueueStore(clock, { deletedRecentlyMs: 0 }),
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
     onStore: (s) => stores.push(s),
@@ -65,7 +65,7 @@ function persistence(
     maxBackoffMs: 100,
     replicaWait: { ...wait, observe: (_s, ok) => waits.push(ok) },
   });
-  return { p, stores, diverged, waits, clock, keys };
+  return { p, stores, diverged, waits, clock, layout };
 }
 
 const ID = { accountId: '000000000000', region: 'us-east-1' };
@@ -94,7 +94,7 @@ test('Given a master with no replica and a wait for 1, when a message is stored,
 });
 
 test('Given a master with one replica and a wait for 1, when messages are stored, then each commit resolves only once the replica holds them', async () => {
-  const { p, stores, diverged, waits, clock, keys } = persistence(master, {
+  const { p, stores, diverged, waits, clock, layout } = persistence(master, {
     count: 1,
     timeoutMs: 250,
     aof: false,
@@ -106,7 +106,10 @@ test('Given a master with one replica and a wait for 1, when messages are stored
       const m = sendOne(q, msg(`b${i}`, { id: `m${i}` }), clock.now());
       await p.commit();
       // Read on the replica right after the reply could go out: WAIT said it has it.
-      assert.ok((await replica.client.hexists(keys.messages(q.uid), m.id)) === 1, `m${i} not on the replica`);
+      assert.ok(
+        (await replica.client.hexists(layout.shards[q.shard]?.messages(q.uid) ?? '', m.id)) === 1,
+        `m${i} not on the replica`,
+      );
     }
     assert.deepEqual(diverged, []);
     assert.ok(waits.length >= 20 && waits.every((ok) => ok));
@@ -125,12 +128,12 @@ test('Given a master that has not loaded the write script (NOSCRIPT, then EVAL),
     const cmd = (args[0] ?? '').toLowerCase();
     if (cmd === 'evalsha' || cmd === 'eval' || cmd === 'wait') seen.push(cmd);
   });
-  const { p, stores, keys } = persistence(master, { count: 1, timeoutMs: 250, aof: false });
+  const { p, stores, layout } = persistence(master, { count: 1, timeoutMs: 250, aof: false });
   await p.start();
   try {
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'noscript' }, {}, {}).queue;
     await p.commit();
-    assert.equal(await replica.client.hexists(keys.queues, q.uid), 1);
+    assert.equal(await replica.client.hexists(layout.shards[q.shard]?.queues ?? '', q.uid), 1);
     // MONITOR shows each command as Redis runs it, in order.
     const deadline = Date.now() + 5000;
     while (!seen.includes('wait')) {
@@ -150,7 +153,7 @@ test('Given --redis-wait-aof, when the Redis at hand is checked, then WAITAOF is
   const version = /^redis_version:(\S+)/m.exec(server)?.[1] ?? '';
   const [major = 0, minor = 0] = version.split('.').map(Number);
   const hasWaitAof = major > 7 || (major === 7 && minor >= 2);
-  const { p, stores, clock, keys } = persistence(master, { count: 1, timeoutMs: 250, aof: true });
+  const { p, stores, clock, layout } = persistence(master, { count: 1, timeoutMs: 250, aof: true });
   if (!hasWaitAof) {
     await assert.rejects(
       checkReplicaWait(master.client, { count: 1, timeoutMs: 250, aof: true }),
@@ -169,7 +172,7 @@ test('Given --redis-wait-aof, when the Redis at hand is checked, then WAITAOF is
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'aof' }, {}, {}).queue;
     const m = sendOne(q, msg('fsynced', { id: 'm' }), clock.now());
     await p.commit();
-    assert.equal(await replica.client.hexists(keys.messages(q.uid), m.id), 1);
+    assert.equal(await replica.client.hexists(layout.shards[q.shard]?.messages(q.uid) ?? '', m.id), 1);
   } finally {
     await p.close();
   }
