@@ -323,6 +323,11 @@ void describe('control plane: /metrics families', () => {
     sqs_loading_queues: ['gauge', ['part']],
     sqs_loading_messages: ['gauge', ['part']],
     sqs_loading_bytes: ['gauge', ['part']],
+    sqs_migration: ['gauge', []],
+    sqs_migration_queues: ['gauge', ['part']],
+    sqs_migration_messages: ['gauge', []],
+    sqs_shards_down: ['gauge', ['reason']],
+    sqs_shard_down: ['gauge', ['shard', 'reason']],
     sqs_memory_budget_bytes: ['gauge', []],
     sqs_memory_used_bytes: ['gauge', []],
     sqs_memory_refusing: ['gauge', []],
@@ -355,6 +360,12 @@ void describe('control plane: /metrics families', () => {
       bytesTotal: 200,
       seconds: 1.5,
     }),
+    migration: () => ({ queues: 3, queuesTotal: 8, messages: 70 }),
+    shardsDown: () =>
+      new Map<number, 'reloading' | 'refused'>([
+        [17, 'reloading'],
+        [200, 'refused'],
+      ]),
     memory: () => ({
       limit: 1000,
       used: 600,
@@ -412,8 +423,14 @@ void describe('control plane: /metrics families', () => {
         sample(text, 'sqs_redis_commit_wait_seconds_bucket', { le: '0.0025' }),
         sample(text, 'sqs_redis_replica_wait_seconds_bucket', { le: '+Inf' }),
         sample(text, 'sqs_redis_replica_wait_timeouts_total'),
+        sample(text, 'sqs_migration'),
+        sample(text, 'sqs_migration_queues', { part: 'done' }),
+        sample(text, 'sqs_migration_messages'),
+        sample(text, 'sqs_shards_down', { reason: 'reloading' }),
+        sample(text, 'sqs_shards_down', { reason: 'refused' }),
+        sample(text, 'sqs_shard_down', { shard: '200', reason: 'refused' }),
       ],
-      [3, 40, 5, 1, 0, 9, 4, 1, 1.5, 200, 1, 500, 1, 2, 1, 0, 1, 1, 1],
+      [3, 40, 5, 1, 0, 9, 4, 1, 1.5, 200, 1, 500, 1, 2, 1, 0, 1, 1, 1, 1, 3, 70, 1, 1, 1],
     );
   });
 
