@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
+import { layoutFor } from '../../src/persistence/layout.js';
+import { shardOf } from '../../src/shard/hash.js';
 import { uniqueName } from '../support/server.js';
 import { queryPost } from '../support/wire.js';
 import { createQueue, pause, until, type Instance, clusterFor } from './harness.js';
@@ -126,7 +128,7 @@ test(
     mon.stop();
 
     const r = w.report();
-    const proof = afterTakeover(mon.lines, `${c.prefix}leader`, oldToken, newToken);
+    const proof = afterTakeover(mon.lines, layoutFor(c.prefix).meta.lock, oldToken, newToken);
     t.diagnostic(summary(r));
     t.diagnostic(
       `old term ${oldToken}, new term ${newToken}: ${proof.calls} script calls with the old token after the takeover, writes: ${proof.writes.length}`,
@@ -156,8 +158,12 @@ test(
     t.after(() => mon.stop());
 
     // What a lost lock looks like (a Redis failover that dropped it, and another instance took it).
+    // The queue's shard lease is what its writes fence on; the leader lock goes with it.
     const intruder = '999999:intruder';
-    await c.redis.client.set(`${c.prefix}leader`, intruder, 'PX', 60_000);
+    const [account, name] = new URL(queueUrl).pathname.split('/').slice(-2) as [string, string];
+    const lease = layoutFor(c.prefix).shards[shardOf(account, 'us-east-1', name)]?.lease ?? '';
+    await c.redis.client.set(layoutFor(c.prefix).meta.lock, intruder, 'PX', 60_000);
+    await c.redis.client.set(lease, intruder, 'PX', 60_000);
     const res = await queryPost(leader.url, {
       Action: 'SendMessage',
       QueueUrl: queueUrl,
@@ -185,7 +191,7 @@ test(
     assert.equal(view.fencedWrites, 1);
     assert.equal(await leader.metric('sqs_leader_fenced_writes_total'), 1);
     assert.equal(await leader.ready(), false);
-    assert.equal(await c.redis.client.get(`${c.prefix}leader`), intruder, 'the other token is untouched');
+    assert.equal(await c.redis.client.get(lease), intruder, 'the other token is untouched');
   },
 );
 

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
+import { lockKeys } from '../../src/ha/lock.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { track } from '../support/process.js';
 import { freePort, spawnMain, type ExitStatus } from '../support/server.js';
@@ -477,7 +479,7 @@ export async function watchReleases(
   await sub.connect();
   const heard: { token: string; at: number }[] = [];
   sub.on('message', (_channel: string, token: string) => heard.push({ token, at: Date.now() }));
-  await sub.subscribe(`${prefix}leader:released`);
+  await sub.subscribe(lockKeys(layoutFor(prefix).meta).channel);
   return { heard, close: () => sub.disconnect() };
 }
 

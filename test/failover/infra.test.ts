@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { GetQueueAttributesCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { namespaceOf } from '../../src/persistence/layout.js';
 import { keysUnder } from '../support/redis.js';
 import { uniqueName } from '../support/server.js';
 import { jsonPost, queryPost } from '../support/wire.js';
@@ -64,8 +65,9 @@ test(
     // Quiet now: what the leader holds in memory is what Redis holds.
     const inMemory = await messagesIn(leader.url, queueUrl);
     let inRedis = 0;
-    for (const key of await keysUnder(c.redis.client, `${c.prefix}m:`))
-      inRedis += await c.redis.client.hlen(key);
+    for (const key of await keysUnder(c.redis.client, `${namespaceOf(c.prefix)}{ssq:s`)) {
+      if (key.includes('}:m:')) inRedis += await c.redis.client.hlen(key);
+    }
     await w.drain();
 
     const r = w.report();
