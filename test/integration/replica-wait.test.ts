@@ -118,7 +118,7 @@ test('Given a master with one replica and a wait for 1, when messages are stored
   }
 });
 
-test('Given a master that has not loaded the write script (NOSCRIPT, then EVAL), when the first batch is stored, then its WAIT is processed after the EVAL that applied it', async (t) => {
+test('Given a master that has not loaded the write script, when the first batch is stored, then the script is loaded before it and its WAIT is processed after the calls that applied it', async (t) => {
   await master.client.script('FLUSH');
   const monitor = new Redis({ host: '127.0.0.1', port: master.port });
   t.after(() => monitor.disconnect());
@@ -126,7 +126,7 @@ test('Given a master that has not loaded the write script (NOSCRIPT, then EVAL),
   const m = await monitor.monitor();
   m.on('monitor', (_time: string, args: string[]) => {
     const cmd = (args[0] ?? '').toLowerCase();
-    if (cmd === 'evalsha' || cmd === 'eval' || cmd === 'wait') seen.push(cmd);
+    if (['script', 'multi', 'evalsha', 'eval', 'exec', 'wait'].includes(cmd)) seen.push(cmd);
   });
   const { p, stores, layout } = persistence(master, { count: 1, timeoutMs: 250, aof: false });
   await p.start();
@@ -134,14 +134,16 @@ test('Given a master that has not loaded the write script (NOSCRIPT, then EVAL),
     const q = (stores[0] as QueueStore).create({ ...ID, name: 'noscript' }, {}, {}).queue;
     await p.commit();
     assert.equal(await replica.client.hexists(layout.shards[q.shard]?.queues ?? '', q.uid), 1);
-    // MONITOR shows each command as Redis runs it, in order.
+    // MONITOR shows each command as Redis runs it, in order: a transaction's commands at its EXEC.
     const deadline = Date.now() + 5000;
     while (!seen.includes('wait')) {
       assert.ok(Date.now() < deadline, `no WAIT seen: ${seen.join(' ')}`);
       await new Promise((r) => setTimeout(r, 10));
     }
-    // (The loader's layout stamp may come first, through its own script.)
-    assert.deepEqual(seen.slice(-3), ['evalsha', 'eval', 'wait'], seen.join(' '));
+    // (The loader's and the leases' scripts come first, with their own NOSCRIPT and EVAL.)
+    const writer = seen.slice(seen.lastIndexOf('script'));
+    // The queue's shard and the catalog on meta: two calls, in one transaction, never an EVAL.
+    assert.deepEqual(writer, ['script', 'multi', 'evalsha', 'evalsha', 'exec', 'wait'], seen.join(' '));
     m.disconnect();
   } finally {
     await p.close();
