@@ -6,6 +6,7 @@
  *   Redis is put right it serves again with everything it had acknowledged;
  * - its data too big for the process's memory budget at start: refused by name (log line and
  *   metric), its queues 503, the other shards served, the process up.
+ * docs/faults.md rows 23 and 24.
  */
 import assert from 'node:assert/strict';
 import {

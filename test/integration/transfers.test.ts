@@ -11,6 +11,7 @@
  * - the same, after a consumer received and deleted the message at the destination.
  * Then a Persistence loads the keyspace: the message is in the destination exactly once in the
  * first two cases, gone in the third, and the outbox and the marks are empty once it settled.
+ * docs/faults.md row 25.
  */
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
