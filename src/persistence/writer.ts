@@ -684,7 +684,8 @@ export class Writer {
         if (this.loaded.get(redis) === stream) this.loaded.delete(redis);
       });
     }
-    const multi = this.opts.multi ?? true;
+    // One call needs no transaction: a script is applied, and appended to the AOF, as one unit.
+    const multi = (this.opts.multi ?? true) && calls.length > 1;
     if (multi) command('multi', []).catch(() => undefined);
     const answers: Promise<unknown>[] = [];
     for (const call of calls) {

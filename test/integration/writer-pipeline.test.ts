@@ -184,6 +184,18 @@ test('Given three queues in three shards, when one tick sends to each, then it i
   }
 });
 
+test('Given one queue, when one tick sends to it, then it is one script call and no transaction', async () => {
+  const o = await open(1);
+  const [q] = o.queues as [Queue];
+  await o.writer.commit();
+  const [multi, exec, evalsha] = [await calls('multi'), await calls('exec'), await calls('evalsha')];
+  const sent = [send(o, q, 'a'), send(o, q, 'b')];
+  await o.writer.commit();
+  assert.equal((await calls('evalsha')) - evalsha, 1, 'one call');
+  assert.deepEqual([(await calls('multi')) - multi, (await calls('exec')) - exec], [0, 0], 'no MULTI/EXEC');
+  assert.deepEqual((await stored(o, q)).sort(), sent.sort());
+});
+
 test('Given Redis holds the calls, when six ticks each send a message, then four bundles are in flight at once and the rest wait in one batch', async () => {
   const o = await open(2);
   const [a, b] = o.queues as [Queue, Queue];
