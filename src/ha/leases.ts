@@ -23,7 +23,7 @@ import { Cluster } from 'ioredis';
 import { quietLog, type LogSink } from '../log.js';
 import type { Keys } from '../persistence/keys.js';
 import type { Layout } from '../persistence/layout.js';
-import type { RedisClient } from '../persistence/redis.js';
+import { mastersConnected, type RedisClient } from '../persistence/redis.js';
 import { loadScript, type LuaScript, type ScriptArg } from '../persistence/scripts.js';
 import { systemTimers, type ElectorTimers } from './elector.js';
 import { lockKeys, lockScripts, parseToken, type LockKeys } from './lock.js';
@@ -253,27 +253,6 @@ export async function releaseLeases(
     if (r.value === 1) released++;
   }
   return released;
-}
-
-/**
- * Waits until each master's connection is up or has failed. A Cluster client connects to a node at
- * the first command for it, and without an offline queue (redis.ts) it refuses every other command
- * for that node while the connection is being made: 256 calls at once would mostly fail.
- */
-async function mastersConnected(c: Cluster): Promise<void> {
-  await Promise.all(
-    c.nodes('master').map((node) => {
-      if (node.status === 'ready') return Promise.resolve();
-      if (node.status === 'wait') return node.connect().catch(() => undefined);
-      return new Promise<void>((resolve) => {
-        const done = (): void => {
-          for (const e of ['ready', 'end', 'close'] as const) node.off(e, done);
-          resolve();
-        };
-        for (const e of ['ready', 'end', 'close'] as const) node.once(e, done);
-      });
-    }),
-  );
 }
 
 interface Call {

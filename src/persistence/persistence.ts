@@ -49,7 +49,7 @@ import { FencedError } from './scripts.js';
 import { writeConnections, type WriteConnections } from './write-connections.js';
 import { ReplicaWaitError, Writer, type ReplicaWait, type Scope } from './writer.js';
 import type { Redis } from 'ioredis';
-import { connectionName, duplicateClient, type RedisClient } from './redis.js';
+import { connectionName, duplicateClient, mastersConnected, type RedisClient } from './redis.js';
 
 export type PersistenceState = 'connecting' | 'loading' | 'serving' | 'diverged' | 'closed';
 
@@ -347,6 +347,7 @@ export class Persistence implements Durability {
     const reader = this.reader();
     try {
       await reader.connect();
+      await mastersConnected(reader);
       const outboxes = await Promise.all(layout.shards.map((k) => reader.hgetall(`${k.prefix}out`)));
       const byUid = new Map<string, Queue>();
       const pending: { source: number; dest: number; uid: string; id: string; record: string }[] = [];

@@ -162,6 +162,28 @@ export async function writeConnection(c: RedisClient, key: string): Promise<Redi
   return node;
 }
 
+/**
+ * Waits until each master's connection is up or has failed. A Cluster client connects to a node at
+ * the first command for it, and without an offline queue (redis.ts) it refuses every other command
+ * for that node while the connection is being made: 256 calls at once would mostly fail.
+ */
+export async function mastersConnected(c: RedisClient): Promise<void> {
+  if (!(c instanceof Cluster)) return;
+  await Promise.all(
+    c.nodes('master').map((node) => {
+      if (node.status === 'ready') return Promise.resolve();
+      if (node.status === 'wait') return node.connect().catch(() => undefined);
+      return new Promise<void>((resolve) => {
+        const done = (): void => {
+          for (const e of ['ready', 'end', 'close'] as const) node.off(e, done);
+          resolve();
+        };
+        for (const e of ['ready', 'end', 'close'] as const) node.once(e, done);
+      });
+    }),
+  );
+}
+
 /** A client that is connected (for tools and tests; the server lets Persistence wait for Redis). */
 export async function connectRedis(t: RedisTarget): Promise<Redis> {
   const redis = createRedis(t);
