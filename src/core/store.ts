@@ -41,6 +41,7 @@ export class QueueStore {
   private readonly changeListeners: Array<(e: ChangeEvent) => void> = [];
   private readonly availableListeners: Array<(q: Queue) => void> = [];
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
+  private readonly shardListeners: Array<(shard: number) => void> = [];
   /** Message move tasks, by source queue (movetasks.ts); advanced by the driver in src/sqs. */
   readonly moveTasks: MoveTasks;
   /** Tenants and their keys (tenants.ts); their changes go to the same listener as the queues'. */
@@ -296,6 +297,12 @@ export class QueueStore {
   shardLoaded(shard: number): void {
     this.catalog.dropStale(shard);
     this.unavailable.delete(shard);
+    for (const l of this.shardListeners) l(shard);
+  }
+
+  /** A shard's queues (and move tasks) were loaded again into this store. */
+  onShardLoaded(fn: (shard: number) => void): void {
+    this.shardListeners.push(fn);
   }
 
   /**
@@ -416,9 +423,18 @@ export class QueueStore {
    * account's queue (dead-lettered there by a policy stored before that was refused) stays put.
    */
   stepMoveTask(task: MoveTask, budget: number): number {
+    // A task dropped with its shard (evictShard) is not this store's any more: what storage holds
+    // of it comes back with the shard, as another object.
+    if (this.moveTasks.find(task.sourceArn, task.taskId) !== task) return 0;
     const home = parseQueueArn(task.sourceArn);
-    return this.moveTasks.step(task, this.clock.now(), budget, (arn) =>
-      home === undefined ? undefined : this.byArnIn(arn, home),
-    );
+    try {
+      return this.moveTasks.step(task, this.clock.now(), budget, (arn) =>
+        home === undefined ? undefined : this.byArnIn(arn, home),
+      );
+    } catch (e) {
+      // The source's or the destination's shard is being loaded: the task waits, it does not fail.
+      if (e instanceof CoreError && e.code === 'ServiceUnavailable') return 0;
+      throw e;
+    }
   }
 }

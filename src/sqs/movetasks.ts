@@ -36,6 +36,10 @@ export class MoveTaskRunner {
     private readonly clock: Clock,
   ) {
     for (const task of store.moveTasks.running()) this.start(task);
+    // A shard read back from storage brings its running tasks back as new objects.
+    store.onShardLoaded(() => {
+      for (const task of store.moveTasks.running()) this.start(task);
+    });
   }
 
   /** How many tasks have a timer: for tests and metrics. */
@@ -82,7 +86,8 @@ export class MoveTaskRunner {
     // A cancelling task takes its last step whatever its credit.
     const moved = budget > 0 || r.task.status !== 'RUNNING' ? this.store.stepMoveTask(r.task, budget) : 0;
     if (rate !== undefined) r.credit -= moved;
-    if (!r.task.active) {
+    // Done, or dropped with its shard (what storage holds of it is started when it is loaded again).
+    if (!r.task.active || this.store.moveTasks.find(r.task.sourceArn, r.task.taskId) !== r.task) {
       this.running.delete(r.task);
       return;
     }

@@ -16,49 +16,25 @@ import {
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   SendMessageCommand,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { fillQueueAt } from '../support/fill.js';
 import { metricValue } from '../support/prometheus.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { startRedis, uniquePrefix } from '../support/redis.js';
 import { startRedisCluster } from '../support/redis-cluster.js';
-import {
-  spawnMain,
-  sqsClient,
-  startServer,
-  twoFreePorts,
-  waitReady,
-  type RunningServer,
-} from '../support/server.js';
+import { serversOnRedis, waitReady, type RunningServer, type ServedOnRedis } from '../support/server.js';
 import { testsRequiring } from '../support/requires.js';
 import { drain } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
-let redis: TestRedis;
-const servers: RunningServer[] = [];
-const clients: SQSClient[] = [];
+const fleet = serversOnRedis({ before, after });
 
-before(async () => {
-  redis = await startRedis({ aof: true });
-});
-
-after(async () => {
-  for (const c of clients) c.destroy();
-  for (const s of servers) await s.stop();
-  await redis.stop();
-});
-
-async function server(
+function server(
   prefix: string,
   extra: string[] = [],
-  where: readonly string[] = ['--redis-url', redis.url],
-): Promise<{ server: RunningServer; sqs: SQSClient }> {
-  const s = await startServer({ args: [...where, '--redis-prefix', prefix, ...extra] });
-  servers.push(s);
-  const sqs = sqsClient(s.url);
-  clients.push(sqs);
-  return { server: s, sqs };
+  where: readonly string[] = ['--redis-url', fleet.redis().url],
+): Promise<ServedOnRedis> {
+  return fleet.serve([...where, '--redis-prefix', prefix, ...extra]);
 }
 
 function statusOf(e: unknown): number | undefined {
@@ -125,7 +101,7 @@ async function crashAndRestart(where: readonly string[], extra: string[] = []): 
 }
 
 test('Given a producer sending as fast as it can, when the server is killed -9 at a random moment and restarted, then every acknowledged message is received', () =>
-  crashAndRestart(['--redis-url', redis.url]));
+  crashAndRestart(['--redis-url', fleet.redis().url]));
 
 test('Given a Redis Cluster and leader election, when the server is killed -9 under a producer and restarted, then it takes the lock again once it expires and every acknowledged message is received', async (t) => {
   const cluster = await startRedisCluster();
@@ -145,7 +121,7 @@ test('Given Redis stops, when a client sends, then it gets a 503 within 2 s and 
   const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'outage' }));
   await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'before' }));
 
-  await redis.kill9();
+  await fleet.redis().kill9();
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
     const status = await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: `during-${i}` })).then(
@@ -160,7 +136,7 @@ test('Given Redis stops, when a client sends, then it gets a 503 within 2 s and 
   assert.equal(notReady.status, 503);
   await notReady.arrayBuffer();
 
-  await redis.restart();
+  await fleet.redis().restart();
   await ready(s);
   await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'after' }));
   const bodies = await drain(sqs, QueueUrl ?? '');
@@ -169,7 +145,7 @@ test('Given Redis stops, when a client sends, then it gets a 503 within 2 s and 
 
 const MiB = 2 ** 20;
 
-test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed -9 and started again, then it becomes ready with every acknowledged message; with a 16 MiB budget it exits 1 saying why', async () => {
+test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed -9 and started again, then it becomes ready with every acknowledged message; with a 16 MiB budget the shard of that queue is refused, saying why, and the server serves the rest', async () => {
   const prefix = uniquePrefix();
   const budget = ['--max-memory', '64mb'];
   const first = await server(prefix, budget);
@@ -201,26 +177,26 @@ test('Given 1 MiB messages up to near a 64 MiB budget, when the server is killed
     await third.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'y'.repeat(MiB - 64) }));
   }
   await third.server.stop();
-  // Not startServer: loading 24 MiB takes milliseconds here, so the process may be gone before
-  // /health could answer; only its exit and its output matter.
-  const [port, controlPort] = await twoFreePorts();
-  const small = spawnMain([
-    ...['--port', String(port), '--control-port', String(controlPort)],
-    ...['--host', '127.0.0.1', '--redis-url', redis.url, '--redis-prefix', prefix],
-    ...['--max-memory', '16mb', '--log-level', 'info'],
-  ]);
-  const status = await small.exited;
-  assert.equal(status.code, 1, small.stdout() + small.stderr());
-  const fatal = small
+  const small = await server(prefix, ['--max-memory', '16mb', '--log-level', 'info']);
+  await ready(small.server);
+  const refused = await small.sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' })).then(
+    () => 200,
+    (e: unknown) => statusOf(e),
+  );
+  assert.equal(refused, 503);
+  const { QueueUrl: other } = await small.sqs.send(new CreateQueueCommand({ QueueName: 'other-shard-0' }));
+  assert.ok(other !== undefined);
+  const errors = small.server
     .stdout()
     .split('\n')
-    .filter((l) => l.includes('"level":"fatal"'));
-  assert.equal(fatal.length, 1, small.stdout());
+    .filter((l) => l.includes('does not fit this process'));
+  assert.equal(errors.length, 1, small.server.stdout());
   assert.match(
-    fatal[0] ?? '',
-    /24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
+    errors[0] ?? '',
+    /shard \d+ holds 24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
   );
-  assert.doesNotMatch(small.stdout(), /loading from Redis failed/);
+  assert.equal(small.server.alive(), true);
+  assert.doesNotMatch(small.server.stdout(), /"level":"fatal"/);
 });
 
 test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is killed -9 and starts again, then /metrics shows the load while /ready is 503 and every message is there', async (t) => {
@@ -232,8 +208,7 @@ test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is kil
   await fillQueueAt(fast.url, { prefix, messages: 1_000_000, bodySize: 256, inflight: 10 });
   console.log(`# filled in ${Math.round(performance.now() - t0)} ms`);
   const args = ['--redis-url', fast.url, '--redis-prefix', prefix, '--log-level', 'info'];
-  const first = await startServer({ args, ready: false });
-  servers.push(first);
+  const { server: first } = await fleet.serve(args, { ready: false });
   // The load takes seconds: it is seen in /metrics before /ready turns 200.
   let seenLoading: string | undefined;
   for (;;) {
@@ -252,13 +227,10 @@ test('Given 1,000,000 messages of 256 B in Redis, when the server starts, is kil
   first.proc.kill('SIGKILL');
   await first.exited;
 
-  const second = await startServer({ args, ready: false });
-  servers.push(second);
+  const { server: second, sqs } = await fleet.serve(args, { ready: false });
   const t1 = performance.now();
   await waitReady(second, 120_000);
   console.log(`# second start: /health to /ready in ${Math.round(performance.now() - t1)} ms`);
-  const sqs = sqsClient(second.url);
-  clients.push(sqs);
   const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: 'loaded' }));
   const attrs = await sqs.send(
     new GetQueueAttributesCommand({

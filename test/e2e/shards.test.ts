@@ -17,40 +17,23 @@ import {
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
-  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { metricValue } from '../support/prometheus.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
-import { sqsClient, startServer, type RunningServer } from '../support/server.js';
+import { serversOnRedis, type RunningServer, type ServedOnRedis } from '../support/server.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
 
-let redis: TestRedis;
-const servers: RunningServer[] = [];
-const clients: SQSClient[] = [];
+const fleet = serversOnRedis({ before, after });
 
-before(async () => {
-  redis = await startRedis({ aof: true });
-});
-
-after(async () => {
-  for (const c of clients) c.destroy();
-  for (const s of servers) await s.stop();
-  await redis.stop();
-});
-
-async function serve(args: string[]): Promise<{ server: RunningServer; sqs: SQSClient }> {
-  const server = await startServer({ args: ['--redis-url', redis.url, ...args] });
-  servers.push(server);
-  const sqs = sqsClient(server.url);
-  clients.push(sqs);
-  return { server, sqs };
+function serve(args: string[]): Promise<ServedOnRedis> {
+  return fleet.serve(['--redis-url', fleet.redis().url, ...args]);
 }
 
 /** Two queue names of two different shards, and those shards. */
@@ -100,9 +83,9 @@ void test('Given one shard whose writes Redis refuses, when clients use queues o
   // The shard's `seq` hash becomes a string: its write script fails (WRONGTYPE), and reading the
   // shard back fails the same way, so it stays out until the key is put right.
   const seq = layoutFor(prefix).shards[shards[0]]?.seq ?? '';
-  const kept = await redis.client.hgetall(seq);
-  await redis.client.del(seq);
-  await redis.client.set(seq, 'not a hash');
+  const kept = await fleet.redis().client.hgetall(seq);
+  await fleet.redis().client.del(seq);
+  await fleet.redis().client.set(seq, 'not a hash');
 
   assert.equal(
     await statusOf(sqs.send(new SendMessageCommand({ QueueUrl: badUrl, MessageBody: 'refused' }))),
@@ -125,8 +108,8 @@ void test('Given one shard whose writes Redis refuses, when clients use queues o
   assert.equal(metricValue(text, 'sqs_shard_down', { shard: String(shards[0]), reason: 'reloading' }), 1);
   assert.match(server.stderr() + server.stdout(), /a write of one shard failed/);
 
-  await redis.client.del(seq);
-  if (Object.keys(kept).length > 0) await redis.client.hset(seq, kept);
+  await fleet.redis().client.del(seq);
+  if (Object.keys(kept).length > 0) await fleet.redis().client.hset(seq, kept);
   await until('the shard serves again', async () => {
     return (await statusOf(sqs.send(new GetQueueAttributesCommand({ QueueUrl: badUrl })))) === 200;
   });

@@ -13,7 +13,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { freePort, spawnProcess, waitForReady, type ExitStatus, type Spawned } from './process.js';
+import {
+  freePort,
+  spawnProcess,
+  startRedis,
+  waitForReady,
+  type ExitStatus,
+  type Spawned,
+  type TestRedis,
+} from './process.js';
 
 // Ports and spawning are shared with the bench (test/support/process.ts); these names stay here
 // for the tests that import them from this module.
@@ -151,6 +159,47 @@ export async function waitReady(s: RunningServer, timeoutMs: number): Promise<vo
     timeoutMs,
     () => `stderr:\n${s.stderr()}\nstdout:\n${s.stdout().slice(-4000)}`,
   );
+}
+
+/** A server started by {@link serversOnRedis}, with its JSON client. */
+export interface ServedOnRedis {
+  readonly server: RunningServer;
+  readonly sqs: SQSClient;
+}
+
+/**
+ * One redis-server (AOF on) for a test file, and the servers its tests start on it (`serve`, each
+ * with a JSON client): all stopped after the file.
+ */
+export function serversOnRedis(hooks: {
+  before(fn: () => Promise<void>): void;
+  after(fn: () => Promise<void>): void;
+}): {
+  readonly redis: () => TestRedis;
+  serve(args: string[], opts?: { ready?: boolean }): Promise<ServedOnRedis>;
+} {
+  let redis: TestRedis | undefined;
+  const started: ServedOnRedis[] = [];
+  hooks.before(async () => {
+    redis = await startRedis({ aof: true });
+  });
+  hooks.after(async () => {
+    for (const s of started) s.sqs.destroy();
+    for (const s of started) await s.server.stop();
+    await redis?.stop();
+  });
+  return {
+    redis: () => {
+      if (redis === undefined) throw new Error('redis-server is started by the before hook');
+      return redis;
+    },
+    async serve(args, opts = {}) {
+      const server = await startServer({ args, ...opts });
+      const served = { server, sqs: sqsClient(server.url) };
+      started.push(served);
+      return served;
+    },
+  };
 }
 
 /** JSON protocol: @aws-sdk/client-sqs against `url`, dummy credentials, no retries (errors surface as they are). */

@@ -109,3 +109,32 @@ void test('Given a queue whose dead-letter queue is in another shard, when a mes
     [src],
   );
 });
+
+void test("Given a running move task, when its source's shard is dropped and loaded again, then the old task object moves nothing, and while the destination's shard is out the task waits instead of failing", () => {
+  const clock = new ManualClock();
+  const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
+  const [srcName, destName, feederName] = namesInDistinctShards('mt', 3) as [string, string, string];
+  const source = store.create(id(srcName), {}, {}).queue;
+  const dest = store.create(id(destName), {}, {}).queue;
+  store.create(
+    id(feederName),
+    { RedrivePolicy: JSON.stringify({ deadLetterTargetArn: source.arn, maxReceiveCount: 3 }) },
+    {},
+  );
+  source.sendMessage(msg('one'), 0);
+  source.sendMessage(msg('two'), 0);
+  const task = store.startMoveTask(ACCOUNT, source.arn, dest.arn, undefined, REGION);
+
+  store.evictShard(dest.shard);
+  assert.equal(store.stepMoveTask(task, 10), 0, 'waits for its destination');
+  assert.equal(task.status, 'RUNNING');
+
+  store.restore(store.newQueue(id(destName), {}, {}, dest.createdAt, dest.uid));
+  store.shardLoaded(dest.shard);
+  store.evictShard(source.shard);
+  store.restore(store.newQueue(id(srcName), {}, {}, source.createdAt, source.uid));
+  store.shardLoaded(source.shard);
+  store.require(ACCOUNT, srcName, REGION).sendMessage(msg('in the shard read back'), 0);
+  assert.equal(store.stepMoveTask(task, 10), 0, 'a task of the dropped shard is not stepped');
+  assert.equal(task.moved, 0);
+});
