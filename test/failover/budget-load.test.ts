@@ -98,21 +98,34 @@ test(
 );
 
 test(
-  'docs/faults.md row 18: Given Redis holds more than a follower’s budget, When it wins the lock, Then it logs one fatal line naming both sizes and exits 1',
+  "docs/faults.md row 18: Given Redis holds more than a follower's budget in one shard, When it wins the lock, Then it refuses that shard by name and leads, its queue answering 503",
   { timeout: 120_000 },
   async (t) => {
     const c = await filledCluster(t, { messages: 24, bodySize: MiB }, ['--max-memory', '16mb']);
     await c.a.start();
-    const status = await c.a.exited;
-    assert.equal(status.code, 1);
-    const fatal = c.a
+    await until('a leads', () => c.a.ready(), 30_000);
+    const refused = c.a
       .logs()
       .split('\n')
-      .filter((l) => l.includes('"level":"fatal"'));
-    assert.equal(fatal.length, 1, c.a.logs());
+      .filter((l) => l.includes('does not fit this process'));
+    assert.equal(refused.length, 1, c.a.logs());
     assert.match(
-      fatal[0] ?? '',
-      /24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
+      refused[0] ?? '',
+      /shard \d+ holds 24 messages in 1 queues \(24\.\d MiB of records\).*--max-memory\) of 16\.0 MiB/,
     );
+    const sqs = loadClient(c.a.url, 1);
+    try {
+      const status = await sqs
+        .send(new GetQueueAttributesCommand({ QueueUrl: `${c.a.url}/000000000000/loaded` }))
+        .then(
+          () => 200,
+          (e: unknown) => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode,
+        );
+      assert.equal(status, 503);
+    } finally {
+      sqs.destroy();
+    }
+    assert.equal(c.a.running, true);
+    assert.doesNotMatch(c.a.logs(), /"level":"fatal"/);
   },
 );
