@@ -305,7 +305,7 @@ export class Persistence implements Durability {
       );
     }, this.opts.progressEveryMs ?? 5000);
     try {
-      await reader.connect();
+      await connectReader(reader);
       const token = this.opts.token?.() ?? '';
       while ((await loadMeta(reader, layout, store, { token })).state === 'needs-migration') {
         this.migration = new MigrationProgress();
@@ -313,7 +313,9 @@ export class Persistence implements Durability {
       }
       const stats: LoadStats = { queues: 0, messages: 0, bytes: 0, ms: 0, maxBlockMs: 0 };
       const started = performance.now();
+      const inUse = await shardsInUse(reader, layout);
       for (const keys of layout.shards) {
+        if (!inUse.has(keys.shard)) continue;
         try {
           const s = await loadShard(reader, keys, store, { token, progress });
           stats.queues += s.queues;
@@ -346,9 +348,16 @@ export class Persistence implements Durability {
     const { layout } = this.opts;
     const reader = this.reader();
     try {
-      await reader.connect();
-      await mastersConnected(reader);
-      const outboxes = await Promise.all(layout.shards.map((k) => reader.hgetall(`${k.prefix}out`)));
+      await connectReader(reader);
+      // Most outboxes are empty: their lengths first, all sent at once, then the entries of the others.
+      const lengths = await Promise.all(layout.shards.map((k) => reader.hlen(`${k.prefix}out`)));
+      const outboxes = await Promise.all(
+        layout.shards.map((k, i) =>
+          (lengths[i] ?? 0) > 0
+            ? reader.hgetall(`${k.prefix}out`)
+            : Promise.resolve<Record<string, string>>({}),
+        ),
+      );
       const byUid = new Map<string, Queue>();
       const pending: { source: number; dest: number; uid: string; id: string; record: string }[] = [];
       outboxes.forEach((entries, source) => {
@@ -463,7 +472,7 @@ export class Persistence implements Durability {
         // From here the shard's events are written again, on a fresh chain: it holds no queue
         // until the load restores them (evictShard), and nothing of it is created meanwhile.
         writer.resetShard(shard);
-        await reader.connect();
+        await connectReader(reader);
         await loadShard(reader, keys, served.store, { token: this.opts.token?.() ?? '' });
         if (this.current !== writer) return;
         served.store.shardLoaded(shard);
@@ -543,4 +552,29 @@ export class Persistence implements Durability {
 function shardLocal(cause: Error): boolean {
   if (cause instanceof FencedError || cause instanceof ReplicaWaitError) return false;
   return !/timed? ?out|connection|stream|closed|ECONN|EPIPE/i.test(cause.message);
+}
+
+/**
+ * Connects a loader's client and, on a Cluster, every master's connection: a fresh Cluster client
+ * refuses a command for a node whose connection is still being made (no offline queue).
+ */
+async function connectReader(reader: RedisClient): Promise<void> {
+  await reader.connect();
+  await mastersConnected(reader);
+}
+
+/**
+ * The shards that hold anything to load (queues or move tasks): one HLEN of each hash per shard,
+ * all sent at once, so that a start or a takeover pays the loader's round trips only for the
+ * shards in use, not for all 256.
+ */
+async function shardsInUse(reader: RedisClient, layout: Layout): Promise<Set<number>> {
+  const lengths = await Promise.all(
+    layout.shards.map(async (k) => (await reader.hlen(k.queues)) + (await reader.hlen(k.tasks))),
+  );
+  const out = new Set<number>();
+  lengths.forEach((n, shard) => {
+    if (n > 0) out.add(shard);
+  });
+  return out;
 }

@@ -1,0 +1,10 @@
+import { startRedisCluster } from '/work/main/test/support/redis-cluster.js';
+import { startServer } from '/work/main/test/support/server.js';
+const cluster = await startRedisCluster();
+const nodes = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(',');
+const s = await startServer({ args: ['--redis-cluster', nodes, '--redis-wait-replicas', '1', '--log-level', 'info', '--redis-prefix', '{t1}:'], ready: false });
+await new Promise((r) => setTimeout(r, 8000));
+console.log(s.stdout().slice(0, 5000));
+console.log(s.stderr().slice(0, 3000));
+await s.stop();
+await cluster.stop();
