@@ -818,9 +818,10 @@ class Run {
   private async checkKeyspace(): Promise<void> {
     await this.writer.commit();
     const uids = new Set([...this.store.all()].map((q) => q.uid));
-    // Every key of the layout starts with its namespace, whatever its shard's tag.
+    // Every key of the layout starts with its namespace, whatever its shard's tag. A queue's keys:
+    // messages, FIFO records, and the marks of messages moved into it from another shard.
     const stray = (await keysUnder(this.redis, this.layout.namespace)).filter((k) => {
-      const m = /:(m|d|a):([^:]+)$/.exec(k);
+      const m = /:(m|d|a|in):([^:]+)$/.exec(k);
       return m !== null && !uids.has(m[2] as string);
     });
     assert.deepEqual(stray, [], this.where('keys of deleted queues are left in Redis'));
