@@ -79,7 +79,10 @@ test('Given Redis holds more 1 MiB messages than the budget, when loading, then 
   const progress = new LoadProgress();
   await assert.rejects(loadLayout(redis.client, layoutFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, new RegExp(`^shard ${SHARD} holds 24 messages in 1 queues \\(24\\.\\d MiB of records\\)`));
+    assert.match(
+      e.message,
+      new RegExp(`^shard ${SHARD} holds 24 messages in 1 queues \\(24\\.\\d MiB of records\\)`),
+    );
     assert.match(e.message, /memory budget \(--max-memory\) of 16\.0 MiB/);
     return true;
   });
@@ -97,7 +100,10 @@ test('Given small messages that pass the up-front estimate but not the budget, w
   const progress = new LoadProgress();
   await assert.rejects(loadLayout(redis.client, layoutFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, new RegExp(`^loading shard ${SHARD} passed [\\d.]+ MiB after \\d+ of 20000 messages`));
+    assert.match(
+      e.message,
+      new RegExp(`^loading shard ${SHARD} passed [\\d.]+ MiB after \\d+ of 20000 messages`),
+    );
     return true;
   });
   assert.ok(progress.messages < 20_000, `read ${progress.messages} messages before stopping`);
