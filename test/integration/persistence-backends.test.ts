@@ -11,7 +11,6 @@ import { describe } from 'node:test';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import { lockKeys, RedisLock, ReleaseListener } from '../../src/ha/lock.js';
-import { keysFor } from '../../src/persistence/keys.js';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { Persistence } from '../../src/persistence/persistence.js';
@@ -143,7 +142,7 @@ test("Given --redis-wait-replicas 1 on a Redis Cluster, when a message is sent, 
 
 test('Given the leader lock on a Redis Cluster, when the leader releases it, then a follower subscribed through the Cluster client hears the token', async () => {
   const nodes = cluster.started;
-  const lock = new RedisLock(cluster.client, lockKeys(keysFor(uniquePrefix())));
+  const lock = new RedisLock(cluster.client, lockKeys(layoutFor(uniquePrefix()).meta));
   const sub = createClient({ cluster: nodes.startupNodes, connectionName: 'release-listener' });
   let heard!: (token: string) => void;
   const announced = new Promise<string>((resolve) => (heard = resolve));

@@ -8,15 +8,14 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
-import { layoutFor } from '../../src/persistence/layout.js';
-import { loadStore } from '../../src/persistence/loader.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { keysUnder, uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
 import { msg, sendOne } from '../support/queue.js';
+import { loadLayout, shardKeysOf } from '../support/persistence.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -30,11 +29,11 @@ interface Opened {
   readonly writer: Writer;
 }
 
-async function open(keys: Keys, clock: ManualClock): Promise<Opened> {
+async function open(layout: Layout, clock: ManualClock): Promise<Opened> {
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  await loadStore(redis.client, keys, store);
+  await loadLayout(redis.client, layout, store);
   const writer = new Writer({
-    layout: layoutFor(keys.prefix),
+    layout,
     connectionFor: () => redis.client,
     unavailable: (cause) => new SqsError('ServiceUnavailable', cause.message),
   });
@@ -49,38 +48,36 @@ function create(store: QueueStore, name: string, attrs: Record<string, string> =
 
 /** A fresh prefix holding `src`, whose messages go to `dlq` on their second receive. */
 async function openWithRedrive(): Promise<{
-  keys: Keys;
+  layout: Layout;
   clock: ManualClock;
   a: Opened;
   dlq: Queue;
   src: Queue;
 }> {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const dlq = create(a.store, 'dlq');
   const src = create(a.store, 'src', {
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
     VisibilityTimeout: '0',
   });
-  return { keys, clock, a, dlq, src };
+  return { layout, clock, a, dlq, src };
 }
 
 /** A fresh prefix holding FIFO queue `q` with one message sent, so one deduplication record. */
 async function openWithRecord(): Promise<{
-  prefix: string;
-  keys: Keys;
+  layout: Layout;
   clock: ManualClock;
   a: Opened;
   q: Queue;
 }> {
-  const prefix = uniquePrefix();
-  const keys = keysFor(prefix);
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo');
   q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
-  return { prefix, keys, clock, a, q };
+  return { layout, clock, a, q };
 }
 
 function queue(store: QueueStore, name: string): Queue {
@@ -90,9 +87,9 @@ function queue(store: QueueStore, name: string): Queue {
 }
 
 void test('Given a FIFO message sent and deleted, when the state is reloaded, then its deduplication id is still a duplicate within 5 minutes', async () => {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo');
   const first = q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
   const [got] = q.receive(1, undefined, clock.now());
@@ -101,7 +98,7 @@ void test('Given a FIFO message sent and deleted, when the state is reloaded, th
   await a.writer.commit();
 
   clock.advance(60 * S);
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const again = queue(b.store, 'q.fifo').sendMessage(
     msg('x', { groupId: 'g', deduplicationId: 'd' }),
     clock.now(),
@@ -112,23 +109,23 @@ void test('Given a FIFO message sent and deleted, when the state is reloaded, th
 });
 
 void test('Given deduplication records past their 5 minutes, when reloaded and ticked, then they are dropped from memory and from Redis', async () => {
-  const { keys, clock, a, q } = await openWithRecord();
+  const { layout, clock, a, q } = await openWithRecord();
   await a.writer.commit();
-  assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 1);
+  assert.equal(await redis.client.hlen(shardKeysOf(layout, q).dedup(q.uid)), 1);
 
   clock.advance(5 * 60 * S);
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const back = queue(b.store, 'q.fifo');
   back.tick(clock.now());
   assert.deepEqual([...(back.fifoState?.dedupRecords() ?? [])], []);
   await b.writer.commit();
-  assert.equal(await redis.client.hlen(keys.dedup(q.uid)), 0);
+  assert.equal(await redis.client.hlen(shardKeysOf(layout, q).dedup(q.uid)), 0);
 });
 
 void test('Given a FIFO group whose first message is in flight, and SequenceNumbers, when reloaded, then the group is still held back, the order kept, and new numbers are higher', async () => {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo', { VisibilityTimeout: '60' });
   let last = '';
   for (const b of ['a1', 'a2', 'a3']) {
@@ -139,7 +136,7 @@ void test('Given a FIFO group whose first message is in flight, and SequenceNumb
   assert.equal(a1?.body, 'a1');
   await a.writer.commit();
 
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const back = queue(b.store, 'q.fifo');
   const other = back.receive(10, undefined, clock.now());
   assert.deepEqual(
@@ -157,9 +154,9 @@ void test('Given a FIFO group whose first message is in flight, and SequenceNumb
 });
 
 void test('Given a group whose first message is visible again and its second in flight, when reloaded, then a receive serves the first and stops at the second', async () => {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo', { VisibilityTimeout: '60' });
   for (const b of ['a1', 'a2', 'a3'])
     q.sendMessage(msg(b, { groupId: 'a', deduplicationId: b }), clock.now());
@@ -171,7 +168,7 @@ void test('Given a group whose first message is visible again and its second in 
   q.changeVisibility(q.receiptHandle(got[0] as (typeof got)[number]), 0, clock.now());
   await a.writer.commit();
 
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   assert.deepEqual(
     queue(b.store, 'q.fifo')
       .receive(10, undefined, clock.now())
@@ -181,16 +178,16 @@ void test('Given a group whose first message is visible again and its second in 
 });
 
 void test('Given a DeduplicationScope change made 10 s before a reload, when sent to after it, then the scope before the change applies until 60 s after it, the new one from then', async () => {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo');
   const changedAt = clock.now();
   a.store.setAttributes(q, { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
   await a.writer.commit();
 
   clock.advance(10 * S);
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const back = queue(b.store, 'q.fifo');
   /** One deduplication id in two new groups: two messages under scope messageGroup. */
   const twoMessages = (id: string): boolean =>
@@ -204,16 +201,16 @@ void test('Given a DeduplicationScope change made 10 s before a reload, when sen
 });
 
 void test('Given a receive with a ReceiveRequestAttemptId, when reloaded and retried, then the same receipt handles come back', async () => {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
-  const a = await open(keys, clock);
+  const a = await open(layout, clock);
   const q = create(a.store, 'q.fifo', { VisibilityTimeout: '300' });
   q.sendMessage(msg('x', { groupId: 'g', deduplicationId: 'd' }), clock.now());
   const handles = q.receive(10, undefined, clock.now(), 'attempt').map((m) => q.receiptHandle(m));
   await a.writer.commit();
 
   clock.advance(10 * S);
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const back = queue(b.store, 'q.fifo');
   assert.deepEqual(
     back.receive(10, undefined, clock.now(), 'attempt').map((m) => back.receiptHandle(m)),
@@ -222,20 +219,20 @@ void test('Given a receive with a ReceiveRequestAttemptId, when reloaded and ret
 });
 
 void test('Given a message moved to a DLQ, when reloaded, then it still names its source queue', async () => {
-  const { keys, clock, a, src } = await openWithRedrive();
+  const { layout, clock, a, src } = await openWithRedrive();
   sendOne(src, msg('poison'), clock.now());
   src.receive(1, undefined, clock.now());
   src.receive(1, undefined, clock.now());
   await a.writer.commit();
 
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const [moved] = queue(b.store, 'dlq').receive(1, undefined, clock.now());
   assert.equal(moved?.body, 'poison');
   assert.equal(moved?.deadLetterSourceArn, src.arn);
 });
 
 void test('Given a move task that ran part way, when reloaded, then it is listed with its progress and still RUNNING', async () => {
-  const { keys, clock, a, dlq, src } = await openWithRedrive();
+  const { layout, clock, a, dlq, src } = await openWithRedrive();
   for (let i = 0; i < 3; i++) sendOne(src, msg(`m${i}`), clock.now());
   src.receive(10, undefined, clock.now());
   src.receive(10, undefined, clock.now());
@@ -243,7 +240,7 @@ void test('Given a move task that ran part way, when reloaded, then it is listed
   a.store.stepMoveTask(task, 1);
   await a.writer.commit();
 
-  const b = await open(keys, clock);
+  const b = await open(layout, clock);
   const [listed] = b.store.moveTasks.list(dlq.arn);
   assert.ok(listed);
   assert.equal(listed.taskId, task.taskId);
@@ -254,11 +251,19 @@ void test('Given a move task that ran part way, when reloaded, then it is listed
 });
 
 void test('Given a FIFO queue with records, when it is deleted, then none of its keys are left in Redis', async () => {
-  const { prefix, clock, a, q } = await openWithRecord();
+  const { layout, clock, a, q } = await openWithRecord();
   q.receive(1, undefined, clock.now(), 'attempt');
   await a.writer.commit();
+  // Every key of the layout starts with its namespace, whatever its tag.
+  const ofQueue = async (): Promise<string[]> =>
+    (await keysUnder(redis.client, layout.namespace)).filter((k) => k.includes(q.uid));
+  const keys = shardKeysOf(layout, q);
+  assert.deepEqual(
+    await ofQueue(),
+    [keys.attempts(q.uid), keys.dedup(q.uid), keys.messages(q.uid)].sort(),
+    'its messages, deduplication and receive-attempt records were written',
+  );
   a.store.delete(q);
   await a.writer.commit();
-  const left = (await keysUnder(redis.client, prefix)).filter((k) => k.includes(q.uid));
-  assert.deepEqual(left, []);
+  assert.deepEqual(await ofQueue(), []);
 });

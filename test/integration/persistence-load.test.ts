@@ -1,17 +1,19 @@
 /**
- * The loader against a real redis-server (no AOF: only what it reads matters here): chunks bounded
- * by bytes from the first request, on a client with the writer's 1 s command timeout; what cannot
- * fit the memory budget refused up front, or as soon as loading passes it; progress totals known
- * before anything is read.
+ * The loader against a real redis-server (no AOF: only what it reads matters here), loading the
+ * whole layout as a start does: chunks bounded by bytes from the first request, on a client with
+ * the writer's 1 s command timeout; what cannot fit the memory budget refused up front, or as soon
+ * as loading passes it, naming the shard; progress totals known before anything is read.
  */
 import assert from 'node:assert/strict';
 import { MESSAGE_OVERHEAD } from '../../src/core/budget.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor } from '../../src/persistence/keys.js';
-import { LoadProgress, loadStore, StoreTooBigError } from '../../src/persistence/loader.js';
+import { layoutFor } from '../../src/persistence/layout.js';
+import { LoadProgress, StoreTooBigError } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
+import { shardOf } from '../../src/shard/hash.js';
 import { fillQueue } from '../support/fill.js';
+import { loadLayout, shardKeysOf } from '../support/persistence.js';
 import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import type { Redis } from 'ioredis';
@@ -20,10 +22,17 @@ import { sharedRedis } from '../support/sqs.js';
 const { after, before, test } = testsRequiring('redis-server');
 
 const MiB = 2 ** 20;
+/** The shard of fillQueue's queue, which the refusals name. */
+const SHARD = shardOf('000000000000', 'us-east-1', 'loaded');
 const redis = sharedRedis({ before, after }, { aof: false });
 
-/** Records each HSCAN's COUNT and the bytes of records its reply held. */
-function spyHscan(c: Redis): { count: number; bytes: number }[] {
+/**
+ * Records each HSCAN of a message hash of SHARD under `prefix`: its COUNT and the bytes of records
+ * its reply held. The loader also scans other hashes of every shard (move tasks), which are not
+ * what the chunk sizes are about.
+ */
+function spyHscan(c: Redis, prefix: string): { count: number; bytes: number }[] {
+  const messageHashes = shardKeysOf(layoutFor(prefix), { shard: SHARD }).messages('');
   const calls: { count: number; bytes: number }[] = [];
   const original = c.hscan.bind(c) as (...args: unknown[]) => Promise<[string, string[]]>;
   (c as unknown as { hscan: (...args: unknown[]) => Promise<[string, string[]]> }).hscan = async (
@@ -31,7 +40,7 @@ function spyHscan(c: Redis): { count: number; bytes: number }[] {
   ) => {
     const reply = await original(...args);
     const bytes = reply[1].reduce((n, s, i) => (i % 2 === 1 ? n + Buffer.byteLength(s) : n), 0);
-    calls.push({ count: Number(args[3]), bytes });
+    if (String(args[0]).startsWith(messageHashes)) calls.push({ count: Number(args[3]), bytes });
     return reply;
   };
   return calls;
@@ -42,10 +51,10 @@ test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command time
   const ids = await fillQueue(redis.client, { prefix, messages: 40, bodySize: MiB, inflight: 3 });
   const reader = await connectRedis({ url: redis.url, commandTimeoutMs: 1000 });
   try {
-    const calls = spyHscan(reader);
+    const calls = spyHscan(reader, prefix);
     const store = new QueueStore(new ManualClock(Date.now()));
     const progress = new LoadProgress();
-    const stats = await loadStore(reader, keysFor(prefix), store, { chunkBytes: 4 * MiB, progress });
+    const stats = await loadLayout(reader, layoutFor(prefix), store, { chunkBytes: 4 * MiB, progress });
     assert.equal(stats.messages, 40);
     assert.deepEqual(
       [...(store.get('000000000000', 'loaded')?.allMessages() ?? [])].map((m) => m.id).sort(),
@@ -65,12 +74,15 @@ test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command time
 test('Given Redis holds more 1 MiB messages than the budget, when loading, then it is refused before a message is read, naming both sizes', async () => {
   const prefix = uniquePrefix();
   await fillQueue(redis.client, { prefix, messages: 24, bodySize: MiB });
-  const calls = spyHscan(redis.client);
+  const calls = spyHscan(redis.client, prefix);
   const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory: 16 * MiB });
   const progress = new LoadProgress();
-  await assert.rejects(loadStore(redis.client, keysFor(prefix), store, { progress }), (e: unknown) => {
+  await assert.rejects(loadLayout(redis.client, layoutFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, /24 messages in 1 queues \(24\.\d MiB of records\)/);
+    assert.match(
+      e.message,
+      new RegExp(`^shard ${SHARD} holds 24 messages in 1 queues \\(24\\.\\d MiB of records\\)`),
+    );
     assert.match(e.message, /memory budget \(--max-memory\) of 16\.0 MiB/);
     return true;
   });
@@ -86,9 +98,12 @@ test('Given small messages that pass the up-front estimate but not the budget, w
   const maxMemory = 20_000 * (MESSAGE_OVERHEAD + 136);
   const store = new QueueStore(new ManualClock(Date.now()), { deletedRecentlyMs: 0, maxMemory });
   const progress = new LoadProgress();
-  await assert.rejects(loadStore(redis.client, keysFor(prefix), store, { progress }), (e: unknown) => {
+  await assert.rejects(loadLayout(redis.client, layoutFor(prefix), store, { progress }), (e: unknown) => {
     assert.ok(e instanceof StoreTooBigError);
-    assert.match(e.message, /loading passed [\d.]+ MiB after \d+ of 20000 messages/);
+    assert.match(
+      e.message,
+      new RegExp(`^loading shard ${SHARD} passed [\\d.]+ MiB after \\d+ of 20000 messages`),
+    );
     return true;
   });
   assert.ok(progress.messages < 20_000, `read ${progress.messages} messages before stopping`);
@@ -99,7 +114,7 @@ test('Given no budget, when Redis holds more than the heap can, then it is refus
   await fillQueue(redis.client, { prefix, messages: 8, bodySize: MiB });
   const store = new QueueStore(new ManualClock(Date.now()));
   await assert.rejects(
-    loadStore(redis.client, keysFor(prefix), store, { heapLimit: 8 * MiB }),
+    loadLayout(redis.client, layoutFor(prefix), store, { heapLimit: 8 * MiB }),
     (e: unknown) => {
       assert.ok(e instanceof StoreTooBigError);
       assert.match(e.message, /80 % of the V8 heap limit of 8\.0 MiB/);

@@ -43,11 +43,10 @@ import type { Message, MessageAttributes, NewMessage } from '../../src/core/mess
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore, type StoreOptions } from '../../src/core/store.js';
 import { TenantError } from '../../src/core/tenants.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
-import { layoutFor } from '../../src/persistence/layout.js';
-import { loadStore } from '../../src/persistence/loader.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { Writer } from '../../src/persistence/writer.js';
 import { SqsError } from '../../src/sqs/errors.js';
+import { loadLayout } from '../support/persistence.js';
 import { keysUnder, uniquePrefix } from '../support/redis.js';
 import { snapshot } from '../support/snapshot.js';
 import type { Redis } from 'ioredis';
@@ -193,7 +192,7 @@ function isSimpleStep(kind: string): kind is (typeof SIMPLE_STEPS)[number] {
 
 class Run {
   private readonly rng: Rng;
-  private readonly keys: Keys;
+  private readonly layout: Layout;
   private clock: ManualClock;
   private store: QueueStore;
   private writer: Writer;
@@ -211,7 +210,7 @@ class Run {
     private readonly redis: Redis,
   ) {
     this.rng = new Rng(seed);
-    this.keys = keysFor(uniquePrefix());
+    this.layout = layoutFor(uniquePrefix());
     // Not always midnight: sequence numbers and deadlines start from an odd moment.
     this.clock = new ManualClock(Date.UTC(2026, 0, 1) + this.rng.int(0, 86_400_000));
     this.store = new QueueStore(this.clock, STORE_OPTIONS);
@@ -226,7 +225,7 @@ class Run {
   }
 
   private newWriter(): Writer {
-    return new Writer({ layout: layoutFor(this.keys.prefix), connectionFor: () => this.redis, unavailable });
+    return new Writer({ layout: this.layout, connectionFor: () => this.redis, unavailable });
   }
 
   private where(what: string): string {
@@ -253,8 +252,8 @@ class Run {
   }
 
   async run(ops: number): Promise<void> {
-    // As the server starts: the (empty) prefix is loaded first, which writes its layout version.
-    await loadStore(this.redis, this.keys, new QueueStore(new ManualClock(this.now), STORE_OPTIONS));
+    // As the server starts: the (empty) prefix is loaded first, which stamps its layout.
+    await loadLayout(this.redis, this.layout, new QueueStore(new ManualClock(this.now), STORE_OPTIONS));
     for (this.op = 1; this.op <= ops; this.op++) {
       const kind =
         this.store.size < 3 && this.rng.chance(0.5)
@@ -689,7 +688,7 @@ class Run {
     this.note(`checkpoint (${label})${restart ? ', restart' : ''}`);
     const loadedClock = new ManualClock(this.now);
     const loaded = new QueueStore(loadedClock, STORE_OPTIONS);
-    await loadStore(this.redis, this.keys, loaded);
+    await loadLayout(this.redis, this.layout, loaded);
     let loadedWriter: Writer | undefined;
     if (restart) {
       // As the server does after a reload: the old store is dropped (its writer closed) and a new
@@ -819,8 +818,10 @@ class Run {
   private async checkKeyspace(): Promise<void> {
     await this.writer.commit();
     const uids = new Set([...this.store.all()].map((q) => q.uid));
-    const stray = (await keysUnder(this.redis, this.keys.prefix)).filter((k) => {
-      const m = /:(m|d|a):([^:]+)$/.exec(k);
+    // Every key of the layout starts with its namespace, whatever its shard's tag. A queue's keys:
+    // messages, FIFO records, and the marks of messages moved into it from another shard.
+    const stray = (await keysUnder(this.redis, this.layout.namespace)).filter((k) => {
+      const m = /:(m|d|a|in):([^:]+)$/.exec(k);
       return m !== null && !uids.has(m[2] as string);
     });
     assert.deepEqual(stray, [], this.where('keys of deleted queues are left in Redis'));
@@ -896,12 +897,12 @@ async function fresh(): Promise<{
   /** Commits what is pending, loads what Redis then holds, and gives its queue `name`. */
   reloaded: (name: string) => Promise<Queue>;
 }> {
-  const keys = keysFor(uniquePrefix());
+  const layout = layoutFor(uniquePrefix());
   const clock = new ManualClock();
   const store = new QueueStore(clock, STORE_OPTIONS);
-  await loadStore(redis.client, keys, store);
+  await loadLayout(redis.client, layout, store);
   const writer = new Writer({
-    layout: layoutFor(keys.prefix),
+    layout,
     connectionFor: () => redis.client,
     unavailable,
   });
@@ -909,7 +910,7 @@ async function fresh(): Promise<{
   const reloaded = async (name: string): Promise<Queue> => {
     await writer.commit();
     const s = new QueueStore(new ManualClock(clock.now()), STORE_OPTIONS);
-    await loadStore(redis.client, keys, s);
+    await loadLayout(redis.client, layout, s);
     return s.require(A, name);
   };
   return { store, clock, writer, reloaded };

@@ -6,10 +6,9 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
 import type { Tenant } from '../../src/core/tenants.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
-import { layoutFor } from '../../src/persistence/layout.js';
-import { loadStore } from '../../src/persistence/loader.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { Writer } from '../../src/persistence/writer.js';
+import { loadLayout } from '../support/persistence.js';
 import { uniquePrefix } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
@@ -18,11 +17,11 @@ const { after, before, test } = testsRequiring('redis-server');
 
 const redis = sharedRedis({ before, after }, { aof: false });
 
-async function open(keys: Keys): Promise<{ store: QueueStore; writer: Writer }> {
+async function open(layout: Layout): Promise<{ store: QueueStore; writer: Writer }> {
   const store = new QueueStore(new ManualClock(1_000), { deletedRecentlyMs: 0 });
-  await loadStore(redis.client, keys, store);
+  await loadLayout(redis.client, layout, store);
   const writer = new Writer({
-    layout: layoutFor(keys.prefix),
+    layout,
     connectionFor: () => redis.client,
     unavailable: (e) => e,
   });
@@ -43,15 +42,15 @@ const key = (id: string, secret = `secret-of-${id}`, createdAt = 1_000) => ({
 });
 
 test('Given tenants created and their keys rotated, when the state is loaded into a new store, then they are there as they were', async () => {
-  const keys = keysFor(uniquePrefix());
-  const first = await open(keys);
+  const layout = layoutFor(uniquePrefix());
+  const first = await open(layout);
   const a = first.store.tenants.create('team-a', '111111111111', [key('AKIAA1')], 1_000);
   first.store.tenants.create('team-b', '222222222222', [key('AKIAB1', 'with/slash+plus=')], 1_000);
   first.store.tenants.addKey(a, key('AKIAA2', 's2', 2_000), false);
   first.store.tenants.addKey(a, key('AKIAA3', 's3', 3_000), true);
   await first.writer.commit();
 
-  const second = await open(keys);
+  const second = await open(layout);
   assert.deepEqual(second.store.tenants.list().map(plain), first.store.tenants.list().map(plain));
   assert.deepEqual(plain(second.store.tenants.byAccessKeyId('AKIAA3')?.tenant), plain(a));
   assert.equal(second.store.tenants.byAccessKeyId('AKIAA1'), undefined, 'a replaced key stays gone');
@@ -59,23 +58,23 @@ test('Given tenants created and their keys rotated, when the state is loaded int
 });
 
 test('Given a tenant deleted, when the state is loaded, then it is gone and its account and keys are free', async () => {
-  const keys = keysFor(uniquePrefix());
-  const first = await open(keys);
+  const layout = layoutFor(uniquePrefix());
+  const first = await open(layout);
   const t = first.store.tenants.create('gone', '333333333333', [key('AKIAG1')], 1_000);
   await first.writer.commit();
   first.store.tenants.delete(t);
   await first.writer.commit();
 
-  const second = await open(keys);
+  const second = await open(layout);
   assert.equal(second.store.tenants.size, 0);
   second.store.tenants.create('again', '333333333333', [key('AKIAG1')], 2_000);
 });
 
 test('Given a tenant created and deleted in one tick, when loaded, then nothing was stored for it', async () => {
-  const keys = keysFor(uniquePrefix());
-  const first = await open(keys);
+  const layout = layoutFor(uniquePrefix());
+  const first = await open(layout);
   const t = first.store.tenants.create('brief', '444444444444', [key('AKIAX1')], 1_000);
   first.store.tenants.delete(t);
   await first.writer.commit();
-  assert.equal(await redis.client.hlen(keys.tenants), 0);
+  assert.equal(await redis.client.hlen(layout.meta.tenants), 0);
 });

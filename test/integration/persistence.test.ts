@@ -8,9 +8,8 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { Message } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
-import { keysFor, type Keys } from '../../src/persistence/keys.js';
-import { layoutFor } from '../../src/persistence/layout.js';
-import { LayoutError, loadStore } from '../../src/persistence/loader.js';
+import { layoutFor, type Layout } from '../../src/persistence/layout.js';
+import { LayoutError, loadShard } from '../../src/persistence/loader.js';
 import { connectRedis, createRedis } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
 import { Writer } from '../../src/persistence/writer.js';
@@ -22,7 +21,7 @@ import type { Redis } from 'ioredis';
 import { testsRequiring } from '../support/requires.js';
 import { sharedRedis } from '../support/sqs.js';
 import { msg, sendOne } from '../support/queue.js';
-import { watchedPersistence } from '../support/persistence.js';
+import { loadLayout, shardKeysOf, watchedPersistence } from '../support/persistence.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -44,13 +43,13 @@ interface Opened {
   readonly failures: Error[];
 }
 
-/** Loads the state under `keys` into a fresh store and subscribes a writer, as the server does. */
-async function open(c: Redis, keys: Keys, clock = new ManualClock(), token?: string): Promise<Opened> {
+/** Loads the state in `layout` into a fresh store and subscribes a writer, as the server does. */
+async function open(c: Redis, layout: Layout, clock = new ManualClock(), token?: string): Promise<Opened> {
   const store = new QueueStore(clock, { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store, token === undefined ? {} : { token });
+  await loadLayout(c, layout, store, token === undefined ? {} : { token });
   const failures: Error[] = [];
   const writer = new Writer({
-    layout: layoutFor(keys.prefix),
+    layout,
     connectionFor: () => c,
     token: () => token ?? '',
     unavailable,
@@ -61,28 +60,33 @@ async function open(c: Redis, keys: Keys, clock = new ManualClock(), token?: str
 }
 
 /** A connection, a fresh key prefix, and a server's store and writer opened on it. */
-async function fresh(): Promise<Opened & { c: Redis; keys: Keys }> {
+async function fresh(): Promise<Opened & { c: Redis; layout: Layout }> {
   const c = await client();
-  const keys = keysFor(uniquePrefix());
-  return { ...(await open(c, keys)), c, keys };
+  const layout = layoutFor(uniquePrefix());
+  return { ...(await open(c, layout)), c, layout };
 }
 
 function create(store: QueueStore, name: string, attrs: Record<string, string> = {}, tags = {}): Queue {
   return store.create({ accountId: ACCOUNT, region: REGION, name }, attrs, tags).queue;
 }
 
-/** A fresh load of what Redis holds under `keys`, at the same moment as `clock`. */
-async function reload(c: Redis, keys: Keys, clock: ManualClock): Promise<QueueStore> {
+/** A fresh load of what Redis holds in `layout`, at the same moment as `clock`. */
+async function reload(c: Redis, layout: Layout, clock: ManualClock): Promise<QueueStore> {
   const store = new QueueStore(new ManualClock(clock.now()), { deletedRecentlyMs: 0 });
-  await loadStore(c, keys, store);
+  await loadLayout(c, layout, store);
   return store;
+}
+
+/** Every fencing key of the layout (the meta lock and each shard's lease) set to `token`. */
+async function holdAll(c: Redis, layout: Layout, token: string): Promise<void> {
+  await c.mset(layout.meta.lock, token, ...layout.shards.flatMap((k) => [k.lease, token]));
 }
 
 // Queues, messages, receipt handles across a restart: test/support/scenarios-persistence.ts, over one
 // Redis and over a Cluster (persistence-backends.test.ts).
 
 test('Given an in-flight message, when the state is reloaded, then it stays hidden until its deadline and then comes back', async () => {
-  const { c, keys, store, writer, clock } = await fresh();
+  const { c, layout, store, writer, clock } = await fresh();
   const q = create(store, 'inflight');
   sendOne(q, msg('hidden'), clock.now());
   sendOne(q, msg('visible'), clock.now());
@@ -91,7 +95,7 @@ test('Given an in-flight message, when the state is reloaded, then it stays hidd
   await writer.commit();
 
   const later = new ManualClock(clock.now() + 10 * S);
-  const restored = await open(c, keys, later);
+  const restored = await open(c, layout, later);
   const q2 = restored.store.require(ACCOUNT, 'inflight');
   assert.deepEqual(
     q2.receive(10, undefined, later.now()).map((m) => m.body),
@@ -109,7 +113,7 @@ test('Given an in-flight message, when the state is reloaded, then it stays hidd
 });
 
 test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted with AOF always, then none of them is lost', async () => {
-  const { keys, store, writer, clock } = await fresh();
+  const { layout, store, writer, clock } = await fresh();
   const q = create(store, 'aof');
   await writer.commit();
 
@@ -138,7 +142,7 @@ test('Given acknowledged sends, when Redis is killed -9 mid-stream and restarted
 
   await redis.server.restart();
   const c2 = await client();
-  const restored = await reload(c2, keys, clock);
+  const restored = await reload(c2, layout, clock);
   const ids = new Set([...restored.require(ACCOUNT, 'aof').allMessages()].map((m) => m.id));
   const lost = acked.filter((id) => !ids.has(id));
   assert.deepEqual(lost, [], `${lost.length} acknowledged of ${acked.length} lost`);
@@ -157,8 +161,7 @@ test('Given Redis is down, when a change is committed, then it is rejected with 
   try {
     const c = await connectRedis({ url: own.url });
     try {
-      const keys = keysFor(uniquePrefix());
-      const { store, writer, clock, failures } = await open(c, keys);
+      const { store, writer, clock, failures } = await open(c, layoutFor(uniquePrefix()));
       const q = create(store, 'down');
       await writer.commit();
       await own.kill9();
@@ -179,8 +182,7 @@ test('Given Redis stops answering (SIGSTOP), when a change is committed, then it
   const own = await startRedis({ aof: false });
   const c = await connectRedis({ url: own.url });
   try {
-    const keys = keysFor(uniquePrefix());
-    const { store, writer, clock } = await open(c, keys);
+    const { store, writer, clock } = await open(c, layoutFor(uniquePrefix()));
     const q = create(store, 'frozen');
     await writer.commit();
     own.pause();
@@ -238,11 +240,12 @@ test('Given a served store, when Redis dies and comes back, then serving stops, 
 
 test('Given deleted, expired and purged messages and a deleted queue, when committed, then no key is left behind', async () => {
   const c = await client();
-  const prefix = uniquePrefix();
-  const keys = keysFor(prefix);
-  const { store, writer, clock } = await open(c, keys);
+  const layout = layoutFor(uniquePrefix());
+  const { store, writer, clock } = await open(c, layout);
   const q = create(store, 'leaks', { MessageRetentionPeriod: '60' });
   const other = create(store, 'other');
+  const keys = shardKeysOf(layout, q);
+  const otherKeys = shardKeysOf(layout, other);
   for (let i = 0; i < 50; i++) sendOne(q, msg(`e${i}`), clock.now());
   for (let i = 0; i < 50; i++) sendOne(other, msg(`o${i}`), clock.now());
   await writer.commit();
@@ -256,52 +259,74 @@ test('Given deleted, expired and purged messages and a deleted queue, when commi
   assert.deepEqual(q.counts(clock.now()), { visible: 0, inflight: 0, delayed: 0 });
   other.purge(clock.now());
   await writer.commit();
-  assert.deepEqual(await keysUnder(c, prefix), [keys.layout, keys.queues, keys.seq, keys.commit].sort());
+  // Every key of the layout starts with its namespace, whatever its tag; the catalog is meta's.
+  const { meta } = layout;
+  const catalog = meta.catalog(ACCOUNT, REGION);
+  const shardKeys = [keys, otherKeys].flatMap((k) => [k.queues, k.seq, k.commit]);
+  assert.deepEqual(
+    await keysUnder(c, layout.namespace),
+    [...new Set([meta.layout, meta.commit, catalog, ...shardKeys])].sort(),
+  );
 
   store.delete(q);
   store.delete(other);
   await writer.commit();
-  assert.deepEqual(await keysUnder(c, prefix), [keys.commit, keys.layout].sort());
+  assert.deepEqual(
+    await keysUnder(c, layout.namespace),
+    [...new Set([meta.layout, meta.commit, keys.commit, otherKeys.commit])].sort(),
+  );
 });
 
-test('Given the lock holds another token, when a write is fenced, then nothing is written and commit rejects', async () => {
+test('Given the leases hold another token, when a write is fenced, then nothing is written and commit rejects', async () => {
   const c = await client();
-  const prefix = uniquePrefix();
-  const keys = keysFor(prefix);
-  await c.set(keys.lock, 'token-a');
-  const { store, writer, clock, failures } = await open(c, keys, new ManualClock(), 'token-a');
+  const layout = layoutFor(uniquePrefix());
+  await holdAll(c, layout, 'token-a');
+  const { store, writer, clock, failures } = await open(c, layout, new ManualClock(), 'token-a');
   const q = create(store, 'fenced');
   sendOne(q, msg('written'), clock.now());
   await writer.commit();
-  await c.set(keys.lock, 'token-b');
-  const before = await dump(c, prefix);
+  await holdAll(c, layout, 'token-b');
+  const before = await dump(c, layout.namespace);
 
   sendOne(q, msg('refused'), clock.now());
   create(store, 'refused-queue');
   await assert.rejects(writer.commit(), isSqsError('ServiceUnavailable'));
-  assert.ok(failures[0] instanceof FencedError);
-  assert.deepEqual(await dump(c, prefix), before);
+  // The message's shard, the new queue's shard and meta (its catalog entry): each refused alone.
+  assert.ok(failures.length > 0 && failures.every((e) => e instanceof FencedError), String(failures));
+  assert.deepEqual(await dump(c, layout.namespace), before);
 
-  // A loader with the wrong token refuses too.
-  await assert.rejects(loadStore(c, keys, new QueueStore(clock), { token: 'token-a' }), FencedError);
+  // A loader with the wrong token refuses too: meta's, and a shard's on its own.
+  await assert.rejects(loadLayout(c, layout, new QueueStore(clock), { token: 'token-a' }), FencedError);
+  await assert.rejects(
+    loadShard(c, shardKeysOf(layout, q), new QueueStore(clock), { token: 'token-a' }),
+    FencedError,
+  );
 });
 
 test('Given Redis has another layout version or unversioned keys, when loading, then a LayoutError says so', async () => {
   const c = await client();
-  const keys = keysFor(uniquePrefix());
-  await c.set(keys.layout, '2');
-  await assert.rejects(loadStore(c, keys, new QueueStore(new ManualClock())), (e) => {
+  const stamped = layoutFor(uniquePrefix());
+  await c.hset(stamped.meta.layout, 'version', '3', 'shards', '256');
+  await assert.rejects(loadLayout(c, stamped, new QueueStore(new ManualClock())), (e) => {
     assert.ok(e instanceof LayoutError);
-    assert.match(e.message, /layout version 2/);
+    assert.match(e.message, /layout version 3 at .*\{ssq:meta\}:layout/);
     return true;
   });
-  const keys2 = keysFor(uniquePrefix());
-  await c.hset(keys2.queues, 'x', '{}');
-  await assert.rejects(loadStore(c, keys2, new QueueStore(new ManualClock())), LayoutError);
+  // Layout 1's key, which a start reads to tell whether to migrate.
+  const v1 = layoutFor(uniquePrefix());
+  await c.set(v1.v1.layout, '3');
+  await assert.rejects(loadLayout(c, v1, new QueueStore(new ManualClock())), (e) => {
+    assert.ok(e instanceof LayoutError);
+    assert.match(e.message, /layout version 3 at /);
+    return true;
+  });
+  const unversioned = layoutFor(uniquePrefix());
+  await c.hset(unversioned.v1.queues, 'x', '{}');
+  await assert.rejects(loadLayout(c, unversioned, new QueueStore(new ManualClock())), LayoutError);
 });
 
 test('Given a queue of 10,000 messages read in small chunks, when loaded, then every message is back in send order', async () => {
-  const { c, keys, store, writer, clock } = await fresh();
+  const { c, layout, store, writer, clock } = await fresh();
   const q = create(store, 'many');
   const sent: string[] = [];
   for (let i = 0; i < 10_000; i++) sent.push(sendOne(q, msg(`b${i}`), clock.now()).id);
@@ -311,7 +336,7 @@ test('Given a queue of 10,000 messages read in small chunks, when loaded, then e
   await writer.commit();
 
   const restored = new QueueStore(new ManualClock(clock.now()));
-  const stats = await loadStore(c, keys, restored, { chunk: 97, sliceMs: 1 });
+  const stats = await loadLayout(c, layout, restored, { chunk: 97, sliceMs: 1 });
   assert.equal(stats.messages, 9_999);
   assert.deepEqual(snapshot(restored), snapshot(store));
   const q2 = restored.require(ACCOUNT, 'many');
@@ -321,8 +346,9 @@ test('Given a queue of 10,000 messages read in small chunks, when loaded, then e
 });
 
 test('Given a queue of 50,000 messages, when it is purged, then its hash is gone after one commit', async () => {
-  const { c, keys, store, writer, clock } = await fresh();
+  const { c, layout, store, writer, clock } = await fresh();
   const q = create(store, 'big');
+  const keys = shardKeysOf(layout, q);
   for (let i = 0; i < 50_000; i++) sendOne(q, msg('x'), clock.now());
   await writer.commit();
   assert.equal(await c.hlen(keys.messages(q.uid)), 50_000);
@@ -333,7 +359,7 @@ test('Given a queue of 50,000 messages, when it is purged, then its hash is gone
 });
 
 test('Given a queue whose deleted and sent messages collapse in one tick, when committed, then Redis holds exactly the survivors', async () => {
-  const { c, keys, store, writer, clock } = await fresh();
+  const { c, layout, store, writer, clock } = await fresh();
   const q = create(store, 'collapse', { VisibilityTimeout: '0' });
   const m1 = sendOne(q, msg('m1'), clock.now());
   for (let i = 0; i < 5; i++) q.receive(1, undefined, clock.now());
@@ -343,14 +369,14 @@ test('Given a queue whose deleted and sent messages collapse in one tick, when c
   const flushes = writer.stats.batches;
   await writer.commit();
   assert.equal(writer.stats.batches, flushes + 1, 'one round trip for the whole tick');
-  assert.deepEqual(await c.hkeys(keys.messages(q.uid)), [m1.id]);
-  const restored = await reload(c, keys, clock);
+  assert.deepEqual(await c.hkeys(shardKeysOf(layout, q).messages(q.uid)), [m1.id]);
+  const restored = await reload(c, layout, clock);
   assert.equal([...restored.require(ACCOUNT, 'collapse').allMessages()][0]?.receiveCount, 6);
 });
 
-async function dump(c: Redis, prefix: string): Promise<Record<string, unknown>> {
+async function dump(c: Redis, namespace: string): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
-  for (const k of await keysUnder(c, prefix)) {
+  for (const k of await keysUnder(c, namespace)) {
     const type = await c.type(k);
     out[k] = type === 'hash' ? await c.hgetall(k) : await c.get(k);
   }

@@ -10,12 +10,11 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { Message } from '../../src/core/message.js';
 import { QueueStore } from '../../src/core/store.js';
 import { serializeMessage } from '../../src/persistence/codec.js';
-import { keysFor } from '../../src/persistence/keys.js';
 import { layoutFor } from '../../src/persistence/layout.js';
-import { loadStore } from '../../src/persistence/loader.js';
 import { connectRedis } from '../../src/persistence/redis.js';
 import { Writer } from '../../src/persistence/writer.js';
 import type { Redis } from 'ioredis';
+import { loadLayout, shardKeysOf } from './persistence.js';
 import { sendOne } from './queue.js';
 
 export interface FillOptions {
@@ -30,11 +29,10 @@ export interface FillOptions {
 
 /** Returns the ids of the messages written, in send order. */
 export async function fillQueue(client: Redis, opts: FillOptions): Promise<string[]> {
-  const keys = keysFor(opts.prefix);
+  const layout = layoutFor(opts.prefix);
   const clock = new ManualClock(Date.now());
   const store = new QueueStore(clock);
-  await loadStore(client, keys, store);
-  const layout = layoutFor(opts.prefix);
+  await loadLayout(client, layout, store);
   const writer = new Writer({ layout, connectionFor: () => client, unavailable: (e) => e });
   writer.attach(store);
   const accountId = opts.accountId ?? '000000000000';
@@ -57,9 +55,8 @@ export async function fillQueue(client: Redis, opts: FillOptions): Promise<strin
   }
   // In flight for an hour: still so when a test reads them back after filling.
   q.receive(opts.inflight ?? 10, 3_600_000, clock.now());
-  // Beside the queue's record, which the writer put in its shard (layout v2).
-  const shardKeys = layout.shards[q.shard];
-  if (shardKeys === undefined) throw new Error(`no shard ${q.shard}`);
+  // Beside the queue's record, which the writer put in its shard.
+  const shardKeys = shardKeysOf(layout, q);
   const key = shardKeys.messages(q.uid);
   // About 16 MiB per pipeline, at most 1,000 fields per HSET.
   const perHset = Math.max(1, Math.min(1000, Math.floor((4 * 2 ** 20) / (opts.bodySize + 200))));
