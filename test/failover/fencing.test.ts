@@ -176,10 +176,14 @@ test(
       (l) => ['evalsha', 'eval'].includes(l.args[0]?.toLowerCase() ?? '') && l.args.includes(oldToken),
     );
     let writes = 0;
-    const from = mon.lines.findIndex((l) => l.args[0]?.toLowerCase() === 'set' && l.args[2] === intruder);
+    // From the moment the queue's shard lease holds the intruder, on that shard (the term's other
+    // leases are still its own, and renewing them writes, rightly).
+    const from = mon.lines.findIndex(
+      (l) => l.args[0]?.toLowerCase() === 'set' && l.args[1] === lease && l.args[2] === intruder,
+    );
     let inOld = false;
     for (const l of mon.lines.slice(from + 1)) {
-      if (l.source !== 'lua') inOld = l.args.includes(oldToken);
+      if (l.source !== 'lua') inOld = l.args.includes(oldToken) && l.args.includes(lease);
       else if (inOld && WRITES.has(l.args[0]?.toLowerCase() ?? '')) writes++;
     }
     assert.equal(res.status, 503, res.text);
