@@ -283,9 +283,8 @@ export class Writer {
   private calls = 0;
   private readonly meta: ScopeState;
   private readonly shards: readonly ScopeState[];
-  /** Scopes with a part open or unsettled, and those failed: what commit() of all looks at. */
+  /** Scopes with a part open or unsettled (and failed ones, until reset): what commit() of all looks at. */
   private readonly busy = new Set<ScopeState>();
-  private readonly failed = new Set<ScopeState>();
   /** Per connection, the socket the script was loaded on: another one (a reconnect) loads it again. */
   private readonly loaded = new WeakMap<Redis, unknown>();
   /** The shard of a move task's source queue, computed once per task. */
@@ -404,11 +403,16 @@ export class Writer {
     return (st.open ?? st.pending.at(-1))?.done ?? RESOLVED;
   }
 
+  /**
+   * Every scope's newest part, except those of scopes failed already: their queues were dropped
+   * with them (their owner reads them back), so nothing recorded since is theirs, and a request
+   * that names no queue (ListQueues) is not refused for a shard it never touched. A part that
+   * fails later still rejects.
+   */
   private commitAll(): Promise<void> {
-    const [failed] = this.failed;
-    if (failed !== undefined) return this.commitOne(failed);
     const waits: Promise<void>[] = [];
     for (const st of this.busy) {
+      if (st.failure !== undefined) continue;
       const p = st.open ?? st.pending.at(-1);
       if (p !== undefined) waits.push(p.done);
     }
@@ -474,7 +478,6 @@ export class Writer {
     st.failure = undefined;
     st.epoch++;
     st.lastCall = '';
-    this.failed.delete(st);
     this.busy.delete(st);
   }
 
@@ -827,7 +830,6 @@ export class Writer {
     const st = part.scope;
     if (st.failure !== undefined) return;
     st.failure = cause;
-    this.failed.add(st);
     this.unsent = this.unsent.filter((c) => c.part.scope !== st);
     if (st.open !== undefined) {
       // Rejected by settle() behind the failed part.
