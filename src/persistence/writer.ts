@@ -669,11 +669,17 @@ export class Writer {
     }
   }
 
-  /** One connection's calls of a bundle, in one pipeline (one write, one round trip). */
+  /**
+   * One connection's calls of a bundle, one round trip: in a pipeline around MULTI/EXEC, else each
+   * command written as it is made (a connection sends in order; a Pipeline object per tick cost a
+   * few percent of a receive-and-delete load).
+   */
   private sendOn(redis: Redis, calls: readonly Call[], bundle: Bundle): void {
-    const pipeline = redis.pipeline();
+    // One call needs no transaction: a script is applied, and appended to the AOF, as one unit.
+    const multi = (this.opts.multi ?? true) && calls.length > 1;
+    const pipeline = multi ? redis.pipeline() : undefined;
     // The Pipeline's own queueing (untyped): each command keeps its promise, answered as it comes.
-    const queue = pipeline as unknown as { sendCommand(c: Command): unknown };
+    const queue = (pipeline ?? redis) as unknown as { sendCommand(c: Command): unknown };
     const command = (name: string, args: ScriptArg[]): Promise<unknown> => {
       const c = new Command(name, args);
       queue.sendCommand(c);
@@ -687,8 +693,6 @@ export class Writer {
         if (this.loaded.get(redis) === stream) this.loaded.delete(redis);
       });
     }
-    // One call needs no transaction: a script is applied, and appended to the AOF, as one unit.
-    const multi = (this.opts.multi ?? true) && calls.length > 1;
     if (multi) command('multi', []).catch(() => undefined);
     const answers: Promise<unknown>[] = [];
     for (const call of calls) {
@@ -752,7 +756,7 @@ export class Writer {
     }
     const answered = (): void => this.bundleAnswered(bundle);
     void done.then(answered, answered);
-    pipeline.exec().catch(() => undefined);
+    pipeline?.exec().catch(() => undefined);
   }
 
   private bundleAnswered(bundle: Bundle): void {

@@ -42,7 +42,7 @@ const unavailable = (cause: Error): Error =>
 
 const is503 = isSqsError('ServiceUnavailable');
 
-/** Pipelines the writer sent on the connection: in all, unanswered now, and the most at once. */
+/** Bundles the writer sent on the connection (a pipeline, or one lone EVALSHA): in all, unanswered now, and the most at once. */
 interface Tap {
   sent: number;
   pending: number;
@@ -51,6 +51,21 @@ interface Tap {
 
 function tap(c: Redis): Tap {
   const t: Tap = { sent: 0, pending: 0, maxPending: 0 };
+  // A bundle of one call goes without a pipeline: its EVALSHA, written alone, is the bundle.
+  const sendCommand = c.sendCommand.bind(c);
+  c.sendCommand = (command, stream) => {
+    const sent = sendCommand(command, stream);
+    if (command.name === 'evalsha' && stream === undefined && !inPipeline) {
+      t.sent++;
+      t.maxPending = Math.max(t.maxPending, ++t.pending);
+      void command.promise.then(
+        () => t.pending--,
+        () => t.pending--,
+      );
+    }
+    return sent;
+  };
+  let inPipeline = false;
   const original = c.pipeline.bind(c);
   c.pipeline = (...args: Parameters<Redis['pipeline']>) => {
     const p = original(...args);
@@ -58,7 +73,9 @@ function tap(c: Redis): Tap {
     p.exec = () => {
       t.sent++;
       t.maxPending = Math.max(t.maxPending, ++t.pending);
+      inPipeline = true;
       const done = exec();
+      inPipeline = false;
       void done.then(
         () => t.pending--,
         () => t.pending--,
