@@ -23,6 +23,7 @@ import {
   UntagQueueCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { metricValue } from '../support/prometheus.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { sqsClient, startServer, waitReady, type RunningServer } from '../support/server.js';
@@ -54,6 +55,15 @@ async function fill(): Promise<void> {
 async function room(): Promise<void> {
   await redis.client.config('SET', 'maxmemory', '0');
   await waitReady(server, 30_000);
+  // A write refused in one shard has that shard read back while the others serve (/ready stays
+  // 200): wait until none is out.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const text = await (await fetch(`${server.controlUrl}/metrics`)).text();
+    if (metricValue(text, 'sqs_shards_down', { reason: 'reloading' }) === 0) return;
+    assert.ok(Date.now() < deadline, 'a shard is still being read back after 30 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 async function expect503(name: string, call: Promise<unknown>): Promise<void> {
