@@ -107,6 +107,12 @@ function layers() {
       wiring,
       packages('fastify', 'pino'),
     ),
+    rule(
+      ['src/owners/**/*.ts'],
+      outside('protocol', 'auth', 'http', 'cli', 'wiring'),
+      wiring,
+      packages('fastify', 'pino'),
+    ),
     rule(['src/http/**/*.ts'], outside('cli', 'wiring'), {
       regex: '^(\\.\\./)+(main|server|index|config|seed|seed-file)\\.js$',
       message: 'The planes are given what they need by the wiring (src/server.ts), not the reverse.',
