@@ -82,6 +82,22 @@ export interface PersistenceOptions {
   readonly replicaWait?: ReplicaWait | undefined;
   /** A shard could not be loaded into this process's memory budget: refused by name (its queues 503). */
   readonly onShardRefused?: ((shard: number, cause: Error) => void) | undefined;
+  /**
+   * Many owners (src/owners/owner.ts): the shards whose lease this process holds, each with the
+   * token its writes fence on. Only they are loaded (at start, after a divergence, and one by one
+   * with {@link Persistence.takeShard}); a fenced write gives up that shard alone
+   * (`onShardFenced`). Absent: this process serves every shard, with `token`.
+   */
+  readonly owned?: OwnedShards | undefined;
+  /** With `owned`: a write of this shard was fenced, its lease is another's; the shard was dropped. */
+  readonly onShardFenced?: ((shard: number) => void) | undefined;
+}
+
+/** The shards a process owns among many (src/owners/owner.ts), as its Persistence asks. */
+export interface OwnedShards {
+  has(shard: number): boolean;
+  /** The token the shard's lease holds for this process: its writes and its load fence on it. */
+  token(shard: number): string;
 }
 
 /** How often a shard refused for want of memory is tried again. */
@@ -130,6 +146,8 @@ export class Persistence implements Durability {
   /** Shards not served now: being loaded again after a failed write, or refused (too big). */
   private readonly down = new Map<number, 'reloading' | 'refused'>();
   private reloading: Promise<void> | undefined;
+  /** With `owned`: the shards read into the store served (owned, and loaded or found empty). */
+  private loaded = new Set<number>();
   private refusedTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: PersistenceOptions) {
@@ -167,6 +185,76 @@ export class Persistence implements Durability {
    */
   async start(): Promise<void> {
     await this.cycle(true);
+  }
+
+  /**
+   * This process may answer for the shard now: its store is served, the shard is loaded (with
+   * `owned`: taken and read in) and not being read back.
+   */
+  serves(shard: number): boolean {
+    if (this.stateNow !== 'serving' || this.down.has(shard)) return false;
+    return this.opts.owned === undefined || this.loaded.has(shard);
+  }
+
+  /**
+   * With `owned`: reads shards whose leases were just taken into the store served, one after the
+   * other on one connection, then settles the transfers into and out of them. While no store is
+   * served this does nothing: the load that serves next reads every owned shard. Resolves with
+   * the shards read in (or found read in already); rejects when reading failed (the caller tries
+   * again). A shard that does not fit is refused by name instead (`shardsDown`).
+   */
+  async takeShards(shards: readonly number[]): Promise<number[]> {
+    const writer = this.current;
+    const served = this.served;
+    if (writer === undefined || served === undefined || this.stateNow !== 'serving') return [];
+    const done = shards.filter((s) => this.loaded.has(s));
+    const todo = shards.filter((s) => !this.loaded.has(s) && this.opts.owned?.has(s) === true);
+    if (todo.length === 0) return done;
+    const reader = this.reader();
+    const taken: number[] = [];
+    try {
+      await connectReader(reader);
+      for (const shard of todo) {
+        const keys = this.opts.layout.shards[shard];
+        if (keys === undefined || this.opts.owned?.has(shard) !== true) continue;
+        await served.conns.refresh(keys);
+        // A fresh chain: what this process wrote to the shard before (an earlier hold) is not its now.
+        writer.resetShard(shard);
+        try {
+          await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
+        } catch (e) {
+          if (e instanceof FencedError) {
+            this.opts.onShardFenced?.(shard);
+            continue;
+          }
+          if (!(e instanceof StoreTooBigError)) throw e;
+          this.refuse(served.store, shard, e);
+          this.retryRefusedLater();
+          continue;
+        }
+        if (this.current !== writer) return done;
+        served.store.shardLoaded(shard);
+        this.down.delete(shard);
+        this.loaded.add(shard);
+        taken.push(shard);
+      }
+      if (taken.length > 0) await this.replayTransfers(writer, served.store, new Set(taken));
+      return [...done, ...taken];
+    } finally {
+      reader.disconnect();
+    }
+  }
+
+  /**
+   * With `owned`: the shard is given away. What was written of it is flushed first (waited for,
+   * not retried: a write that failed was answered 503), then its queues leave the store.
+   */
+  async dropShard(shard: number): Promise<void> {
+    this.loaded.delete(shard);
+    this.down.delete(shard);
+    const writer = this.current;
+    if (writer !== undefined) await writer.commit(ONE_SHARD[shard]).catch(() => undefined);
+    if (this.opts.owned?.has(shard) !== true) this.served?.store.evictShard(shard);
   }
 
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
@@ -212,12 +300,11 @@ export class Persistence implements Durability {
         this.down.clear();
         const stats = await this.load(store);
         if (signal.aborted) break;
-        const token = this.opts.token;
         const writer: Writer = new Writer({
           layout,
           connectionFor: conns.connectionFor,
           multi: conns.multi,
-          token: token === undefined ? undefined : () => token(),
+          token: this.writerToken(),
           unavailable: this.opts.unavailable,
           onFailure: (scope, cause) => this.failed(writer, scope, cause),
           replicas: this.opts.replicaWait,
@@ -269,6 +356,18 @@ export class Persistence implements Durability {
     throw new Error('persistence closed');
   }
 
+  /** The writer's fencing token per scope: with `owned`, each shard's lease's; meta is fenced by none. */
+  private writerToken(): ((scope: Scope) => string) | undefined {
+    const { owned, token } = this.opts;
+    if (owned !== undefined) return (scope) => (scope === 'meta' ? '' : owned.token(scope));
+    return token === undefined ? undefined : () => token();
+  }
+
+  private shardToken(shard: number): string {
+    const owned = this.opts.owned;
+    return owned === undefined ? (this.opts.token?.() ?? '') : owned.token(shard);
+  }
+
   /** A connection for the loader, whose commands may take {@link LOAD_COMMAND_TIMEOUT_MS}. */
   private reader(): RedisClient {
     const redis = this.opts.redis;
@@ -306,7 +405,8 @@ export class Persistence implements Durability {
     }, this.opts.progressEveryMs ?? 5000);
     try {
       await connectReader(reader);
-      const token = this.opts.token?.() ?? '';
+      // Many owners: meta is nobody's lease (the coordinator's lock elects, it does not fence).
+      const token = this.opts.owned === undefined ? (this.opts.token?.() ?? '') : '';
       while ((await loadMeta(reader, layout, store, { token })).state === 'needs-migration') {
         this.migration = new MigrationProgress();
         await migrateV1(reader, layout, { token, metaToken: token, log: this.log, progress: this.migration });
@@ -314,20 +414,33 @@ export class Persistence implements Durability {
       const stats: LoadStats = { queues: 0, messages: 0, bytes: 0, ms: 0, maxBlockMs: 0 };
       const started = performance.now();
       const inUse = await shardsInUse(reader, layout);
+      const owned = this.opts.owned;
+      const loaded = new Set<number>();
       for (const keys of layout.shards) {
-        if (!inUse.has(keys.shard)) continue;
+        if (owned !== undefined && !owned.has(keys.shard)) continue;
+        if (!inUse.has(keys.shard)) {
+          loaded.add(keys.shard);
+          continue;
+        }
         try {
-          const s = await loadShard(reader, keys, store, { token, progress });
+          const s = await loadShard(reader, keys, store, { token: this.shardToken(keys.shard), progress });
+          loaded.add(keys.shard);
           stats.queues += s.queues;
           stats.messages += s.messages;
           stats.bytes += s.bytes;
           stats.maxBlockMs = Math.max(stats.maxBlockMs, s.maxBlockMs);
         } catch (e) {
+          // Many owners: a lease lost while loading gives up that shard, not the load.
+          if (owned !== undefined && e instanceof FencedError) {
+            this.opts.onShardFenced?.(keys.shard);
+            continue;
+          }
           if (!(e instanceof StoreTooBigError)) throw e;
           this.refuse(store, keys.shard, e);
         }
       }
       stats.ms = performance.now() - started;
+      this.loaded = loaded;
       return stats;
     } finally {
       clearInterval(timer);
@@ -344,7 +457,11 @@ export class Persistence implements Durability {
    * One without is applied now, the message put in its queue as recorded. One whose queue is
    * gone is dropped, as its queue's messages were. Shards not served now are left for their load.
    */
-  private async replayTransfers(writer: Writer, store: QueueStore, only?: number): Promise<void> {
+  private async replayTransfers(
+    writer: Writer,
+    store: QueueStore,
+    only?: ReadonlySet<number>,
+  ): Promise<void> {
     const { layout } = this.opts;
     const reader = this.reader();
     try {
@@ -372,7 +489,7 @@ export class Persistence implements Durability {
             id: field.slice(colon + 1),
             record: value.slice(sep + 1),
           };
-          if (only !== undefined && source !== only && dest !== only) continue;
+          if (only !== undefined && !only.has(source) && !only.has(dest)) continue;
           if (this.down.has(source) || this.down.has(dest) || writer.transferring(t.uid, t.id)) continue;
           pending.push(t);
         }
@@ -397,7 +514,7 @@ export class Persistence implements Durability {
         writer.settleTransfer(t.source, t.dest, t.uid, t.id);
       });
       this.log.info(
-        { transfers: pending.length, applied, shard: only },
+        { transfers: pending.length, applied, shards: only === undefined ? undefined : [...only] },
         'transfers between shards left by an earlier write settled',
       );
     } finally {
@@ -431,6 +548,14 @@ export class Persistence implements Durability {
    */
   private failed(writer: Writer, scope: Scope, cause: Error): void {
     if (this.current !== writer || this.stateNow === 'closed') return;
+    if (this.opts.owned !== undefined && scope !== 'meta' && cause instanceof FencedError) {
+      // Another process holds the shard's lease now: this one's copy is stale, the rest is not.
+      this.log.error({ shard: scope }, "a write of a shard was fenced: its lease is another's, dropping it");
+      this.served?.store.evictShard(scope);
+      this.down.delete(scope);
+      this.opts.onShardFenced?.(scope);
+      return;
+    }
     if (scope === 'meta' || !shardLocal(cause)) {
       this.diverge(writer, cause);
       return;
@@ -473,11 +598,11 @@ export class Persistence implements Durability {
         // until the load restores them (evictShard), and nothing of it is created meanwhile.
         writer.resetShard(shard);
         await connectReader(reader);
-        await loadShard(reader, keys, served.store, { token: this.opts.token?.() ?? '' });
+        await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
         if (this.current !== writer) return;
         served.store.shardLoaded(shard);
         this.down.delete(shard);
-        await this.replayTransfers(writer, served.store, shard).catch((e: unknown) => {
+        await this.replayTransfers(writer, served.store, new Set([shard])).catch((e: unknown) => {
           // What is left in the outboxes stays there: read the shard back again to settle it.
           if (this.current === writer) served.store.evictShard(shard);
           this.down.set(shard, 'reloading');

@@ -1,0 +1,398 @@
+/**
+ * One process's share of the shards when many processes own them (docs/architecture.md, "Many
+ * owners"). The shard map (written by the coordinator) says which shards this process should
+ * own; this class makes it so, one shard at a time, with the shard leases of layout 2
+ * (src/ha/leases.ts: `<s>lease` under each shard's own tag, which every write of the shard
+ * fences on).
+ *
+ * - Take: a token of its own for each hold (`<epoch>:<instance id>`, the epoch an INCR under the
+ *   meta tag), the lease taken only when free (a lease another token holds is waited for until it
+ *   is released or expires: that holder may still be writing), then the shard read into the store
+ *   (Persistence.takeShard). Only then does it serve.
+ * - Hold: every lease held is renewed each interval; a shard is served only until `ttl − interval`
+ *   after the send time of its last successful renewal (a monotonic clock), so a process that
+ *   stalls stops answering for its shards before anyone else can take them. A lease found holding
+ *   another token, or a write fenced, drops the shard at once.
+ * - Give (the map moved it, or the process stops): the shard stops taking requests (the routers
+ *   hold them and retry at the new owner), its long polls are answered, the requests in flight
+ *   finish, its writes are flushed, its queues leave the store, and only then is its lease
+ *   released, so the next owner reads everything that was acknowledged.
+ */
+import { quietLog, type LogSink } from '../log.js';
+import { lockKeys, lockScripts, parseToken, type LockKeys } from '../ha/lock.js';
+import { leaseScripts } from '../ha/leases.js';
+import { systemTimers, type ElectorTimers } from '../ha/elector.js';
+import type { Layout } from '../persistence/layout.js';
+import type { OwnedShards, Persistence } from '../persistence/persistence.js';
+import type { RedisClient } from '../persistence/redis.js';
+
+/** The shard map as an owner reads it (src/owners/shard-map.ts). */
+export interface ShardMapView {
+  ownerOf(shard: number): string | undefined;
+  onChange(fn: () => void): void;
+}
+
+export interface ShardOwnerOptions {
+  /** The leases' connection: renewals never wait behind a large write. */
+  readonly redis: RedisClient;
+  readonly layout: Layout;
+  readonly instanceId: string;
+  readonly ttlMs: number;
+  readonly intervalMs: number;
+  readonly map: ShardMapView;
+  /** The shards given away are answered here: waiting long polls of the shard's queues. */
+  readonly onGive: (shard: number) => void;
+  readonly timers?: ElectorTimers | undefined;
+  readonly log?: LogSink | undefined;
+  /** Longest wait for a shard's requests in flight when it is given away; default 10 s. */
+  readonly drainTimeoutMs?: number | undefined;
+}
+
+type HoldState = 'taking' | 'serving' | 'giving';
+
+interface Hold {
+  readonly token: string;
+  state: HoldState;
+  /** Monotonic ms after which the shard is not answered for unless renewed. */
+  deadline: number;
+  inflight: number;
+  idle: (() => void)[];
+}
+
+export class ShardOwner implements OwnedShards {
+  private readonly holds = new Map<number, Hold>();
+  private readonly keys: readonly LockKeys[];
+  private readonly timers: ElectorTimers;
+  private readonly log: LogSink;
+  private persistence: Persistence | undefined;
+  private renewTimer: unknown;
+  private reconciling: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  /** Shards whose lease is being asked for: one attempt at a time each. */
+  private readonly acquiring = new Set<number>();
+  private reading: Promise<void> | undefined;
+  private readAgain = false;
+
+  constructor(private readonly opts: ShardOwnerOptions) {
+    this.keys = opts.layout.shards.map(lockKeys);
+    this.timers = opts.timers ?? systemTimers;
+    this.log = opts.log ?? quietLog;
+  }
+
+  // ---- OwnedShards (what Persistence asks) ------------------------------------------------
+
+  has(shard: number): boolean {
+    const h = this.holds.get(shard);
+    return h !== undefined && h.state !== 'giving';
+  }
+
+  token(shard: number): string {
+    // A token no lease ever holds: a write of a shard not held here is fenced, never applied.
+    return this.holds.get(shard)?.token ?? 'not-owned';
+  }
+
+  // ---- what the router asks ----------------------------------------------------------------
+
+  /** This process answers for the shard now. */
+  serves(shard: number): boolean {
+    const h = this.holds.get(shard);
+    return (
+      h !== undefined &&
+      h.state === 'serving' &&
+      this.timers.now() < h.deadline &&
+      this.persistence?.serves(shard) === true
+    );
+  }
+
+  /** A request for the shard runs here; call the returned function when its reply is done. */
+  enter(shard: number): () => void {
+    const h = this.holds.get(shard);
+    if (h === undefined) return () => undefined;
+    h.inflight++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      h.inflight--;
+      if (h.inflight === 0) for (const w of h.idle.splice(0)) w();
+    };
+  }
+
+  /** How many shards are held, and in which state. */
+  counts(): Record<HoldState, number> {
+    const out: Record<HoldState, number> = { taking: 0, serving: 0, giving: 0 };
+    for (const h of this.holds.values()) out[h.state]++;
+    return out;
+  }
+
+  /** The shards held, with their state (admin, metrics). */
+  held(): ReadonlyMap<number, { readonly state: HoldState; readonly token: string }> {
+    return this.holds;
+  }
+
+  // ---- life ---------------------------------------------------------------------------------
+
+  /** Starts following the map, with the Persistence that reads the shards taken. */
+  start(persistence: Persistence): void {
+    this.persistence = persistence;
+    this.opts.map.onChange(() => this.reconcile());
+    this.scheduleRenew();
+    this.reconcile();
+  }
+
+  /** Gives every shard away (drain, flush, release), then stops renewing. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.timers.clearTimeout(this.renewTimer);
+    await this.reconciling?.catch(() => undefined);
+    await Promise.all([...this.holds.keys()].map((s) => this.give(s)));
+  }
+
+  /** A write of the shard was fenced (Persistence dropped it): the lease is another's. */
+  lost(shard: number): void {
+    if (this.holds.delete(shard)) this.log.error({ shard }, 'shard lost: its lease holds another token');
+    this.reconcile();
+  }
+
+  /** Brings the holds in line with the map; runs again at once if asked while running. */
+  reconcile(): void {
+    if (this.stopped) return;
+    if (this.reconciling !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.reconciling = this.reconcileOnce()
+      .catch((e: unknown) => {
+        this.log.warn(
+          { error: e instanceof Error ? e.message : String(e) },
+          'following the shard map failed',
+        );
+      })
+      .finally(() => {
+        this.reconciling = undefined;
+        if (this.again) {
+          this.again = false;
+          this.reconcile();
+        }
+      });
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    const me = this.opts.instanceId;
+    const gives: Promise<void>[] = [];
+    for (const [shard, h] of this.holds) {
+      if (h.state !== 'giving' && this.opts.map.ownerOf(shard) !== me) gives.push(this.give(shard));
+    }
+    const wanted: number[] = [];
+    for (let s = 0; s < this.keys.length; s++) {
+      if (this.opts.map.ownerOf(s) !== me) continue;
+      const h = this.holds.get(s);
+      if (h === undefined) wanted.push(s);
+      else if (h.state === 'taking' || (h.state === 'serving' && this.persistence?.serves(s) !== true)) {
+        // Held but not read in: the store served was replaced meanwhile (a divergence reloads
+        // the owned shards, but one taken during that load may have been passed over).
+        this.readIn();
+      }
+    }
+    if (wanted.length > 0) await this.take(wanted);
+    await Promise.all(gives);
+  }
+
+  /** Takes the leases of `shards` (those free now; the rest at a later reconcile), then reads them in. */
+  private async take(shards: readonly number[]): Promise<void> {
+    const fresh = shards.filter((s) => !this.acquiring.has(s));
+    if (fresh.length === 0) return;
+    for (const s of fresh) this.acquiring.add(s);
+    try {
+      const epoch = await this.opts.redis.incr(lockKeys(this.opts.layout.meta).epoch);
+      const token = `${epoch}:${this.opts.instanceId}`;
+      const sent = this.timers.now();
+      const replies = await Promise.allSettled(
+        fresh.map((s) => {
+          const k = this.keys[s] as LockKeys;
+          return leaseScripts.acquire.run(this.opts.redis, [k.lock, k.info], [token, this.opts.ttlMs]);
+        }),
+      );
+      let busy = 0;
+      const stale: [number, string][] = [];
+      replies.forEach((r, i) => {
+        const s = fresh[i] as number;
+        if (r.status === 'rejected') return;
+        const [taken, holder] = r.value as [number, string?];
+        if (taken === 1) {
+          if (this.stopped || this.opts.map.ownerOf(s) !== this.opts.instanceId) {
+            // The map moved on while we asked: hand it straight back.
+            void this.release(s, token);
+            return;
+          }
+          const h: Hold = {
+            token,
+            state: 'taking',
+            deadline: sent + this.deadlineMs(),
+            inflight: 0,
+            idle: [],
+          };
+          this.holds.set(s, h);
+          return;
+        }
+        if (holder !== undefined && parseToken(holder)?.instanceId === this.opts.instanceId)
+          stale.push([s, holder]);
+        else busy++;
+      });
+      // A hold of this process that it gave up (self-fenced, dropped) but Redis still has: nothing
+      // of it is written any more, so it can go now rather than at its expiry.
+      this.readIn();
+      await Promise.all(stale.map(([s, t]) => this.release(s, t)));
+      if (busy > 0 || stale.length > 0) this.retrySoon();
+    } finally {
+      for (const s of fresh) this.acquiring.delete(s);
+    }
+  }
+
+  /**
+   * Reads the shards whose lease is held but which are not served yet into the store, all in one
+   * go (one connection, one settling of transfers); once at a time, again when asked meanwhile.
+   */
+  private readIn(): void {
+    if (this.reading !== undefined) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = this.readInOnce().finally(() => {
+      this.reading = undefined;
+      if (this.readAgain) {
+        this.readAgain = false;
+        this.readIn();
+      }
+    });
+  }
+
+  private async readInOnce(): Promise<void> {
+    const p = this.persistence;
+    if (p === undefined) return;
+    const list = [...this.holds]
+      .filter(([s, h]) => h.state === 'taking' || (h.state === 'serving' && !p.serves(s)))
+      .map(([s]) => s);
+    if (list.length === 0) return;
+    try {
+      const read = await p.takeShards(list);
+      let now = 0;
+      for (const s of read) {
+        const h = this.holds.get(s);
+        if (h !== undefined && h.state === 'taking' && p.serves(s)) {
+          h.state = 'serving';
+          now++;
+        }
+      }
+      if (now > 0)
+        this.log.info({ shards: now, serving: this.counts().serving }, 'shards taken: serving their queues');
+      if (read.length < list.length) this.retrySoon();
+    } catch (e) {
+      this.log.warn(
+        { shards: list.length, error: e instanceof Error ? e.message : String(e) },
+        'reading shards in failed',
+      );
+      this.retrySoon();
+    }
+  }
+
+  /** Drain, flush, drop, release: the next owner reads all that was acknowledged here. */
+  private async give(shard: number): Promise<void> {
+    const h = this.holds.get(shard);
+    if (h === undefined || h.state === 'giving') return;
+    h.state = 'giving';
+    this.opts.onGive(shard);
+    await this.idle(h);
+    await this.persistence?.dropShard(shard);
+    if (this.holds.get(shard) === h) this.holds.delete(shard);
+    await this.release(shard, h.token);
+    this.log.info({ shard }, 'shard given away');
+  }
+
+  private idle(h: Hold): Promise<void> {
+    if (h.inflight === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = this.timers.setTimeout(() => {
+        this.log.warn(
+          { inflight: h.inflight },
+          'giving a shard away: requests still in flight after the drain timeout',
+        );
+        resolve();
+      }, this.opts.drainTimeoutMs ?? 10_000);
+      h.idle.push(() => {
+        this.timers.clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private async release(shard: number, token: string): Promise<void> {
+    const k = this.keys[shard] as LockKeys;
+    try {
+      // Announced on the lease's channel: the next owner need not wait for its next try.
+      await lockScripts.release.run(this.opts.redis, [k.lock, k.info], [token, k.channel]);
+    } catch (e) {
+      this.log.warn(
+        { shard, error: e instanceof Error ? e.message : String(e) },
+        'releasing a lease failed; it expires',
+      );
+    }
+  }
+
+  /** Served until ttl − interval after a renewal was sent (as the elector's deadline). */
+  private deadlineMs(): number {
+    return this.opts.ttlMs - this.opts.intervalMs;
+  }
+
+  private retryTimer: unknown;
+  /** Leases another holds are tried again soon: a planned move releases them within a moment. */
+  private retrySoon(): void {
+    if (this.retryTimer !== undefined || this.stopped) return;
+    this.retryTimer = this.timers.setTimeout(
+      () => {
+        this.retryTimer = undefined;
+        this.reconcile();
+      },
+      Math.min(100, this.opts.intervalMs),
+    );
+  }
+
+  private scheduleRenew(): void {
+    this.renewTimer = this.timers.setTimeout(() => {
+      void this.renew().finally(() => {
+        if (!this.stopped) this.scheduleRenew();
+      });
+    }, this.opts.intervalMs);
+  }
+
+  /** One compare-and-PEXPIRE per lease held, all sent at once; a lease not ours is dropped. */
+  private async renew(): Promise<void> {
+    const held = [...this.holds].filter(([, h]) => h.state !== 'giving');
+    if (held.length === 0) {
+      this.reconcile();
+      return;
+    }
+    const sent = this.timers.now();
+    const replies = await Promise.allSettled(
+      held.map(([s, h]) => {
+        const k = this.keys[s] as LockKeys;
+        return lockScripts.renew.run(this.opts.redis, [k.lock, k.info], [h.token, this.opts.ttlMs]);
+      }),
+    );
+    replies.forEach((r, i) => {
+      const [s, h] = held[i] as [number, Hold];
+      if (this.holds.get(s) !== h) return;
+      if (r.status === 'fulfilled' && r.value === 1) {
+        h.deadline = sent + this.deadlineMs();
+      } else if (r.status === 'fulfilled') {
+        this.log.error({ shard: s, token: h.token }, 'a shard lease holds another token: dropping the shard');
+        this.holds.delete(s);
+        this.opts.onGive(s);
+        void this.persistence?.dropShard(s);
+      }
+      // A renewal Redis did not answer: the deadline stands, and passes unless the next one succeeds.
+    });
+    this.reconcile();
+  }
+}
