@@ -60,7 +60,7 @@ interface Hold {
 }
 
 export class ShardOwner implements OwnedShards {
-  private readonly holds = new Map<number, Hold>();
+  private readonly byShard = new Map<number, Hold>();
   private readonly keys: readonly LockKeys[];
   private readonly timers: ElectorTimers;
   private readonly log: LogSink;
@@ -83,20 +83,20 @@ export class ShardOwner implements OwnedShards {
   // ---- OwnedShards (what Persistence asks) ------------------------------------------------
 
   has(shard: number): boolean {
-    const h = this.holds.get(shard);
+    const h = this.byShard.get(shard);
     return h !== undefined && h.state !== 'giving';
   }
 
   token(shard: number): string {
     // A token no lease ever holds: a write of a shard not held here is fenced, never applied.
-    return this.holds.get(shard)?.token ?? 'not-owned';
+    return this.byShard.get(shard)?.token ?? 'not-owned';
   }
 
   // ---- what the router asks ----------------------------------------------------------------
 
   /** This process answers for the shard now. */
   serves(shard: number): boolean {
-    const h = this.holds.get(shard);
+    const h = this.byShard.get(shard);
     return (
       h !== undefined &&
       h.state === 'serving' &&
@@ -105,9 +105,18 @@ export class ShardOwner implements OwnedShards {
     );
   }
 
+  /**
+   * The shard's lease is still this process's as far as it can tell (before its deadline), even
+   * while it is being given away: what a request that ran here checks before its 200.
+   */
+  holds(shard: number): boolean {
+    const h = this.byShard.get(shard);
+    return h !== undefined && this.timers.now() < h.deadline;
+  }
+
   /** A request for the shard runs here; call the returned function when its reply is done. */
   enter(shard: number): () => void {
-    const h = this.holds.get(shard);
+    const h = this.byShard.get(shard);
     if (h === undefined) return () => undefined;
     h.inflight++;
     let left = false;
@@ -122,13 +131,13 @@ export class ShardOwner implements OwnedShards {
   /** How many shards are held, and in which state. */
   counts(): Record<HoldState, number> {
     const out: Record<HoldState, number> = { taking: 0, serving: 0, giving: 0 };
-    for (const h of this.holds.values()) out[h.state]++;
+    for (const h of this.byShard.values()) out[h.state]++;
     return out;
   }
 
   /** The shards held, with their state (admin, metrics). */
   held(): ReadonlyMap<number, { readonly state: HoldState; readonly token: string }> {
-    return this.holds;
+    return this.byShard;
   }
 
   // ---- life ---------------------------------------------------------------------------------
@@ -146,12 +155,12 @@ export class ShardOwner implements OwnedShards {
     this.stopped = true;
     this.timers.clearTimeout(this.renewTimer);
     await this.reconciling?.catch(() => undefined);
-    await Promise.all([...this.holds.keys()].map((s) => this.give(s)));
+    await Promise.all([...this.byShard.keys()].map((s) => this.give(s)));
   }
 
   /** A write of the shard was fenced (Persistence dropped it): the lease is another's. */
   lost(shard: number): void {
-    if (this.holds.delete(shard)) this.log.error({ shard }, 'shard lost: its lease holds another token');
+    if (this.byShard.delete(shard)) this.log.error({ shard }, 'shard lost: its lease holds another token');
     this.reconcile();
   }
 
@@ -181,13 +190,13 @@ export class ShardOwner implements OwnedShards {
   private async reconcileOnce(): Promise<void> {
     const me = this.opts.instanceId;
     const gives: Promise<void>[] = [];
-    for (const [shard, h] of this.holds) {
+    for (const [shard, h] of this.byShard) {
       if (h.state !== 'giving' && this.opts.map.ownerOf(shard) !== me) gives.push(this.give(shard));
     }
     const wanted: number[] = [];
     for (let s = 0; s < this.keys.length; s++) {
       if (this.opts.map.ownerOf(s) !== me) continue;
-      const h = this.holds.get(s);
+      const h = this.byShard.get(s);
       if (h === undefined) wanted.push(s);
       else if (h.state === 'taking' || (h.state === 'serving' && this.persistence?.serves(s) !== true)) {
         // Held but not read in: the store served was replaced meanwhile (a divergence reloads
@@ -233,7 +242,7 @@ export class ShardOwner implements OwnedShards {
             inflight: 0,
             idle: [],
           };
-          this.holds.set(s, h);
+          this.byShard.set(s, h);
           return;
         }
         if (holder !== undefined && parseToken(holder)?.instanceId === this.opts.instanceId)
@@ -271,7 +280,7 @@ export class ShardOwner implements OwnedShards {
   private async readInOnce(): Promise<void> {
     const p = this.persistence;
     if (p === undefined) return;
-    const list = [...this.holds]
+    const list = [...this.byShard]
       .filter(([s, h]) => h.state === 'taking' || (h.state === 'serving' && !p.serves(s)))
       .map(([s]) => s);
     if (list.length === 0) return;
@@ -279,7 +288,7 @@ export class ShardOwner implements OwnedShards {
       const read = await p.takeShards(list);
       let now = 0;
       for (const s of read) {
-        const h = this.holds.get(s);
+        const h = this.byShard.get(s);
         if (h !== undefined && h.state === 'taking' && p.serves(s)) {
           h.state = 'serving';
           now++;
@@ -299,13 +308,13 @@ export class ShardOwner implements OwnedShards {
 
   /** Drain, flush, drop, release: the next owner reads all that was acknowledged here. */
   private async give(shard: number): Promise<void> {
-    const h = this.holds.get(shard);
+    const h = this.byShard.get(shard);
     if (h === undefined || h.state === 'giving') return;
     h.state = 'giving';
     this.opts.onGive(shard);
     await this.idle(h);
     await this.persistence?.dropShard(shard);
-    if (this.holds.get(shard) === h) this.holds.delete(shard);
+    if (this.byShard.get(shard) === h) this.byShard.delete(shard);
     await this.release(shard, h.token);
     this.log.info({ shard }, 'shard given away');
   }
@@ -368,7 +377,7 @@ export class ShardOwner implements OwnedShards {
 
   /** One compare-and-PEXPIRE per lease held, all sent at once; a lease not ours is dropped. */
   private async renew(): Promise<void> {
-    const held = [...this.holds].filter(([, h]) => h.state !== 'giving');
+    const held = [...this.byShard].filter(([, h]) => h.state !== 'giving');
     if (held.length === 0) {
       this.reconcile();
       return;
@@ -382,12 +391,12 @@ export class ShardOwner implements OwnedShards {
     );
     replies.forEach((r, i) => {
       const [s, h] = held[i] as [number, Hold];
-      if (this.holds.get(s) !== h) return;
+      if (this.byShard.get(s) !== h) return;
       if (r.status === 'fulfilled' && r.value === 1) {
         h.deadline = sent + this.deadlineMs();
       } else if (r.status === 'fulfilled') {
         this.log.error({ shard: s, token: h.token }, 'a shard lease holds another token: dropping the shard');
-        this.holds.delete(s);
+        this.byShard.delete(s);
         this.opts.onGive(s);
         void this.persistence?.dropShard(s);
       }

@@ -102,6 +102,14 @@ export class LongPoller {
     }
   }
 
+  /** Answers the waiters of one shard's queues with no messages: the shard is being given away. */
+  closeShard(shard: number): void {
+    for (const [queue, qw] of [...this.byQueue]) {
+      if (queue.shard !== shard) continue;
+      for (const w of [...qw.waiters]) this.finish(w, []);
+    }
+  }
+
   private available(queue: Queue): void {
     const qw = this.byQueue.get(queue);
     if (qw === undefined || qw.drainScheduled) return;

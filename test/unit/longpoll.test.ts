@@ -264,6 +264,20 @@ void test('Given waiters on two queues, when closeAll is called, then everyone i
   assert.equal(poller.waiting, 0);
 });
 
+void test("Given waiters on queues of two shards, when one shard is closed, then only its queues' waiters are answered", async () => {
+  let i = 0;
+  const a = queue('a');
+  let b = queue(`b${i}`);
+  while (b.shard === a.shard) b = queue(`b${++i}`);
+  const mine = [wait(a), wait(a)];
+  const other = wait(b);
+  poller.closeShard(a.shard);
+  await flush();
+  for (const w of mine) assert.deepEqual(resultOf(w), []);
+  assert.equal(other.result, undefined, 'the other shard still waits');
+  assert.equal(poller.waiting, 1);
+});
+
 void test('Given a closed poller, when someone waits, then they are answered at once with no messages', async () => {
   const q = queue();
   poller.closeAll();
