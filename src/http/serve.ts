@@ -15,7 +15,7 @@ import { parseForm } from '../protocol/form.js';
 import { decodeJson, encodeJson } from '../protocol/json.js';
 import { decodeQuery, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
-import { SqsError } from '../sqs/errors.js';
+import { knownSqsError, SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext } from '../sqs/service.js';
 import type { DataPlaneOptions } from './data.js';
@@ -170,7 +170,8 @@ export function internalFailure(): SqsError {
 }
 
 function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
-  if (e instanceof SqsError) return e;
+  const known = knownSqsError(e);
+  if (known !== undefined) return known;
   if (e instanceof AuthError) return new SqsError(e.code, e.message);
   logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
   return internalFailure();
