@@ -5,14 +5,14 @@ import type { AuthOptions, Principal } from '../auth/authenticate.js';
 import { memoryOnly, type Durability } from '../core/durability.js';
 import { uuid } from '../core/ids.js';
 import { detectProtocol, type Protocol } from '../protocol/detect.js';
-import { SqsError } from '../sqs/errors.js';
+import { internalFailure, SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { SqsServices } from '../sqs/service.js';
 import { corsOptions } from './cors.js';
 import { answerClientError, answerNodeRefusals } from './node-refusals.js';
 import { ReplyBatch, sendError } from './replies.js';
 import { lazySchemaController } from './schema-compilers.js';
-import { dispatcher, internalFailure, isBareQueueUrlGet } from './serve.js';
+import { dispatcher, isBareQueueUrlGet } from './serve.js';
 
 /**
  * The largest body worth reading: a 1 MiB batch, form-encoded (up to 3 bytes per byte) plus

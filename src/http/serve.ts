@@ -15,7 +15,7 @@ import { parseForm } from '../protocol/form.js';
 import { decodeJson, encodeJson } from '../protocol/json.js';
 import { decodeQuery, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
-import { knownSqsError, SqsError } from '../sqs/errors.js';
+import { internalFailure, knownSqsError, SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext } from '../sqs/service.js';
 import type { DataPlaneOptions } from './data.js';
@@ -163,10 +163,6 @@ export function dispatcher(
   };
 
   return { serve, refuse };
-}
-
-export function internalFailure(): SqsError {
-  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
 }
 
 function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {

@@ -291,6 +291,11 @@ export function knownSqsError(e: unknown): SqsError | undefined {
   return undefined;
 }
 
+/** What a client is told of a failure that is no error of the catalogue: a bug, logged apart. */
+export function internalFailure(): SqsError {
+  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
+}
+
 /** AWS's wording for a parameter that fails validation. */
 export function invalidParameter(name: string, value: unknown, reason?: string): SqsError {
   const shown = typeof value === 'string' ? value : JSON.stringify(value);
