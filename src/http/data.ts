@@ -5,14 +5,15 @@ import type { AuthOptions, Principal } from '../auth/authenticate.js';
 import { memoryOnly, type Durability } from '../core/durability.js';
 import { uuid } from '../core/ids.js';
 import { detectProtocol, type Protocol } from '../protocol/detect.js';
-import { SqsError } from '../sqs/errors.js';
+import type { Executor } from '../owners/executor.js';
+import { internalFailure, SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { SqsServices } from '../sqs/service.js';
 import { corsOptions } from './cors.js';
 import { answerClientError, answerNodeRefusals } from './node-refusals.js';
 import { ReplyBatch, sendError } from './replies.js';
 import { lazySchemaController } from './schema-compilers.js';
-import { dispatcher, internalFailure, isBareQueueUrlGet } from './serve.js';
+import { dispatcher, isBareQueueUrlGet } from './serve.js';
 
 /**
  * The largest body worth reading: a 1 MiB batch, form-encoded (up to 3 bytes per byte) plus
@@ -46,6 +47,13 @@ export interface DataPlaneOptions {
    * Empty or absent: no CORS at all, and @fastify/cors is not even loaded.
    */
   readonly corsOrigins?: readonly string[] | undefined;
+  /**
+   * Runs every request the plane has decoded and authenticated, and waits for its durability, in
+   * place of the plane (src/owners/executor.ts). Given, the plane neither gates on
+   * `durability.serving` nor commits: whoever owns the queue's shard does, and a router answers
+   * with no shard of its own. Absent: the action runs here and `durability` is waited for.
+   */
+  readonly executor?: Executor | undefined;
   /** Told of every successful action with its output (message counters); keep it cheap. */
   readonly onResult?: (
     action: ActionName,
@@ -117,10 +125,11 @@ export function buildDataPlane(opts: DataPlaneOptions): FastifyInstance {
   const state = { closing: false };
   const replies = new ReplyBatch();
   const { serve, refuse } = dispatcher(opts, state, replies);
-  // Memory-only always serves: no gate. Otherwise a callback hook gates, which costs no promise;
-  // without the gate, serve() refuses requests while closing.
+  // Memory-only always serves: no gate; nor with an executor, which decides for itself. Otherwise
+  // a callback hook gates, which costs no promise; without the gate, serve() refuses requests
+  // while closing.
   const durability = opts.durability ?? memoryOnly;
-  if (durability.kind !== 'memory') {
+  if (durability.kind !== 'memory' && opts.executor === undefined) {
     app.addHook('onRequest', (req, reply, done) => {
       if (!state.closing && durability.serving) done();
       else refuse(req, reply);

@@ -1,6 +1,7 @@
 /**
  * One data-plane request, from its headers to its reply: decode (JSON or Query), authenticate,
- * run the action, wait for its changes to be durable, encode and hand the reply to the batch.
+ * run the action, wait for its changes to be durable (or hand both to the plane's executor:
+ * src/owners/executor.ts), encode and hand the reply to the batch.
  * Built once per plane by buildDataPlane (src/http/data.ts), which owns fastify and its hooks.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -15,7 +16,7 @@ import { parseForm } from '../protocol/form.js';
 import { decodeJson, encodeJson } from '../protocol/json.js';
 import { decodeQuery, encodeQueryJson, encodeQueryResult } from '../protocol/query.js';
 import { actions } from '../sqs/actions/index.js';
-import { SqsError } from '../sqs/errors.js';
+import { internalFailure, knownSqsError, SqsError } from '../sqs/errors.js';
 import type { ActionName } from '../sqs/model.generated.js';
 import type { Action, RequestContext } from '../sqs/service.js';
 import type { DataPlaneOptions } from './data.js';
@@ -37,7 +38,7 @@ export function dispatcher(
   state: { readonly closing: boolean },
   replies: ReplyBatch,
 ): Dispatch {
-  const { services, logger } = opts;
+  const { services, logger, executor } = opts;
   const observe = opts.observe ?? (() => undefined);
   const anyAccount = (opts.auth?.mode ?? 'off') === 'off';
   const authOptions: AuthOptions = {
@@ -109,8 +110,6 @@ export function dispatcher(
         protocol,
       );
       if (decoded === undefined) throw decodeError;
-      // The decoders accept only the model's actions and the table has every one (its type says so).
-      const run = actions[decoded.action] as Action<ActionName>;
       const ctx: RequestContext = {
         requestId,
         accountId: principal.accountId,
@@ -126,8 +125,15 @@ export function dispatcher(
           });
         },
       };
-      const output = await run(services, ctx, decoded.input as never);
-      if (durable) await commit(ctx.shard);
+      let output: unknown;
+      if (executor === undefined) {
+        // The decoders accept only the model's actions and the table has every one (its type says so).
+        const run = actions[decoded.action] as Action<ActionName>;
+        output = await run(services, ctx, decoded.input as never);
+        if (durable) await commit(ctx.shard);
+      } else {
+        output = await executor.execute(decoded.action, ctx, decoded.input);
+      }
       opts.onResult?.(decoded.action, principal, queue, output);
       reply.header('x-amzn-RequestId', requestId);
       if (protocol === 'json') {
@@ -165,12 +171,9 @@ export function dispatcher(
   return { serve, refuse };
 }
 
-export function internalFailure(): SqsError {
-  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
-}
-
 function asSqsError(e: unknown, logger: Logger, requestId: string, action: string): SqsError {
-  if (e instanceof SqsError) return e;
+  const known = knownSqsError(e);
+  if (known !== undefined) return known;
   if (e instanceof AuthError) return new SqsError(e.code, e.message);
   logger.error({ reqId: requestId, action, err: e }, 'unexpected error in an action');
   return internalFailure();

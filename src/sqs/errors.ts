@@ -8,6 +8,8 @@
  * protocols (docs/compatibility.md).
  */
 
+import { CoreError } from '../core/errors.js';
+
 const SQS = 'com.amazonaws.sqs#';
 const CORAL = 'com.amazon.coral.service#';
 
@@ -275,6 +277,23 @@ export class SqsError extends Error {
     this.name = 'SqsError';
     this.def = errorCatalogue[errorName];
   }
+}
+
+/**
+ * The wire error a thrown error stands for: an SqsError as it is, a core error as its catalogue
+ * entry (its codes are names of the catalogue); undefined for anything else, which is a bug the
+ * caller logs and answers InternalFailure. The data plane (src/http/serve.ts) and a forwarded
+ * request's answer (src/owners/forward.ts) map errors here, so both give a client one answer.
+ */
+export function knownSqsError(e: unknown): SqsError | undefined {
+  if (e instanceof SqsError) return e;
+  if (e instanceof CoreError) return new SqsError(e.code, e.message);
+  return undefined;
+}
+
+/** What a client is told of a failure that is no error of the catalogue: a bug, logged apart. */
+export function internalFailure(): SqsError {
+  return new SqsError('InternalFailure', 'We encountered an internal error. Please try again.');
 }
 
 /** AWS's wording for a parameter that fails validation. */
