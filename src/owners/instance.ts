@@ -73,12 +73,21 @@ export class OwnersInstance {
     this.channels.listen(coordinatorLockKeys(layout).channel, (token) => this.coordinator.released(token));
   }
 
-  /** Joins, reads the map and stands for coordinator; resolves once joined and the map read. */
+  /**
+   * Joins, reads the map and stands for coordinator; resolves once joined and the map read, and
+   * rejects when either failed (the heartbeats and reads go on, every interval).
+   */
   async start(): Promise<void> {
     this.channels.start();
-    await this.membership.start();
-    await this.map.start();
+    // Each part goes on trying by itself when Redis is not there yet: start them all, then tell.
+    let failure: Error | undefined;
+    const keep = (e: unknown): void => {
+      failure ??= e instanceof Error ? e : new Error(String(e));
+    };
+    await this.membership.start().catch(keep);
+    await this.map.start().catch(keep);
     this.coordinator.start();
+    if (failure !== undefined) throw failure;
   }
 
   /** A graceful stop: hands the coordinator over and leaves the membership at once, both announced. */
