@@ -102,7 +102,8 @@ export class Coordinator {
       ttlMs: opts.ttlMs,
       intervalMs: opts.intervalMs,
       timers: this.timers,
-      log: this.log,
+      // The elector speaks of "the leader lock": say which lock it is here.
+      log: tagged(this.log, { lock: 'coordinator' }),
       // Nothing to load: the map is read afresh by every reconciliation.
       load: () => Promise.resolve(),
       onLead: (term) => {
@@ -256,4 +257,12 @@ export class Coordinator {
       return { kind: 'failed', error: e instanceof Error ? e.message : String(e) };
     }
   }
+}
+
+function tagged(log: LogSink, tag: object): LogSink {
+  return {
+    info: (obj, msg) => log.info({ ...tag, ...obj }, msg),
+    warn: (obj, msg) => log.warn({ ...tag, ...obj }, msg),
+    error: (obj, msg) => log.error({ ...tag, ...obj }, msg),
+  };
 }
