@@ -131,7 +131,7 @@ export class Coordinator {
     this.scheduleInterval();
   }
 
-  /** Stops, releasing the lock (announced) if held, so another instance takes over at once. */
+  /** Stops for good, releasing the lock (announced) if held, so another instance takes over at once. */
   async stop(): Promise<void> {
     this.running = false;
     this.timers.clearTimeout(this.intervalTimer);
