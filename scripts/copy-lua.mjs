@@ -3,7 +3,7 @@
 // files from beside its modules.
 import { cpSync, readdirSync } from 'node:fs';
 
-for (const dir of ['persistence/scripts', 'ha/scripts']) {
+for (const dir of ['persistence/scripts', 'ha/scripts', 'owners/scripts']) {
   const from = new URL(`../src/${dir}/`, import.meta.url);
   const to = new URL(`../dist/${dir}/`, import.meta.url);
   for (const name of readdirSync(from)) {

@@ -25,6 +25,15 @@
  * | `leader`, `epoch`, `leader:info` | | the leader lock of --leader-election (src/ha/lock.ts) |
  * | `commit`                | string | the meta writer's chain                                 |
  * | `migration`             | hash   | progress of a v1 → v2 migration (migrate.ts)            |
+ * | `members`               | hash   | instance id → member record (src/owners/members.ts)     |
+ * | `member:<id>`           | string | the same record, with a TTL its heartbeat renews: live  |
+ * | `owners`                | hash   | the shard map: shard → owner id, and `version` (src/owners/shard-map.ts) |
+ * | `pins`                  | hash   | shard → the owner an admin pinned it to                 |
+ * | `coordinator`, `coordinator:info` | | the coordinator's lock (src/owners/coordinator.ts), epoch from `epoch` |
+ *
+ * Channels (no slot; prefixed like the keys so that two deployments keep apart): `members:changed`
+ * (a join, leave, expiry or pin: `<kind> <id or shard>`), `owners:changed` (the map's new
+ * version), `coordinator:released` (a released coordinator token).
  *
  * `<ns>` is what `--redis-prefix` adds around the tags: nothing for the default `{ssq}:`, else the
  * prefix without its braces (`{app1}:` → `app1:`), so that two deployments sharing a Redis keep
@@ -47,6 +56,20 @@ export interface MetaKeys extends Keys {
   /** The catalog of one account's queues in one region: name → directory record. */
   catalog(accountId: string, region: string): string;
   readonly migration: string;
+  /** Instance id → its member record; pruned of the ids whose `member(id)` key expired. */
+  readonly members: string;
+  /** An instance's liveness: its record, with a TTL its heartbeat renews. */
+  member(id: string): string;
+  /** Channel: a member joined, left, expired, or a pin changed. */
+  readonly membersChannel: string;
+  /** The shard map: field `version`, and field `<shard>` (decimal) → owner id. */
+  readonly owners: string;
+  /** Channel: the map's new version, published by the write that made it. */
+  readonly ownersChannel: string;
+  /** Shard (decimal) → the owner an admin pinned it to. */
+  readonly pins: string;
+  /** The coordinator's lock; `lockKeys({ ...meta, lock: coordinator })` names its info and channel. */
+  readonly coordinator: string;
 }
 
 export interface Layout {
@@ -72,6 +95,13 @@ export function layoutFor(prefix: string = DEFAULT_PREFIX): Layout {
     ...metaBase,
     catalog: (accountId, region) => `${metaPrefix}cat:${accountId}:${region}`,
     migration: `${metaPrefix}migration`,
+    members: `${metaPrefix}members`,
+    member: (id) => `${metaPrefix}member:${id}`,
+    membersChannel: `${metaPrefix}members:changed`,
+    owners: `${metaPrefix}owners`,
+    ownersChannel: `${metaPrefix}owners:changed`,
+    pins: `${metaPrefix}pins`,
+    coordinator: `${metaPrefix}coordinator`,
   };
   const shards: ShardKeys[] = [];
   for (let s = 0; s < SHARD_COUNT; s++) {
