@@ -151,13 +151,13 @@ export class Catalog {
    */
   release(shard: number): void {
     for (const names of this.scopes.values()) {
-      for (const [name, slot] of names) {
+      for (const slot of names.values()) {
         if (slot.remote || slot.entry.shard !== shard) continue;
-        if (slot.stale) names.delete(name);
-        else slot.remote = true;
+        // Stale too (given away while loading): what was listed stays listed until the mirror reads.
+        slot.remote = true;
+        slot.stale = false;
       }
     }
-    this.dropEmpty();
   }
 
   /**

@@ -7,7 +7,13 @@ import type { ChangeEvent, CoreListener } from './events.js';
 import { DELETED_RECENTLY_MS, MAX_MOVE_RATE, PURGE_INTERVAL_MS } from './limits.js';
 import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
-import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
+import {
+  checkRedriveSources,
+  checkRedriveTarget,
+  parseQueueArn,
+  parseRedrivePolicy,
+  type RedriveTarget,
+} from './redrive.js';
 import { ownString } from './strings.js';
 import { SHARD_COUNT, shardOf } from '../shard/hash.js';
 import { Tenants } from './tenants.js';
@@ -387,7 +393,10 @@ export class QueueStore {
    * A dead-letter target in a shard owned elsewhere, as the catalog's remote entry has it: its
    * owner alone holds the queue, and the entry carries what the checks need (kind, allow policy).
    */
-  private remoteTarget(arn: string, home: { readonly accountId: string; readonly region: string }) {
+  private remoteTarget(
+    arn: string,
+    home: { readonly accountId: string; readonly region: string },
+  ): RedriveTarget | undefined {
     const a = parseQueueArn(arn);
     if (a === undefined || a.accountId !== home.accountId || a.region !== home.region) return undefined;
     if (!this.catalog.isRemote(a.accountId, a.region, a.name)) return undefined;

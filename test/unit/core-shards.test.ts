@@ -323,3 +323,20 @@ void test("Given a store owning every shard, when it gives shard b away and take
   store.shardLoaded(qb.shard);
   assert.equal(store.require(ACCOUNT, nb, REGION).uid, qb.uid);
 });
+
+void test('Given a shard being loaded again, when it is given away before its load ends, then its queues stay listed as remote entries, and the end of that load drops none of them', () => {
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const [na, nb] = namesInDistinctShards('mid', 2) as [string, string];
+  const qa = store.create(id(na), {}, {}).queue;
+  const qb = store.create(id(nb), {}, {}).queue;
+  store.evictShard(qb.shard);
+
+  store.setOwnedShards([qa.shard]);
+  assert.equal(store.catalog.isRemote(ACCOUNT, REGION, nb), true);
+  store.shardLoaded(qb.shard);
+  assert.deepEqual(
+    store.catalog.list(ACCOUNT, '', REGION).map((e) => e.name),
+    [na, nb].sort(),
+  );
+  throwsCode(() => store.require(ACCOUNT, nb, REGION), 'QueueDoesNotExist');
+});
