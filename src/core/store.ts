@@ -7,9 +7,15 @@ import type { ChangeEvent, CoreListener } from './events.js';
 import { DELETED_RECENTLY_MS, MAX_MOVE_RATE, PURGE_INTERVAL_MS } from './limits.js';
 import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
-import { checkRedriveSources, checkRedriveTarget, parseQueueArn, parseRedrivePolicy } from './redrive.js';
+import {
+  checkRedriveSources,
+  checkRedriveTarget,
+  parseQueueArn,
+  parseRedrivePolicy,
+  type RedriveTarget,
+} from './redrive.js';
 import { ownString } from './strings.js';
-import { shardOf } from '../shard/hash.js';
+import { SHARD_COUNT, shardOf } from '../shard/hash.js';
 import { Tenants } from './tenants.js';
 
 export interface StoreOptions {
@@ -21,6 +27,8 @@ export interface StoreOptions {
   readonly maxMemory?: number;
   /** Told of every send the budget refuses, with the account and the limit it hit. */
   readonly onRefused?: (accountId: string, scope: RefusalScope) => void;
+  /** The shards this store owns (QueueStore.setOwnedShards); every one when not given. */
+  readonly ownedShards?: Iterable<number> | undefined;
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9_-]{1,80}$/;
@@ -51,8 +59,17 @@ export class QueueStore {
    * goes (sends, moves, restores from storage, deletes, retention, purges, queue deletes) counts.
    */
   readonly budget: Budget;
-  /** Every queue's name and redrive target, also while its shard is being loaded again. */
-  readonly catalog = new Catalog();
+  /**
+   * Shards whose queues this store holds; undefined: all of them. With several processes each
+   * owning some shards (docs/architecture.md, "Shards"), the others' queues are known from the
+   * catalog's remote entries only.
+   */
+  private owned: ReadonlySet<number> | undefined;
+  /**
+   * Every queue's name and redrive target, also while its shard is being loaded again; and, for
+   * the shards owned elsewhere, what storage says of theirs (remote entries).
+   */
+  readonly catalog = new Catalog((shard) => this.owns(shard));
 
   /** Passed to {@link Queue.purge} by every caller, so the API and the admin purge alike. */
   get purgeCooldownMs(): number {
@@ -80,6 +97,7 @@ export class QueueStore {
       (accountId) => this.tenants.byAccountId(accountId)?.memoryShare,
       options.onRefused,
     );
+    if (options.ownedShards !== undefined) this.owned = new Set(options.ownedShards);
     this.moveTasks = new MoveTasks((e) => this.listener.change?.(e));
     this.tenants = new Tenants((e) => this.listener.change?.(e));
   }
@@ -121,9 +139,46 @@ export class QueueStore {
    * the hash costs nothing while every shard is here.
    */
   checkAvailable(accountId: string, region: string, name: string): void {
-    if (this.unavailable.size > 0 && this.unavailable.has(shardOf(accountId, region, name))) {
+    if (this.unavailable.size === 0) return;
+    const shard = shardOf(accountId, region, name);
+    // A shard owned elsewhere is not being loaded here: its queue is simply not this store's.
+    if (this.unavailable.has(shard) && this.owns(shard)) {
       throw new CoreError('ServiceUnavailable', 'The queue is being loaded; please retry.');
     }
+  }
+
+  /** Whether the shard's queues are this store's (every shard unless told otherwise). */
+  owns(shard: number): boolean {
+    return this.owned === undefined || this.owned.has(shard);
+  }
+
+  /**
+   * The shards this store owns from now on (`'all'`: every one, the default); returns those whose
+   * ownership changed. A shard given away leaves at once, as an evicted one does (its long polls
+   * are answered, its move tasks forgotten, no change emitted), and its catalog entries become
+   * remote ones. A shard taken is unavailable (ServiceUnavailable) until its queues are restored
+   * and {@link shardLoaded} is called, and its remote entries are listed until then.
+   */
+  setOwnedShards(shards: Iterable<number> | 'all'): number[] {
+    const old = this.owned;
+    const before = (s: number): boolean => old === undefined || old.has(s);
+    this.owned = shards === 'all' ? undefined : new Set(shards);
+    const changed: number[] = [];
+    for (let s = 0; s < SHARD_COUNT; s++) {
+      if (before(s) === this.owns(s)) continue;
+      changed.push(s);
+    }
+    for (const s of changed) {
+      if (this.owns(s)) {
+        this.unavailable.add(s);
+        this.catalog.adopt(s);
+      } else {
+        this.dropQueues(s);
+        this.unavailable.delete(s);
+        this.catalog.release(s);
+      }
+    }
+    return changed;
   }
 
   /**
@@ -283,6 +338,11 @@ export class QueueStore {
   evictShard(shard: number): void {
     this.unavailable.add(shard);
     this.catalog.markStale(shard);
+    this.dropQueues(shard);
+  }
+
+  /** Drops a shard's queues and their move tasks without a change event (evictShard, setOwnedShards). */
+  private dropQueues(shard: number): void {
     for (const q of [...this.queues.values()]) {
       if (q.shard !== shard) continue;
       this.queues.delete(q.key);
@@ -318,14 +378,32 @@ export class QueueStore {
     if (allow !== undefined && allow !== '') checkRedriveSources(allow, source);
     const raw = valid.RedrivePolicy;
     if (raw === undefined || raw === '') return;
-    const target = this.byArnIn(parseRedrivePolicy(raw).deadLetterTargetArn, source);
+    const arn = parseRedrivePolicy(raw).deadLetterTargetArn;
+    const target = this.byArnIn(arn, source);
     checkRedriveTarget(
       raw,
       source,
       target === undefined
-        ? undefined
+        ? this.remoteTarget(arn, source)
         : { arn: target.arn, fifo: target.fifo, redriveAllowPolicy: target.attributes.RedriveAllowPolicy },
     );
+  }
+
+  /**
+   * A dead-letter target in a shard owned elsewhere, as the catalog's remote entry has it: its
+   * owner alone holds the queue, and the entry carries what the checks need (kind, allow policy).
+   */
+  private remoteTarget(
+    arn: string,
+    home: { readonly accountId: string; readonly region: string },
+  ): RedriveTarget | undefined {
+    const a = parseQueueArn(arn);
+    if (a === undefined || a.accountId !== home.accountId || a.region !== home.region) return undefined;
+    if (!this.catalog.isRemote(a.accountId, a.region, a.name)) return undefined;
+    const e = this.catalog.get(a.accountId, a.region, a.name);
+    return e === undefined
+      ? undefined
+      : { arn: e.arn, fifo: e.fifo, redriveAllowPolicy: e.redriveAllowPolicy };
   }
 
   /** The queue an ARN names, if it exists (in any account and region). */

@@ -514,17 +514,31 @@ export interface CatalogEntry {
   readonly fifo: boolean;
   /** The RedrivePolicy's target, so that a dead-letter queue's sources can be found from meta. */
   readonly deadLetterTargetArn?: string | undefined;
+  /**
+   * The RedriveAllowPolicy as set, so that another process can check a RedrivePolicy naming this
+   * queue without its shard. Absent from records written before it: read as no policy.
+   */
+  readonly redriveAllowPolicy?: string | undefined;
 }
 
 /** A queue's directory record, in its catalog hash under the queue's name. */
 export function serializeCatalogEntry(q: Queue): string {
-  const r: { v: 1; shard: number; uid: string; fifo: boolean; deadLetterTargetArn?: string } = {
+  const r: {
+    v: 1;
+    shard: number;
+    uid: string;
+    fifo: boolean;
+    deadLetterTargetArn?: string;
+    redriveAllowPolicy?: string;
+  } = {
     v: 1,
     shard: q.shard,
     uid: q.uid,
     fifo: q.fifo,
   };
   if (q.redrive !== null) r.deadLetterTargetArn = q.redrive.deadLetterTargetArn;
+  const allow = q.attributes.RedriveAllowPolicy;
+  if (allow !== undefined) r.redriveAllowPolicy = allow;
   return JSON.stringify(r);
 }
 
@@ -533,6 +547,7 @@ export function deserializeCatalogEntry(name: string, record: string): CatalogEn
   const r = parseObject(record, `catalog entry ${name}`);
   const shard = r['shard'];
   const dlq = r['deadLetterTargetArn'];
+  const allow = r['redriveAllowPolicy'];
   if (
     r['v'] !== 1 ||
     typeof shard !== 'number' ||
@@ -540,11 +555,17 @@ export function deserializeCatalogEntry(name: string, record: string): CatalogEn
     shard < 0 ||
     typeof r['uid'] !== 'string' ||
     typeof r['fifo'] !== 'boolean' ||
-    (dlq !== undefined && typeof dlq !== 'string')
+    (dlq !== undefined && typeof dlq !== 'string') ||
+    (allow !== undefined && typeof allow !== 'string')
   ) {
     throw new CodecError(`catalog entry ${name}: ${record.slice(0, 200)} lacks a field or has a wrong type`);
   }
-  return dlq === undefined
-    ? { shard, uid: r['uid'], fifo: r['fifo'] }
-    : { shard, uid: r['uid'], fifo: r['fifo'], deadLetterTargetArn: dlq };
+  const entry: { -readonly [K in keyof CatalogEntry]: CatalogEntry[K] } = {
+    shard,
+    uid: r['uid'],
+    fifo: r['fifo'],
+  };
+  if (dlq !== undefined) entry.deadLetterTargetArn = dlq;
+  if (allow !== undefined) entry.redriveAllowPolicy = allow;
+  return entry;
 }

@@ -22,6 +22,10 @@
  * | `layout`                | hash   | `version` (2) and `shards` (256): never changed once set |
  * | `tenants`               | hash   | tenant name → record with its keys (codec.ts)           |
  * | `cat:<account>:<region>`| hash   | queue name → directory record (catalog.ts): the catalog |
+ * | `catalogs`              | hash   | `<account>:<region>` → '1' for every catalog hash written: |
+ * |                         |        | how a reader finds them all, on a Cluster too (no SCAN)  |
+ * | `catalog-feed`          | channel| PUBLISHed `<account>:<region>:<name>` lines, one message |
+ * |                         |        | per meta write that changed catalog records (writer.ts)  |
  * | `leader`, `epoch`, `leader:info` | | the leader lock of --leader-election (src/ha/lock.ts) |
  * | `commit`                | string | the meta writer's chain                                 |
  * | `migration`             | hash   | progress of a v1 → v2 migration (migrate.ts)            |
@@ -55,6 +59,10 @@ export interface ShardKeys extends Keys {
 export interface MetaKeys extends Keys {
   /** The catalog of one account's queues in one region: name → directory record. */
   catalog(accountId: string, region: string): string;
+  /** Every catalog hash ever written, as `<account>:<region>` fields (see catalogScope). */
+  readonly catalogIndex: string;
+  /** The pub/sub channel of catalog changes: `<account>:<region>:<name>` lines (see catalogChange). */
+  readonly catalogFeed: string;
   readonly migration: string;
   /** Instance id → its member record; pruned of the ids whose `member(id)` key expired. */
   readonly members: string;
@@ -94,6 +102,8 @@ export function layoutFor(prefix: string = DEFAULT_PREFIX): Layout {
   const meta: MetaKeys = {
     ...metaBase,
     catalog: (accountId, region) => `${metaPrefix}cat:${accountId}:${region}`,
+    catalogIndex: `${metaPrefix}catalogs`,
+    catalogFeed: `${metaPrefix}catalog-feed`,
     migration: `${metaPrefix}migration`,
     members: `${metaPrefix}members`,
     member: (id) => `${metaPrefix}member:${id}`,
@@ -109,4 +119,35 @@ export function layoutFor(prefix: string = DEFAULT_PREFIX): Layout {
     shards.push({ ...keysFor(p, `${p}lease`), shard: s, lease: `${p}lease` });
   }
   return { namespace, meta, shards, v1: keysFor(prefix) };
+}
+
+/** A field of the catalog index: the account and region of one catalog hash. */
+export function catalogScope(accountId: string, region: string): string {
+  return `${accountId}:${region}`;
+}
+
+/** A catalog index field back into its parts; undefined for one this version did not write. */
+export function parseCatalogScope(field: string): { accountId: string; region: string } | undefined {
+  // An account id is 12 digits and a region has no ':', so the first ':' splits them.
+  const i = field.indexOf(':');
+  if (i <= 0 || i === field.length - 1 || field.includes(':', i + 1)) return undefined;
+  return { accountId: field.slice(0, i), region: field.slice(i + 1) };
+}
+
+/** One line of a catalog-feed message: the queue name whose record changed. */
+export function catalogChange(accountId: string, region: string, name: string): string {
+  return `${accountId}:${region}:${name}`;
+}
+
+/** A catalog-feed message back into the names it announces; lines of another form are skipped. */
+export function parseCatalogChanges(message: string): { accountId: string; region: string; name: string }[] {
+  const out: { accountId: string; region: string; name: string }[] = [];
+  for (const line of message.split('\n')) {
+    // Queue names have no ':' either (A-Za-z0-9_- and .fifo).
+    const parts = line.split(':');
+    if (parts.length !== 3 || parts.some((p) => p === '')) continue;
+    const [accountId, region, name] = parts as [string, string, string];
+    out.push({ accountId, region, name });
+  }
+  return out;
 }

@@ -66,6 +66,30 @@
  * then, or deletes it when it holds nothing. The catalog is written in meta, apart from the
  * queue's shard: the two are not one atomic write, and either may fail without the other.
  *
+ * The catalog feed. A meta part that wrote catalog records also marks their account and region in
+ * the catalog index (layout.ts `catalogs`, how a reader finds every catalog hash without SCAN),
+ * and once it is applied the writer PUBLISHes the changed names (`<account>:<region>:<name>`
+ * lines) on the catalog feed channel: what other processes' CatalogMirror (catalog-mirror.ts)
+ * reads them again on. Fire and forget: a message lost (a publish that failed, a subscriber that
+ * was reconnecting) is made up for by the mirror's periodic full read.
+ *
+ * Many owners (`sharedMeta`). When several processes each own some shards, each writes the
+ * catalog records of its own queues under the one meta tag, and the tenants are written by
+ * whichever process serves the admin API. A chain there would break: every process's call would
+ * find another's id in meta's `commit` and be refused (-4). So with `sharedMeta` the meta scope's
+ * calls go unchained (no previous id: the script checks nothing, and the `commit` it sets is
+ * nobody's to read) and unfenced (no token: there is no one leader whose lock meta could check).
+ * That is safe enough because what meta holds there is per key and single-writer: a catalog
+ * record (one hash field per queue name) is written only by the owner of that queue's shard, and
+ * the shard's own call in the same bundle is fenced by its lease; a tenant record is one field,
+ * last writer wins, as for one process. What is lost is the guarantee that a refused call stops
+ * the meta calls behind it, and fencing of a process that lost a shard: such a process may still
+ * write the catalog records of that shard's queues in the bundles it had in flight. So the
+ * catalog is a hint, never the truth about a queue (that is the shard's `queues` hash): its
+ * consumers (ListQueues, ListDeadLetterSourceQueues, the dead-letter checks of another shard's
+ * queues) tolerate a stale record for a while, and the owner makes it agree with the shard each
+ * time it loads the shard (catalog-repair.ts, repairCatalog).
+ *
  * Replicas (`replicas` option, --redis-wait-replicas). On each connection of a bundle, right
  * after its calls (pipelined: behind the EXEC), goes `WAIT n timeout` (or `WAITAOF 0 n timeout`):
  * Redis runs it after them, and answers with how many replicas acknowledged this connection's
@@ -98,7 +122,7 @@ import {
   serializeTenant,
 } from './codec.js';
 import type { Keys } from './keys.js';
-import type { Layout } from './layout.js';
+import { catalogChange, catalogScope, type Layout } from './layout.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
 
 /** Limits of one script call, so that it runs well within the command timeout (measured: docs/decisions/001-group-commit.md). */
@@ -224,6 +248,12 @@ export interface WriterOptions {
   readonly onFailure?: ((scope: Scope, cause: Error) => void) | undefined;
   /** Each bundle is acknowledged by this many replicas before it counts as applied; undefined: no wait. */
   readonly replicas?: ReplicaWait | undefined;
+  /**
+   * Several processes write meta (many owners, each owning some shards): its calls go unchained
+   * and unfenced (see "Many owners" above). Default false: one process writes meta, chained and
+   * fenced by `token('meta')`.
+   */
+  readonly sharedMeta?: boolean | undefined;
 }
 
 export interface ReplicaWait {
@@ -845,7 +875,17 @@ export class Writer {
     this.opts.onFailure?.(st.id, cause);
   }
 
-  /** The apply script's ARGV lists (see scripts/apply-4.lua for the operations), per scope, chained. */
+  /** Publishes applied catalog changes on the feed (see "The catalog feed" above); a failure is left to the mirrors' full reads. */
+  private announce(changes: readonly string[]): void {
+    let redis: Redis;
+    try {
+      redis = this.opts.connectionFor(this.opts.layout.meta);
+    } catch {
+      return;
+    }
+    redis.publish(this.opts.layout.meta.catalogFeed, changes.join('\n')).catch(() => undefined);
+  }
+
   /**
    * Writes the outbox entries of the batch's transfers in their sources' calls; returns the
    * transfers whose message the destination is to be marked for (after its message writes).
@@ -898,10 +938,12 @@ export class Writer {
       if (cb === undefined) {
         const part = parts.get(st);
         if (part === undefined) return undefined;
+        const shared = st === this.meta && this.opts.sharedMeta === true;
         cb = new CallBuilder(part, () => {
-          const previous = st.lastCall;
+          const previous = shared ? '' : st.lastCall;
           st.lastCall = `${this.nonce}:${++this.calls}`;
-          return [this.opts.token?.(st.id) ?? '', st.keys.prefix, previous, st.lastCall];
+          const token = shared ? '' : (this.opts.token?.(st.id) ?? '');
+          return [token, st.keys.prefix, previous, st.lastCall];
         });
         builders.set(st, cb);
       }
@@ -988,31 +1030,43 @@ export class Writer {
       }
       meta.hash('tenants', puts, dels);
     }
-    if (meta !== undefined && b.catalog.size > 0) {
-      const metaPrefix = this.opts.layout.meta.prefix;
+    const metaPart = parts.get(this.meta);
+    if (meta !== undefined && metaPart !== undefined && b.catalog.size > 0) {
+      const metaKeys = this.opts.layout.meta;
       // Per catalog hash, each name once, as the store holds that name now: a queue deleted and
       // created again in one tick leaves the new one's entry, one deleted for good none.
-      const byKey = new Map<string, Map<string, string | undefined>>();
+      const byKey = new Map<string, { q: Queue; names: Map<string, string | undefined> }>();
       for (const q of b.catalog) {
-        const key = this.opts.layout.meta.catalog(q.accountId, q.region).slice(metaPrefix.length);
-        let names = byKey.get(key);
-        if (names === undefined) {
-          names = new Map();
-          byKey.set(key, names);
+        const key = metaKeys.catalog(q.accountId, q.region).slice(metaKeys.prefix.length);
+        let scope = byKey.get(key);
+        if (scope === undefined) {
+          scope = { q, names: new Map() };
+          byKey.set(key, scope);
         }
-        if (names.has(q.name)) continue;
+        if (scope.names.has(q.name)) continue;
         const live = this.store === undefined ? q : this.store.get(q.accountId, q.name, q.region);
-        names.set(q.name, live === undefined || live.deleted ? undefined : serializeCatalogEntry(live));
+        scope.names.set(q.name, live === undefined || live.deleted ? undefined : serializeCatalogEntry(live));
       }
-      for (const [key, names] of byKey) {
+      const indexed: string[] = [];
+      const changes: string[] = [];
+      for (const [key, { q, names }] of byKey) {
         const puts: string[] = [];
         const dels: string[] = [];
         for (const [name, record] of names) {
           if (record === undefined) dels.push(name);
           else puts.push(name, record);
+          changes.push(catalogChange(q.accountId, q.region, name));
         }
         meta.hash(key, puts, dels);
+        // Each time, not once per writer: one more field in a rare call, and an index lost or
+        // never written (records older than it) comes back with the next change.
+        if (puts.length > 0) indexed.push(catalogScope(q.accountId, q.region), '1');
       }
+      if (indexed.length > 0) meta.hash(metaKeys.catalogIndex.slice(metaKeys.prefix.length), indexed, []);
+      metaPart.done.then(
+        () => this.announce(changes),
+        () => undefined,
+      );
     }
 
     // Outbox entries before the message writes, marks after them: when a part is cut into several

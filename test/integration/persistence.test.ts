@@ -265,7 +265,7 @@ test('Given deleted, expired and purged messages and a deleted queue, when commi
   const shardKeys = [keys, otherKeys].flatMap((k) => [k.queues, k.seq, k.commit]);
   assert.deepEqual(
     await keysUnder(c, layout.namespace),
-    [...new Set([meta.layout, meta.commit, catalog, ...shardKeys])].sort(),
+    [...new Set([meta.layout, meta.commit, catalog, meta.catalogIndex, ...shardKeys])].sort(),
   );
 
   store.delete(q);
@@ -273,7 +273,7 @@ test('Given deleted, expired and purged messages and a deleted queue, when commi
   await writer.commit();
   assert.deepEqual(
     await keysUnder(c, layout.namespace),
-    [...new Set([meta.layout, meta.commit, keys.commit, otherKeys.commit])].sort(),
+    [...new Set([meta.layout, meta.commit, meta.catalogIndex, keys.commit, otherKeys.commit])].sort(),
   );
 });
 

@@ -2,12 +2,15 @@
  * The writer of layout v2 on a Redis Cluster of 3 masters (test/support/redis-cluster.ts): a tick
  * over queues whose shards are on every master is one pipeline per master, each shard's records
  * land on the master of its slot, and a shard whose lease another instance holds fails alone
- * until resetShard.
+ * until resetShard. And the catalog as a directory on a Cluster: a CatalogMirror finds every
+ * catalog hash through the index and follows the feed, and repairCatalog runs on the meta slot.
  */
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Queue } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
+import { CatalogMirror } from '../../src/persistence/catalog-mirror.js';
+import { repairCatalog } from '../../src/persistence/catalog-repair.js';
 import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { createCluster } from '../../src/persistence/redis.js';
 import { FencedError } from '../../src/persistence/scripts.js';
@@ -164,4 +167,38 @@ test('Given a shard whose lease another instance holds, when a tick writes to sh
   await o.writer.commit();
   assert.deepEqual(await stored(o, bad), [again]);
   assert.equal(o.failures.length, 1);
+});
+
+test('Given a Cluster, when a CatalogMirror of a process owning no shard starts, then it lists the queues of every master, follows the feed, and sees what repairCatalog deletes', async () => {
+  const o = await open();
+  const observer = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0, ownedShards: [] });
+  const errors: Error[] = [];
+  const mirror = new CatalogMirror({
+    redis: client,
+    layout: o.layout,
+    catalog: observer.catalog,
+    intervalMs: 600_000,
+    onError: (e) => errors.push(e),
+  });
+  await mirror.start();
+  try {
+    const listed = (): string[] => observer.catalog.list(ACCOUNT, '', REGION).map((e) => e.name);
+    assert.deepEqual(listed(), o.queues.map((q) => q.name).sort());
+    const late = o.store.create({ accountId: ACCOUNT, region: REGION, name: 'late' }, {}, {}).queue;
+    await o.writer.commit();
+    for (let i = 0; !listed().includes(late.name); i++) {
+      assert.ok(i < 500, 'the feed brought the new queue');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const [gone] = o.queues as [Queue];
+    const repaired = await repairCatalog(client, o.layout, gone.shard, []);
+    assert.deepEqual(repaired.deleted, [`${ACCOUNT}:${REGION}:${gone.name}`]);
+    for (let i = 0; listed().includes(gone.name); i++) {
+      assert.ok(i < 500, 'the repair was announced');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    await mirror.stop();
+  }
 });

@@ -1,15 +1,18 @@
 /**
  * A shard's queues dropped from the store to be loaded again (QueueStore.evictShard): what the
  * store answers meanwhile, what the catalog keeps naming, and the dead-letter and move-task events
- * that storage of two shards writes as one transfer.
+ * that storage of two shards writes as one transfer. And a store that owns some shards only: the
+ * catalog's remote entries for the others, in listings and in the dead-letter checks.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { catalogEntry, type CatalogEntry, type CatalogRecord } from '../../src/core/catalog.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { ChangeEvent } from '../../src/core/events.js';
 import type { QueueIdentity } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
+import { pageOfQueues } from '../../src/sqs/actions/pages.js';
 import { throwsCode } from '../support/assertions.js';
 import { msg } from '../support/queue.js';
 
@@ -137,4 +140,203 @@ void test("Given a running move task, when its source's shard is dropped and loa
   store.require(ACCOUNT, srcName, REGION).sendMessage(msg('in the shard read back'), 0);
   assert.equal(store.stepMoveTask(task, 10), 0, 'a task of the dropped shard is not stepped');
   assert.equal(task.moved, 0);
+});
+
+// ---- a store that owns some shards ---------------------------------------------------------
+
+/** The ARN a queue of ACCOUNT and REGION has. */
+function arnOf(name: string): string {
+  return `arn:aws:sqs:${REGION}:${ACCOUNT}:${name}`;
+}
+
+/** A remote entry, as the mirror makes from a catalog record, for a queue named `name`. */
+function remote(name: string, r: Partial<CatalogRecord> = {}): CatalogEntry {
+  return catalogEntry(id(name), {
+    shard: shardOf(ACCOUNT, REGION, name),
+    uid: `uid-of-${name}`,
+    fifo: name.endsWith('.fifo'),
+    ...r,
+  });
+}
+
+/** A name of the given shard other than those in `not`, with the .fifo suffix when asked. */
+function nameIn(shard: number, stem: string, fifo = false): string {
+  for (let i = 0; ; i++) {
+    const name = `${stem}-${i}${fifo ? '.fifo' : ''}`;
+    if (shardOf(ACCOUNT, REGION, name) === shard) return name;
+  }
+}
+
+/** A store that owns shard `a` only, `a` and `b` being the shards of two names: the second is remote. */
+function ownerOfOne(): { store: QueueStore; a: number; b: number } {
+  const [na, nb] = namesInDistinctShards('own', 2) as [string, string];
+  const a = shardOf(ACCOUNT, REGION, na);
+  const b = shardOf(ACCOUNT, REGION, nb);
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0, ownedShards: [a] });
+  return { store, a, b };
+}
+
+const redrive = (target: string): Record<string, string> => ({
+  RedrivePolicy: JSON.stringify({ deadLetterTargetArn: arnOf(target), maxReceiveCount: 3 }),
+});
+
+void test('Given a store owning shard a and a remote entry of shard b, when queues are listed, then both shards are named, sorted and paged as one list', () => {
+  const { store, a, b } = ownerOfOne();
+  const locals = [nameIn(a, 'm'), nameIn(a, 'x')];
+  for (const n of locals) store.create(id(n), {}, {});
+  const far = nameIn(b, 'p');
+  assert.equal(store.catalog.putRemote(remote(far)), true);
+
+  const all = store.catalog.list(ACCOUNT, '', REGION).map((e) => e.name);
+  assert.deepEqual(all, [...locals, far].sort());
+  const first = pageOfQueues(store.catalog.list(ACCOUNT, '', REGION), 2, undefined);
+  assert.deepEqual(
+    first.page.map((e) => e.name),
+    all.slice(0, 2),
+  );
+  const second = pageOfQueues(store.catalog.list(ACCOUNT, '', REGION), 2, first.nextToken);
+  assert.deepEqual(
+    second.page.map((e) => e.name),
+    all.slice(2),
+  );
+  assert.equal(second.nextToken, undefined);
+  assert.deepEqual(
+    store.catalog.list(ACCOUNT, 'p', REGION).map((e) => e.name),
+    [far],
+  );
+});
+
+void test('Given a remote source queue whose RedrivePolicy names a local queue, then ListDeadLetterSourceQueues finds it and a move task may start on the local queue', () => {
+  const { store, a, b } = ownerOfOne();
+  const dlq = store.create(id(nameIn(a, 'dlq')), {}, {}).queue;
+  const src = nameIn(b, 'src');
+  store.catalog.putRemote(remote(src, { deadLetterTargetArn: dlq.arn }));
+
+  assert.deepEqual(
+    store.deadLetterSources(dlq).map((e) => e.name),
+    [src],
+  );
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, undefined, undefined, REGION);
+  assert.equal(task.status, 'RUNNING');
+  store.catalog.removeRemote(ACCOUNT, REGION, src);
+  assert.deepEqual(store.deadLetterSources(dlq), []);
+});
+
+void test('Given a dead-letter queue on a remote shard, when CreateQueue names it in a RedrivePolicy, then it succeeds when the DLQ allows it and fails as AWS does when its kind differs or its RedriveAllowPolicy denies', () => {
+  const { store, a, b } = ownerOfOne();
+  const open = nameIn(b, 'open');
+  const byQueue = nameIn(b, 'byq');
+  const denied = nameIn(b, 'deny');
+  const fifo = nameIn(b, 'fifo', true);
+  const allowed = nameIn(a, 'allowed');
+  store.catalog.putRemote(remote(open, { redriveAllowPolicy: '{"redrivePermission":"allowAll"}' }));
+  store.catalog.putRemote(
+    remote(byQueue, {
+      redriveAllowPolicy: JSON.stringify({ redrivePermission: 'byQueue', sourceQueueArns: [arnOf(allowed)] }),
+    }),
+  );
+  store.catalog.putRemote(remote(denied, { redriveAllowPolicy: '{"redrivePermission":"denyAll"}' }));
+  store.catalog.putRemote(remote(fifo));
+
+  const q = store.create(id(nameIn(a, 'to-open')), redrive(open), {});
+  assert.equal(q.created, true);
+  assert.equal(q.queue.redrive?.deadLetterTargetArn, arnOf(open));
+  assert.equal(store.create(id(allowed), redrive(byQueue), {}).created, true);
+  throwsCode(
+    () => store.create(id(nameIn(a, 'not-listed')), redrive(byQueue), {}),
+    'InvalidParameterValue',
+    /is not allowed to use .* \(byQueue\)/,
+  );
+  throwsCode(
+    () => store.create(id(nameIn(a, 'to-deny')), redrive(denied), {}),
+    'InvalidParameterValue',
+    /\(denyAll\) does not allow it/,
+  );
+  throwsCode(
+    () => store.create(id(nameIn(a, 'to-fifo')), redrive(fifo), {}),
+    'InvalidParameterValue',
+    /Dead-letter queue must be same type of queue as the source/,
+  );
+  throwsCode(
+    () => store.create(id(nameIn(a, 'to-missing')), redrive(nameIn(b, 'missing')), {}),
+    'InvalidParameterValue',
+    /Dead letter target does not exist/,
+  );
+  const later = store.create(id(nameIn(a, 'later')), {}, {}).queue;
+  throwsCode(() => store.setAttributes(later, redrive(denied)), 'InvalidParameterValue', /denyAll/);
+  store.setAttributes(later, redrive(open));
+  assert.equal(later.redrive?.deadLetterTargetArn, arnOf(open));
+});
+
+void test('Given a store owning shard a, then a remote entry of shard a is ignored, a queue of shard b is not ServiceUnavailable, and a reload of shard a leaves remote entries alone', () => {
+  const { store, a, b } = ownerOfOne();
+  const mine = store.create(id(nameIn(a, 'mine')), {}, {}).queue;
+  assert.equal(store.catalog.putRemote(remote(nameIn(a, 'claimed'))), false);
+  assert.equal(store.catalog.putRemote(remote(mine.name, { uid: 'other' })), false);
+  const far = nameIn(b, 'far');
+  store.catalog.putRemote(remote(far));
+
+  throwsCode(() => store.require(ACCOUNT, far, REGION), 'QueueDoesNotExist');
+  store.evictShard(b);
+  throwsCode(() => store.require(ACCOUNT, far, REGION), 'QueueDoesNotExist', 'not owned: never 503');
+  store.evictShard(a);
+  throwsCode(() => store.require(ACCOUNT, mine.name, REGION), 'ServiceUnavailable');
+  store.shardLoaded(a);
+  assert.deepEqual(
+    store.catalog.list(ACCOUNT, '', REGION).map((e) => e.name),
+    [far],
+    'the reload dropped the local queue it did not bring back, not the remote entry',
+  );
+  assert.equal(store.catalog.get(ACCOUNT, REGION, far)?.uid, `uid-of-${far}`);
+});
+
+void test("Given a store owning every shard, when it gives shard b away and takes it back, then b's entries turn remote, its queue leaves at once, and on taking it back the shard is unavailable until loaded, its entries listed meanwhile", () => {
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const [na, nb] = namesInDistinctShards('flip', 2) as [string, string];
+  const qa = store.create(id(na), {}, {}).queue;
+  const qb = store.create(id(nb), {}, {}).queue;
+  const gone = store.create(id(sameShardAs(nb)), {}, {}).queue;
+  const events: ChangeEvent[] = [];
+  store.onChange((e) => events.push(e));
+
+  const changed = store.setOwnedShards([qa.shard]);
+  assert.equal(changed.length, 255);
+  assert.equal(changed.includes(qa.shard), false);
+  assert.equal(store.owns(qb.shard), false);
+  assert.equal(store.get(ACCOUNT, nb, REGION), undefined);
+  assert.equal(qb.deleted, true, 'a long poll holding it is answered');
+  throwsCode(() => store.require(ACCOUNT, nb, REGION), 'QueueDoesNotExist');
+  assert.equal(store.catalog.isRemote(ACCOUNT, REGION, nb), true);
+  assert.deepEqual(events, [], 'giving a shard away writes nothing');
+  // The mirror's news now counts for shard b.
+  store.catalog.removeRemote(ACCOUNT, REGION, gone.name);
+  assert.deepEqual(
+    store.catalog.list(ACCOUNT, '', REGION).map((e) => e.name),
+    [na, nb].sort(),
+  );
+
+  assert.equal(store.setOwnedShards('all').includes(qb.shard), true);
+  throwsCode(() => store.require(ACCOUNT, nb, REGION), 'ServiceUnavailable');
+  assert.equal(store.catalog.isRemote(ACCOUNT, REGION, nb), false);
+  assert.equal(store.catalog.get(ACCOUNT, REGION, nb)?.uid, qb.uid, 'listed while it loads');
+  store.restore(store.newQueue(id(nb), {}, {}, qb.createdAt, qb.uid));
+  store.shardLoaded(qb.shard);
+  assert.equal(store.require(ACCOUNT, nb, REGION).uid, qb.uid);
+});
+
+void test('Given a shard being loaded again, when it is given away before its load ends, then its queues stay listed as remote entries, and the end of that load drops none of them', () => {
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const [na, nb] = namesInDistinctShards('mid', 2) as [string, string];
+  const qa = store.create(id(na), {}, {}).queue;
+  const qb = store.create(id(nb), {}, {}).queue;
+  store.evictShard(qb.shard);
+
+  store.setOwnedShards([qa.shard]);
+  assert.equal(store.catalog.isRemote(ACCOUNT, REGION, nb), true);
+  store.shardLoaded(qb.shard);
+  assert.deepEqual(
+    store.catalog.list(ACCOUNT, '', REGION).map((e) => e.name),
+    [na, nb].sort(),
+  );
+  throwsCode(() => store.require(ACCOUNT, nb, REGION), 'QueueDoesNotExist');
 });

@@ -8,12 +8,14 @@ import { MoveTask } from '../../src/core/movetasks.js';
 import {
   CodecError,
   deserializeAttempt,
+  deserializeCatalogEntry,
   deserializeDedup,
   deserializeMessage,
   deserializeMoveTask,
   deserializeQueue,
   deserializeTenant,
   serializeAttempt,
+  serializeCatalogEntry,
   serializeDedup,
   serializeMessage,
   serializeMoveTask,
@@ -495,4 +497,46 @@ test('Given move tasks with and without their optional fields, when serialized a
   });
   for (const t of [full, bare]) assert.deepEqual({ ...deserializeMoveTask(serializeMoveTask(t)) }, { ...t });
   assert.throws(() => deserializeMoveTask('{"taskId":"x","status":"DONE"}'), CodecError);
+});
+
+test('Given a queue with a RedriveAllowPolicy and a RedrivePolicy, when its catalog record is written and read, then both come back; a record from before the allow policy reads as none', () => {
+  const store = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const id = { accountId: '000000000000', region: 'us-east-1' };
+  const dlq = store.create({ ...id, name: 'cat-dlq' }, {}, {}).queue;
+  const allow = { redrivePermission: 'byQueue', sourceQueueArns: [dlq.arn] };
+  const q = store.create(
+    { ...id, name: 'cat-src' },
+    {
+      RedriveAllowPolicy: JSON.stringify(allow),
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 2 }),
+    },
+    {},
+  ).queue;
+  assert.deepEqual(deserializeCatalogEntry(q.name, serializeCatalogEntry(q)), {
+    shard: q.shard,
+    uid: q.uid,
+    fifo: false,
+    deadLetterTargetArn: dlq.arn,
+    redriveAllowPolicy: JSON.stringify(allow),
+  });
+  assert.deepEqual(deserializeCatalogEntry(dlq.name, serializeCatalogEntry(dlq)), {
+    shard: dlq.shard,
+    uid: dlq.uid,
+    fifo: false,
+  });
+  const older = JSON.stringify({ v: 1, shard: 7, uid: 'u', fifo: true, deadLetterTargetArn: dlq.arn });
+  assert.deepEqual(deserializeCatalogEntry('old.fifo', older), {
+    shard: 7,
+    uid: 'u',
+    fifo: true,
+    deadLetterTargetArn: dlq.arn,
+  });
+  assert.throws(
+    () =>
+      deserializeCatalogEntry(
+        'bad',
+        JSON.stringify({ v: 1, shard: 7, uid: 'u', fifo: true, redriveAllowPolicy: 3 }),
+      ),
+    CodecError,
+  );
 });
