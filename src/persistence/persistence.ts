@@ -44,6 +44,7 @@ import {
   UnloadableError,
   type LoadStats,
 } from './loader.js';
+import { repairCatalog } from './catalog-repair.js';
 import { migrateV1, MigrationProgress } from './migrate.js';
 import { FencedError } from './scripts.js';
 import { writeConnections, type WriteConnections } from './write-connections.js';
@@ -91,6 +92,8 @@ export interface PersistenceOptions {
   readonly owned?: OwnedShards | undefined;
   /** With `owned`: a write of this shard was fenced, its lease is another's; the shard was dropped. */
   readonly onShardFenced?: ((shard: number) => void) | undefined;
+  /** With `owned`: the shards the store served owns changed (taken or given away). */
+  readonly onOwnedChanged?: ((changed: readonly number[]) => void) | undefined;
 }
 
 /** The shards a process owns among many (src/owners/owner.ts), as its Persistence asks. */
@@ -212,6 +215,8 @@ export class Persistence implements Durability {
     if (todo.length === 0) return done;
     const reader = this.reader();
     const taken: number[] = [];
+    // Its queues answer 503 until read in, and its remote catalog entries list them meanwhile.
+    this.own(served.store);
     try {
       await connectReader(reader);
       for (const shard of todo) {
@@ -221,10 +226,16 @@ export class Persistence implements Durability {
         // A fresh chain: what this process wrote to the shard before (an earlier hold) is not its now.
         writer.resetShard(shard);
         try {
-          await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
+          const stats = await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
+          // Before shardLoaded: a queue created after it would be taken for a stray record. (An
+          // empty shard's stray records, if a crash left any, stay until it holds a queue again.)
+          if (stats.queues > 0) {
+            await repairCatalog(reader, this.opts.layout, shard, shardQueues(served.store, shard));
+          }
         } catch (e) {
           if (e instanceof FencedError) {
             this.opts.onShardFenced?.(shard);
+            this.own(served.store);
             continue;
           }
           if (!(e instanceof StoreTooBigError)) throw e;
@@ -254,7 +265,8 @@ export class Persistence implements Durability {
     this.down.delete(shard);
     const writer = this.current;
     if (writer !== undefined) await writer.commit(ONE_SHARD[shard]).catch(() => undefined);
-    if (this.opts.owned?.has(shard) !== true) this.served?.store.evictShard(shard);
+    const store = this.served?.store;
+    if (store !== undefined) this.own(store);
   }
 
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
@@ -305,6 +317,8 @@ export class Persistence implements Durability {
           connectionFor: conns.connectionFor,
           multi: conns.multi,
           token: this.writerToken(),
+          // Many owners: every process writes its queues' catalog records under the one meta tag.
+          sharedMeta: this.opts.owned !== undefined,
           unavailable: this.opts.unavailable,
           onFailure: (scope, cause) => this.failed(writer, scope, cause),
           replicas: this.opts.replicaWait,
@@ -354,6 +368,19 @@ export class Persistence implements Durability {
       }
     }
     throw new Error('persistence closed');
+  }
+
+  /**
+   * With `owned`: tells `store` which shards it owns now (those whose lease is held), so that a
+   * shard given away leaves it and one taken answers 503 until read in.
+   */
+  private own(store: QueueStore): void {
+    const owned = this.opts.owned;
+    if (owned === undefined) return;
+    const list: number[] = [];
+    for (const keys of this.opts.layout.shards) if (owned.has(keys.shard)) list.push(keys.shard);
+    const changed = store.setOwnedShards(list);
+    if (changed.length > 0 && store === this.served?.store) this.opts.onOwnedChanged?.(changed);
   }
 
   /** The writer's fencing token per scope: with `owned`, each shard's lease's; meta is fenced by none. */
@@ -416,6 +443,7 @@ export class Persistence implements Durability {
       const inUse = await shardsInUse(reader, layout);
       const owned = this.opts.owned;
       const loaded = new Set<number>();
+      if (owned !== undefined) this.own(store);
       for (const keys of layout.shards) {
         if (owned !== undefined && !owned.has(keys.shard)) continue;
         if (!inUse.has(keys.shard)) {
@@ -433,6 +461,7 @@ export class Persistence implements Durability {
           // Many owners: a lease lost while loading gives up that shard, not the load.
           if (owned !== undefined && e instanceof FencedError) {
             this.opts.onShardFenced?.(keys.shard);
+            this.own(store);
             continue;
           }
           if (!(e instanceof StoreTooBigError)) throw e;
@@ -551,9 +580,10 @@ export class Persistence implements Durability {
     if (this.opts.owned !== undefined && scope !== 'meta' && cause instanceof FencedError) {
       // Another process holds the shard's lease now: this one's copy is stale, the rest is not.
       this.log.error({ shard: scope }, "a write of a shard was fenced: its lease is another's, dropping it");
-      this.served?.store.evictShard(scope);
       this.down.delete(scope);
+      this.loaded.delete(scope);
       this.opts.onShardFenced?.(scope);
+      if (this.served !== undefined) this.own(this.served.store);
       return;
     }
     if (scope === 'meta' || !shardLocal(cause)) {
@@ -674,6 +704,11 @@ export class Persistence implements Durability {
  * the term, and a timeout, a closed connection or too few replicas leave the outcome unknown for
  * every call on that connection: those drop the whole store, as with one shard.
  */
+/** The queues of `shard` in `store`. */
+function shardQueues(store: QueueStore, shard: number): Queue[] {
+  return [...store.all()].filter((q) => q.shard === shard);
+}
+
 function shardLocal(cause: Error): boolean {
   if (cause instanceof FencedError || cause instanceof ReplicaWaitError) return false;
   return !/timed? ?out|connection|stream|closed|ECONN|EPIPE/i.test(cause.message);
