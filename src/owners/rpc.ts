@@ -431,16 +431,17 @@ class Link {
         const call = this.calls.get(frame.id);
         // A reply to a call that timed out or was aborted.
         if (call === undefined) return;
-        this.calls.delete(frame.id);
-        if (frame.type === FrameType.REPLY) {
-          const value = decodePayload(frame);
-          settle(call, undefined, value);
-        } else if (frame.type === FrameType.ERROR) {
+        // Decoded while the call is still on the link: a reply that does not decode closes the
+        // connection (thrown to the reader), which fails the call as lost with the rest.
+        let value: unknown;
+        let error: Error | undefined;
+        if (frame.type === FrameType.REPLY) value = decodePayload(frame);
+        else if (frame.type === FrameType.ERROR) {
           const { name, message } = decodeError(frame);
-          settle(call, new RpcRemoteError(name, message));
-        } else {
-          settle(call, new RpcUnsentError('the peer was closing and did not handle the call'));
-        }
+          error = new RpcRemoteError(name, message);
+        } else error = new RpcUnsentError('the peer was closing and did not handle the call');
+        this.calls.delete(frame.id);
+        settle(call, error, value);
         return;
       }
       case FrameType.GOAWAY:

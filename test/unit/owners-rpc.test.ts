@@ -404,6 +404,27 @@ describe('Against a peer that misbehaves', () => {
     }
   });
 
+  test('Given a reply that does not decode, when it comes, then the connection closes and the call is lost at once', async () => {
+    const { server, address } = await fakePeer((socket, frames) => {
+      socket.on('frame', () => {
+        const reply = encodeFrame(FrameType.REPLY, frames[0]!.id, 'x');
+        reply[reply.length - 1] = '{'.charCodeAt(0);
+        socket.write(reply);
+      });
+    });
+    const client = new RpcClient(address);
+    try {
+      await assert.rejects(client.call('x', { timeoutMs: TIMEOUT }), (e: unknown) => {
+        assert.ok(e instanceof RpcLostError);
+        assert.ok(e.cause instanceof RpcProtocolError);
+        return true;
+      });
+    } finally {
+      await client.close();
+      await closeServer(server);
+    }
+  });
+
   test('Given a service that does not speak the protocol, when a client calls it, then the call is unsent', async () => {
     let requests = 0;
     const { server, address } = await fakePeer((socket) => {
