@@ -262,6 +262,21 @@ const FLAGS = {
       ...SWITCH,
       describe: 'Active/passive: serve only while holding the Redis lock (needs Redis)',
     },
+    activeActive: {
+      ...SWITCH,
+      describe:
+        'Active/active: every instance serves and routes; the 256 shards spread over the live instances, each on its own lease (needs Redis)',
+    },
+    internalPort: {
+      default: '4102',
+      read: port,
+      describe: 'With --active-active: the port other instances forward requests to; 0 picks a free port',
+    },
+    advertiseHost: {
+      read: (text: string): string | undefined => host(text),
+      describe:
+        'With --active-active: the address other instances reach this one at (default: --host, or the hostname when --host is 0.0.0.0)',
+    },
     leaderTtl: {
       default: '10s',
       read: duration(),
@@ -394,6 +409,12 @@ function checkTogether(config: Config, from: (key: keyof Config) => string): voi
     needs('redisWaitAof', '--redis-wait-replicas of 1 or more');
   if (config.redisWaitReplicas > 0 && redis.length === 0)
     needs('redisWaitReplicas', 'Redis: set --redis-addr');
+  if (config.activeActive && redis.length === 0) needs('activeActive', 'Redis: set --redis-addr');
+  if (config.activeActive && config.leaderElection) {
+    throw new ConfigError(
+      `${from('activeActive')} and ${from('leaderElection')} are two ways to run: give one`,
+    );
+  }
   if (config.leaderElection && redis.length === 0) {
     throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');
   }

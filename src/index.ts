@@ -51,6 +51,12 @@ export interface ServerOptions {
   readonly redisWaitTimeout?: Duration;
   readonly redisWaitAof?: boolean;
   readonly leaderElection?: boolean;
+  /** Every instance serves; the shards spread over the live instances (needs Redis). */
+  readonly activeActive?: boolean;
+  /** With activeActive: where other instances forward requests to. Default here: 0, a free port. */
+  readonly internalPort?: number;
+  /** With activeActive: the address other instances reach this one at. */
+  readonly advertiseHost?: string;
   readonly leaderTtl?: Duration;
   readonly leaderInterval?: Duration;
   readonly adminToken?: string;
@@ -80,7 +86,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const EMBEDDED_DEFAULTS: ServerOptions = { port: 0, controlPort: 0, host: '127.0.0.1', logLevel: 'silent' };
+const EMBEDDED_DEFAULTS: ServerOptions = {
+  port: 0,
+  controlPort: 0,
+  internalPort: 0,
+  host: '127.0.0.1',
+  logLevel: 'silent',
+};
 
 /** What an embedding program gives that has no command-line flag. */
 export interface EmbedOptions {

@@ -56,7 +56,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     fatal: (e) => fatal(e),
     observeReplicaWait: (seconds, acknowledged) => messageMetrics.observeReplicaWait(seconds, acknowledged),
   });
-  const { durability, persistence, ha } = durable;
+  const { durability, persistence, ha, owners } = durable;
   // Built once `ha` and `persistence` are known; the closures above read it only when they run.
   const metrics = new Metrics({
     providers: {
@@ -79,6 +79,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     metrics,
     messageMetrics,
     logger,
+    executor: owners?.router,
   });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).
   metrics.build();
@@ -91,6 +92,8 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       await warmUp?.stop();
       // The leader drains, flushes, releases the lock and announces it before the planes close.
       await ha?.stop();
+      // Leaves, and gives every shard away while the planes still take requests (and route them).
+      await owners?.stop();
       logger.info('stopping: answering long polls, then closing both planes');
       // Waiting polls are answered first (with no messages), so close() does not wait 20 s on them.
       stores.close();
@@ -110,7 +113,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
   }
   ha?.start();
   // Loading runs with both planes listening: /ready answers 503 and /metrics shows the progress.
-  void persistence?.start().then(
+  void (owners?.start() ?? persistence?.start())?.then(
     () => undefined,
     (e: unknown) => {
       if (stopping === undefined) fatal(e instanceof Error ? e : new Error(String(e)));

@@ -155,7 +155,9 @@ export class ShardOwner implements OwnedShards {
     this.stopped = true;
     this.timers.clearTimeout(this.renewTimer);
     await this.reconciling?.catch(() => undefined);
-    await Promise.all([...this.byShard.keys()].map((s) => this.give(s)));
+    const shards = [...this.byShard.keys()];
+    await Promise.all(shards.map((s) => this.give(s)));
+    this.log.info({ shards: shards.length }, 'every shard given away');
   }
 
   /** A write of the shard was fenced (Persistence dropped it): the lease is another's. */
@@ -316,7 +318,8 @@ export class ShardOwner implements OwnedShards {
     await this.persistence?.dropShard(shard);
     if (this.byShard.get(shard) === h) this.byShard.delete(shard);
     await this.release(shard, h.token);
-    this.log.info({ shard }, 'shard given away');
+    this.given++;
+    this.logGiven();
   }
 
   private idle(h: Hold): Promise<void> {
@@ -352,6 +355,18 @@ export class ShardOwner implements OwnedShards {
   /** Served until ttl − interval after a renewal was sent (as the elector's deadline). */
   private deadlineMs(): number {
     return this.opts.ttlMs - this.opts.intervalMs;
+  }
+
+  private given = 0;
+  private givenLog: unknown;
+  /** One line for a burst of shards given away (a stop gives them all), not one per shard. */
+  private logGiven(): void {
+    if (this.givenLog !== undefined) return;
+    this.givenLog = this.timers.setTimeout(() => {
+      this.givenLog = undefined;
+      this.log.info({ shards: this.given, serving: this.counts().serving }, 'shards given away');
+      this.given = 0;
+    }, 0);
   }
 
   private retryTimer: unknown;

@@ -16,6 +16,7 @@ import { layoutFor } from '../persistence/layout.js';
 import type { Persistence } from '../persistence/persistence.js';
 import type { RedisTarget } from '../persistence/redis.js';
 import { SqsError } from '../sqs/errors.js';
+import type { Owners } from './owners.js';
 import type { ServedStore } from './stores.js';
 
 export interface Durable {
@@ -24,6 +25,8 @@ export interface Durable {
   readonly persistence?: Persistence;
   /** With leader election. */
   readonly ha?: ActivePassive;
+  /** With --active-active: this process's shards, the router and the forwarding channel. */
+  readonly owners?: Owners;
   /** `<hostname>-<pid>`: the leader lock's holder and the Redis connections' names. */
   readonly instanceId: string;
 }
@@ -57,6 +60,19 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
             observe: opts.observeReplicaWait,
           },
   };
+  if (config.activeActive) {
+    const { ownersFor } = await import('./owners.js');
+    const owners = await ownersFor(config, {
+      stores,
+      logger,
+      instanceId,
+      target,
+      layout: common.layout,
+      replicaWait: common.replicaWait,
+      fatal: opts.fatal,
+    });
+    return { durability: owners.persistence, persistence: owners.persistence, owners, instanceId };
+  }
   if (!config.leaderElection) {
     const [{ Persistence }, { createClient }] = await Promise.all([
       import('../persistence/persistence.js'),

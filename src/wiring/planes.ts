@@ -12,6 +12,7 @@ import type { MessageMetrics } from '../http/message-metrics.js';
 import type { Metrics } from '../http/metrics.js';
 import { keyOwnerIn, tenantLabel } from '../http/tenancy.js';
 import type { Logger } from '../log.js';
+import type { Executor } from '../owners/executor.js';
 import type { SqsServices } from '../sqs/service.js';
 
 export interface PlanesOptions {
@@ -21,6 +22,8 @@ export interface PlanesOptions {
   readonly metrics: Metrics;
   readonly messageMetrics: MessageMetrics;
   readonly logger: Logger;
+  /** --active-active: runs every request here or at its shard's owner (src/owners/router.ts). */
+  readonly executor?: Executor | undefined;
 }
 
 export interface Planes {
@@ -48,6 +51,7 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
         output,
       ),
     durability,
+    executor: opts.executor,
     observeCommit: (seconds, durable) => messageMetrics.observeCommit(seconds, durable),
   });
   if (ha !== undefined) {

@@ -1,0 +1,216 @@
+/**
+ * Every instance routes (docs/architecture.md, "Many owners"): the data plane hands each decoded,
+ * authenticated request to {@link Router.execute}, which runs it here when this process serves
+ * the request's shard, and otherwise forwards the operation to the shard's owner over the
+ * forwarding channel (rpc.ts); the answer comes back as the action's output or its SQS error, and
+ * the plane encodes it in the client's protocol.
+ *
+ * What may be retried, and what may not:
+ * - The owner answers "not owner" before running anything (its shard is being taken, given away,
+ *   or is not its own): the router reads the map again and tries again, at the new owner or the
+ *   same one, until the shard is served somewhere or {@link RouterOptions.holdMs} has passed (one
+ *   lease TTL and a renewal: by then a dead owner's shard has been taken). A request that could
+ *   not be delivered at all (the connection refused) is retried the same way.
+ * - Anything after the request was delivered (the connection closed, the reply late) has an
+ *   unknown outcome: 503, never a retry and never a guessed success. SQS clients retry a 503; a
+ *   send retried that way may be stored twice, as with any 503 of a standard queue.
+ */
+import type { ActionName } from '../sqs/model.generated.js';
+import { actions } from '../sqs/actions/index.js';
+import { knownSqsError, SqsError } from '../sqs/errors.js';
+import type { Action, RequestContext, SqsServices } from '../sqs/service.js';
+import { quietLog, type LogSink } from '../log.js';
+import type { Persistence } from '../persistence/persistence.js';
+import {
+  errorFromWire,
+  errorToWire,
+  fromForwarded,
+  isForwardedContext,
+  toForwarded,
+  type ForwardedContext,
+  type WireError,
+} from './forward.js';
+import type { ShardOwner, ShardMapView } from './owner.js';
+import { routeOf } from './route.js';
+import { RpcClient, RpcLostError, RpcUnsentError, type RpcAddress } from './rpc.js';
+
+/** What travels to the owner: the shard, the action, the caller's context and the decoded input. */
+interface Forwarded {
+  readonly s: number;
+  readonly a: ActionName;
+  readonly c: ForwardedContext;
+  readonly i: unknown;
+}
+
+/** The owner's answer: an output, an SQS error, or "not the owner" (nothing was run). */
+type Answer = { readonly o: unknown } | { readonly e: WireError } | { readonly n: 1 };
+
+export interface RouterOptions {
+  readonly instanceId: string;
+  /** This process's store and its services: what a request for a shard served here runs on. */
+  readonly services: SqsServices;
+  readonly owner: ShardOwner;
+  readonly persistence: Persistence;
+  readonly map: ShardMapView & { refresh(): Promise<void> };
+  /** Where a member takes forwarded requests; undefined for one not (or no longer) live. */
+  readonly addressOf: (member: string) => string | undefined;
+  /** How long a request waits for its shard to be served somewhere: lease TTL + renew interval. */
+  readonly holdMs: number;
+  readonly log?: LogSink | undefined;
+}
+
+/** Requests other than long polls: how long the owner may take (a slow Redis, a 1 MiB batch). */
+const FORWARD_TIMEOUT_MS = 30_000;
+/** A long poll is answered within its wait; the owner gets this much more before it is given up. */
+const LONG_POLL_SLACK_MS = 5_000;
+
+export class Router {
+  private readonly clients = new Map<string, RpcClient>();
+  private readonly log: LogSink;
+  private closed = false;
+
+  constructor(private readonly opts: RouterOptions) {
+    this.log = opts.log ?? quietLog;
+  }
+
+  /** The data plane's executor: resolves with the action's output once it is durable. */
+  async execute(action: ActionName, ctx: RequestContext, input: unknown): Promise<unknown> {
+    const shard = routeOf(action, input, ctx);
+    // No shard to route by (ListQueues, or a malformed queue reference): answered here, from the
+    // catalog or with the same validation error any instance would give.
+    if (shard === undefined) return run(this.opts.services, action, ctx, input);
+    const { map, owner, instanceId } = this.opts;
+    const giveUpAt = performance.now() + this.opts.holdMs;
+    let abort: AbortController | undefined;
+    for (let attempt = 0; ; attempt++) {
+      const at = map.ownerOf(shard);
+      if (at === instanceId) {
+        if (owner.serves(shard)) return this.runOwned(shard, action, ctx, input);
+      } else if (at !== undefined) {
+        const address = this.opts.addressOf(at);
+        if (address !== undefined) {
+          if (abort === undefined) {
+            abort = new AbortController();
+            const a = abort;
+            ctx.onAbort(() => a.abort(new Error('the client went away')));
+          }
+          const answer = await this.forward(
+            address,
+            { s: shard, a: action, c: toForwarded(ctx), i: input },
+            abort.signal,
+          );
+          if (answer !== undefined) {
+            if ('o' in answer) return answer.o;
+            if ('e' in answer) throw errorFromWire(answer.e);
+          }
+        }
+      }
+      if (this.closed || performance.now() >= giveUpAt) {
+        throw new SqsError('ServiceUnavailable', `The queue's shard is not served now; please retry.`);
+      }
+      if (attempt > 0) await map.refresh().catch(() => undefined);
+      await pause(Math.min(10 * 2 ** attempt, 200));
+    }
+  }
+
+  /** The forwarding channel's handler: runs a request for a shard this process serves. */
+  async handle(payload: unknown, signal: AbortSignal): Promise<Answer> {
+    const f = payload as Forwarded;
+    if (typeof f.s !== 'number' || !Object.hasOwn(actions, f.a) || !isForwardedContext(f.c)) {
+      return { e: errorToWire(new SqsError('InvalidAction', 'The forwarded request names no action.')) };
+    }
+    if (!this.opts.owner.serves(f.s)) return { n: 1 };
+    const ctx = fromForwarded(f.c, (fn) => signal.addEventListener('abort', fn, { once: true }));
+    try {
+      return { o: await this.runOwned(f.s, f.a, ctx, f.i) };
+    } catch (e) {
+      return { e: errorToWire(e) };
+    }
+  }
+
+  /** Stops forwarding; what is pending at the peers is failed as unknown (503). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const clients = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(clients.map((c) => c.close()));
+  }
+
+  /** Runs here, waits for the shard's write, and checks the lease still held before the reply. */
+  private async runOwned(
+    shard: number,
+    action: ActionName,
+    ctx: RequestContext,
+    input: unknown,
+  ): Promise<unknown> {
+    const { owner, persistence } = this.opts;
+    const leave = owner.enter(shard);
+    try {
+      const output = await run(this.opts.services, action, ctx, input);
+      await persistence.commit(ctx.shard ?? shard);
+      if (!owner.holds(shard)) {
+        throw new SqsError(
+          'ServiceUnavailable',
+          "This instance lost the queue's shard before the reply; please retry.",
+        );
+      }
+      return output;
+    } finally {
+      leave();
+    }
+  }
+
+  /** One delivery to the owner; undefined: not delivered or not the owner (try again). */
+  private async forward(address: string, f: Forwarded, signal: AbortSignal): Promise<Answer | undefined> {
+    let client = this.clients.get(address);
+    if (client === undefined) {
+      client = new RpcClient(rpcAddress(address));
+      this.clients.set(address, client);
+    }
+    const wait = f.a === 'ReceiveMessage' ? waitSeconds(f.i) : undefined;
+    const timeoutMs = wait === undefined ? FORWARD_TIMEOUT_MS : wait * 1000 + LONG_POLL_SLACK_MS;
+    try {
+      const answer = (await client.call(f, { timeoutMs, signal })) as Answer;
+      return 'n' in answer ? undefined : answer;
+    } catch (e) {
+      if (e instanceof RpcUnsentError) return undefined;
+      if (e instanceof RpcLostError) {
+        this.log.warn({ address, action: f.a, error: e.message }, 'a forwarded request got no answer: 503');
+        throw new SqsError(
+          'ServiceUnavailable',
+          "The request reached the queue's owner, which did not answer; please retry.",
+        );
+      }
+      throw knownSqsError(e) ?? e;
+    }
+  }
+}
+
+function run(
+  services: SqsServices,
+  action: ActionName,
+  ctx: RequestContext,
+  input: unknown,
+): Promise<unknown> {
+  return Promise.resolve((actions[action] as Action<ActionName>)(services, ctx, input as never));
+}
+
+/** A ReceiveMessage's own WaitTimeSeconds, or the longest a queue's default can be (20 s). */
+function waitSeconds(input: unknown): number {
+  const w = (input as { WaitTimeSeconds?: unknown } | undefined)?.WaitTimeSeconds;
+  return typeof w === 'number' && w >= 0 && w <= 20 ? w : 20;
+}
+
+/** A member's address (`host:port`, `[v6]:port`, or a Unix socket's path) as the channel takes it. */
+export function rpcAddress(address: string): RpcAddress {
+  if (address.startsWith('/')) return { path: address };
+  const colon = address.lastIndexOf(':');
+  return {
+    host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'),
+    port: Number(address.slice(colon + 1)),
+  };
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,201 @@
+/**
+ * `--active-active` (docs/operations.md, "Active/active"): every instance serves and routes, and
+ * the 256 shards spread over the live ones. Assembled here from src/owners/:
+ *
+ * - membership, the shard map and the coordinator that writes it (instance.ts);
+ * - the ShardOwner that takes and gives away this process's shards as the map says, with a
+ *   Persistence that reads in only those (owner.ts, src/persistence/persistence.ts `owned`);
+ * - the catalog mirror that lists the other processes' queues (src/persistence/catalog-mirror.ts);
+ * - the Router, the data plane's executor, and the forwarding channel it answers on (router.ts,
+ *   rpc.ts).
+ *
+ * A stop (SIGTERM) leaves the membership first, so the coordinator moves this process's shards at
+ * once, then gives every shard away (drain, flush, release): the next owners read all that was
+ * acknowledged here, and the routers hold the shard's requests until they serve it.
+ */
+import { hostname } from 'node:os';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import { OwnersInstance } from '../owners/instance.js';
+import { ShardOwner } from '../owners/owner.js';
+import { Router } from '../owners/router.js';
+import { RpcServer } from '../owners/rpc.js';
+import { CatalogMirror } from '../persistence/catalog-mirror.js';
+import type { Layout } from '../persistence/layout.js';
+import { Persistence } from '../persistence/persistence.js';
+import { createClient, type RedisTarget } from '../persistence/redis.js';
+import type { ReplicaWait } from '../persistence/writer.js';
+import type { QueueStore } from '../core/store.js';
+import { SqsError } from '../sqs/errors.js';
+import type { ServedStore } from './stores.js';
+
+export interface OwnersOptions {
+  readonly stores: ServedStore;
+  readonly logger: Logger;
+  readonly instanceId: string;
+  readonly target: RedisTarget;
+  readonly layout: Layout;
+  readonly replicaWait: ReplicaWait | undefined;
+  readonly fatal: (e: Error) => void;
+}
+
+export interface Owners {
+  readonly persistence: Persistence;
+  readonly router: Router;
+  readonly owner: ShardOwner;
+  readonly instance: OwnersInstance;
+  /** Joins, loads and starts following the map; after both planes listen. */
+  start(): Promise<void>;
+  /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
+  stop(): Promise<void>;
+}
+
+export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Owners> {
+  const { stores, logger, instanceId, layout } = opts;
+  const connection = (role: string): ReturnType<typeof createClient> =>
+    createClient({ ...opts.target, connectionName: `shared-sqs:${role}:${instanceId}` });
+  const data = connection('data');
+  const control = connection('lock');
+  const events = connection('events');
+  const mirrorEvents = connection('catalog');
+  const log = logger.child({ component: 'owners' });
+  const ttlMs = config.leaderTtl;
+  const intervalMs = config.leaderInterval;
+
+  // The channel listens first (its port goes into the member record); until the router exists,
+  // every request is answered "not the owner", which its sender retries.
+  const routing: { router?: Router } = {};
+  const rpc = new RpcServer({
+    handle: (payload, signal): Promise<unknown> =>
+      routing.router === undefined ? Promise.resolve({ n: 1 }) : routing.router.handle(payload, signal),
+  });
+  const listening = await rpc.listen({ host: config.host, port: config.internalPort });
+  const address = `${advertised(config)}:${'port' in listening ? listening.port : config.internalPort}`;
+
+  const instance = new OwnersInstance({
+    redis: control,
+    sub: events,
+    layout,
+    id: instanceId,
+    address,
+    memberTtlMs: ttlMs,
+    intervalMs,
+    log,
+  });
+  const owner = new ShardOwner({
+    redis: control,
+    layout,
+    instanceId,
+    ttlMs,
+    intervalMs,
+    map: instance.map,
+    onGive: (shard) => stores.services.poller.closeShard(shard),
+    log,
+  });
+
+  let mirror: CatalogMirror | undefined;
+  let mirrorRead: NodeJS.Timeout | undefined;
+  const mirrorFor = (store: QueueStore): void => {
+    const previous = mirror;
+    mirror = new CatalogMirror({
+      redis: data,
+      subscriber: mirrorEvents,
+      layout,
+      catalog: store.catalog,
+      onError: (e) => log.warn({ error: e.message }, 'reading the catalog of the other shards failed'),
+    });
+    void previous?.stop().catch(() => undefined);
+    void mirror.start().catch((e: unknown) => {
+      log.warn({ error: e instanceof Error ? e.message : String(e) }, 'the catalog mirror did not start');
+    });
+  };
+
+  const persistence = new Persistence({
+    redis: data,
+    layout,
+    createStore: stores.newStore,
+    unavailable: (cause) =>
+      new SqsError(
+        'ServiceUnavailable',
+        `The change could not be stored durably; please retry. (${cause.message})`,
+      ),
+    onStore: (store) => {
+      stores.replace(store);
+      mirrorFor(store);
+    },
+    onDiverged: () => stores.replace(stores.newStore()),
+    onFatal: opts.fatal,
+    replicaWait: opts.replicaWait,
+    keepConnection: true,
+    owned: owner,
+    onShardFenced: (shard) => owner.lost(shard),
+    // Shards change hands in bursts (a start takes a few dozen at once): one full read after them.
+    onOwnedChanged: () => {
+      clearTimeout(mirrorRead);
+      mirrorRead = setTimeout(() => void mirror?.owned([]).catch(() => undefined), 200);
+    },
+    log: log.child({ component: 'persistence' }),
+  });
+
+  const router: Router = new Router({
+    instanceId,
+    services: stores.services,
+    owner,
+    persistence,
+    map: instance.map,
+    addressOf: (member) => {
+      const m = instance.membership.members.find((r) => r.id === member);
+      return m === undefined ? undefined : m.address;
+    },
+    holdMs: ttlMs + intervalMs,
+    log,
+  });
+  routing.router = router;
+
+  let stopping: Promise<void> | undefined;
+  return {
+    persistence,
+    router,
+    owner,
+    instance,
+    async start() {
+      await instance.start().catch((e: unknown) => {
+        log.warn({ error: e instanceof Error ? e.message : String(e) }, 'joining failed; retrying');
+      });
+      await persistence.start();
+      owner.start(persistence);
+      log.info(
+        { address, members: instance.membership.members.length },
+        'active/active: serving and routing',
+      );
+    },
+    stop() {
+      stopping ??= (async () => {
+        await instance.coordinator.stop().catch(() => undefined);
+        await instance.membership.leave().catch(() => undefined);
+        await owner.stop();
+        instance.map.stop();
+        instance.channels.close();
+        clearTimeout(mirrorRead);
+        await mirror?.stop().catch(() => undefined);
+        await router.close();
+        await rpc.close();
+        for (const c of [control, events, mirrorEvents]) {
+          try {
+            await c.quit();
+          } catch {
+            c.disconnect();
+          }
+        }
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** What the others reach this instance at: --advertise-host, --host, or the hostname. */
+function advertised(config: Config): string {
+  if (config.advertiseHost !== undefined) return config.advertiseHost;
+  if (config.host !== '0.0.0.0' && config.host !== '::') return config.host;
+  return hostname();
+}
