@@ -1,0 +1,225 @@
+/**
+ * The router (src/owners/router.ts) between two "instances" in one process: each has a store of
+ * its own, a forwarding channel on loopback (rpc.ts) and an owner whose shards the test sets. A
+ * request runs where its shard is served; elsewhere it is forwarded; "not the owner" is retried
+ * until the shard is served somewhere or the hold time is up; an answer lost after delivery is a
+ * 503, never a retry.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { QueueStore } from '../../src/core/store.js';
+import { systemClock } from '../../src/core/clock.js';
+import type { ShardOwner } from '../../src/owners/owner.js';
+import { Router } from '../../src/owners/router.js';
+import { RpcServer } from '../../src/owners/rpc.js';
+import type { Persistence } from '../../src/persistence/persistence.js';
+import { shardOf } from '../../src/shard/hash.js';
+import { SqsError } from '../../src/sqs/errors.js';
+import { servicesFor, type RequestContext } from '../../src/sqs/service.js';
+
+const ACCOUNT = '000000000000';
+const REGION = 'us-east-1';
+
+/** The shards each instance serves, and a map the routers read: shard → instance id. */
+const owners = new Map<number, string>();
+const served = { A: new Set<number>(), B: new Set<number>() };
+const commits: { A: number[]; B: number[] } = { A: [], B: [] };
+let mapReads = 0;
+
+const map = {
+  ownerOf: (shard: number) => owners.get(shard),
+  onChange: () => undefined,
+  refresh: () => {
+    mapReads++;
+    return Promise.resolve();
+  },
+};
+
+interface Instance {
+  readonly router: Router;
+  readonly store: QueueStore;
+  readonly rpc: RpcServer;
+  address: string;
+}
+
+const instances: Record<'A' | 'B', Instance> = {} as Record<'A' | 'B', Instance>;
+
+async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
+  const store = new QueueStore(systemClock, { deletedRecentlyMs: 0 });
+  const owner = {
+    serves: (s: number) => served[id].has(s),
+    holds: (s: number) => served[id].has(s),
+    enter: () => () => undefined,
+  } as unknown as ShardOwner;
+  const persistence = {
+    commit: (shard?: number) => {
+      commits[id].push(shard ?? -1);
+      return Promise.resolve();
+    },
+  } as unknown as Persistence;
+  const router: Router = new Router({
+    instanceId: id,
+    services: servicesFor(store, systemClock),
+    owner,
+    persistence,
+    map,
+    addressOf: (member) => instances[member as 'A' | 'B'].address,
+    holdMs,
+  });
+  const rpc = new RpcServer({ handle: (payload, signal) => router.handle(payload, signal) });
+  const at = await rpc.listen({ host: '127.0.0.1', port: 0 });
+  const inst: Instance = { router, store, rpc, address: `127.0.0.1:${'port' in at ? at.port : 0}` };
+  instances[id] = inst;
+  return inst;
+}
+
+const a = await instance('A', 2000);
+const b = await instance('B', 2000);
+after(async () => {
+  for (const i of [a, b]) {
+    await i.router.close();
+    await i.rpc.close();
+  }
+});
+
+function ctx(): RequestContext {
+  return {
+    requestId: 'r',
+    accountId: ACCOUNT,
+    region: REGION,
+    defaultRegion: REGION,
+    baseUrl: 'http://localhost:4100',
+    anyAccount: true,
+    senderId: ACCOUNT,
+    onAbort: () => undefined,
+  };
+}
+
+function shardOfName(name: string): number {
+  return shardOf(ACCOUNT, REGION, name);
+}
+
+void test('Given a queue whose shard B serves, when A is asked to create and send to it, then both run at B and wait for that shard', async () => {
+  const s = shardOfName('at-b');
+  owners.set(s, 'B');
+  served.B.add(s);
+  commits.B.length = 0;
+  const created = (await a.router.execute('CreateQueue', ctx(), { QueueName: 'at-b' })) as {
+    QueueUrl: string;
+  };
+  assert.equal(created.QueueUrl, 'http://localhost:4100/000000000000/at-b');
+  await a.router.execute('SendMessage', ctx(), { QueueUrl: created.QueueUrl, MessageBody: 'hello' });
+  assert.ok(b.store.get(ACCOUNT, 'at-b', REGION), 'the queue is in B');
+  assert.equal(a.store.get(ACCOUNT, 'at-b', REGION), undefined, 'and not in A');
+  assert.deepEqual(commits.B, [s, s], "B waited for the shard's writes before each answer");
+  const got = (await b.router.execute('ReceiveMessage', ctx(), { QueueUrl: created.QueueUrl })) as {
+    Messages?: { Body: string }[];
+  };
+  assert.deepEqual(
+    got.Messages?.map((m) => m.Body),
+    ['hello'],
+  );
+});
+
+void test('Given a queue on B, when A forwards a request its action refuses, then the SQS error comes back as it was', async () => {
+  const s = shardOfName('missing-at-b');
+  owners.set(s, 'B');
+  served.B.add(s);
+  await assert.rejects(
+    a.router.execute('GetQueueAttributes', ctx(), {
+      QueueUrl: 'http://localhost:4100/000000000000/missing-at-b',
+      AttributeNames: ['All'],
+    }),
+    (e: unknown) => e instanceof SqsError && e.errorName === 'QueueDoesNotExist',
+  );
+});
+
+void test('Given the map names B but B does not serve the shard yet, when A forwards, then it is retried until B serves it', async () => {
+  const s = shardOfName('moving');
+  owners.set(s, 'B');
+  served.B.delete(s);
+  const reads = mapReads;
+  const pending = a.router.execute('CreateQueue', ctx(), { QueueName: 'moving' });
+  // B starts serving only once A has been told "not the owner" and read the map again.
+  while (mapReads === reads) await new Promise((resolve) => setImmediate(resolve));
+  served.B.add(s);
+  await pending;
+  assert.ok(b.store.get(ACCOUNT, 'moving', REGION));
+});
+
+void test('Given a shard nobody serves, when the hold time passes, then the answer is 503 ServiceUnavailable', async () => {
+  const short = await instance('A', 50);
+  try {
+    const s = shardOfName('nowhere');
+    owners.set(s, 'B');
+    served.B.delete(s);
+    await assert.rejects(
+      short.router.execute('CreateQueue', ctx(), { QueueName: 'nowhere' }),
+      (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+    );
+    assert.equal(b.store.get(ACCOUNT, 'nowhere', REGION), undefined, 'nothing ran');
+  } finally {
+    await short.router.close();
+    await short.rpc.close();
+    instances.A = a;
+  }
+});
+
+void test('Given B goes away after taking a request, when its answer is lost, then A answers 503 and does not send it again', async () => {
+  const s = shardOfName('lost');
+  owners.set(s, 'B');
+  served.B.add(s);
+  let calls = 0;
+  const real = b.address;
+  const dying = new RpcServer({
+    handle: () => {
+      calls++;
+      // A retry would now reach the real B, which serves the shard: the test would see a 200.
+      b.address = real;
+      // The connection closes with the request taken and no answer sent.
+      void dying.close();
+      return new Promise(() => undefined);
+    },
+  });
+  const at = await dying.listen({ host: '127.0.0.1', port: 0 });
+  b.address = `127.0.0.1:${'port' in at ? at.port : 0}`;
+  try {
+    await assert.rejects(
+      a.router.execute('CreateQueue', ctx(), { QueueName: 'lost' }),
+      (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+    );
+    assert.equal(calls, 1, 'delivered once');
+    assert.equal(b.store.get(ACCOUNT, 'lost', REGION), undefined, 'and never sent again');
+  } finally {
+    b.address = real;
+  }
+});
+
+void test('Given ListQueues, when any instance is asked, then it answers from its own catalog without forwarding', async () => {
+  const listed = (await a.router.execute('ListQueues', ctx(), {})) as { QueueUrls?: string[] };
+  // A's store holds none of B's queues and no mirror runs here: only what A itself knows.
+  assert.deepEqual(listed.QueueUrls ?? [], []);
+});
+
+void test('Given a forwarded request for a shard this instance does not serve, then it answers "not the owner" without running it', async () => {
+  const s = shardOfName('not-here');
+  served.A.delete(s);
+  const answer = await a.router.handle(
+    {
+      s,
+      a: 'CreateQueue',
+      c: {
+        requestId: 'r',
+        accountId: ACCOUNT,
+        region: REGION,
+        defaultRegion: REGION,
+        baseUrl: 'http://x',
+        senderId: ACCOUNT,
+      },
+      i: { QueueName: 'not-here' },
+    },
+    new AbortController().signal,
+  );
+  assert.deepEqual(answer, { n: 1 });
+  assert.equal(a.store.get(ACCOUNT, 'not-here', REGION), undefined);
+});
