@@ -80,6 +80,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     messageMetrics,
     logger,
     executor: owners?.router,
+    shards: owners?.admin,
   });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).
   metrics.build();

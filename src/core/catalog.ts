@@ -128,6 +128,18 @@ export class Catalog {
   }
 
   /** The accounts and regions that have remote entries, for a full read to drop those storage no longer has. */
+  /** How many queues each shard holds, as listed here (local and remote entries). */
+  shardCounts(shards: number): number[] {
+    const counts = new Array<number>(shards).fill(0);
+    for (const names of this.scopes.values()) {
+      for (const slot of names.values()) {
+        const s = slot.entry.shard;
+        if (s >= 0 && s < shards) counts[s] = (counts[s] ?? 0) + 1;
+      }
+    }
+    return counts;
+  }
+
   remoteScopes(): { accountId: string; region: string }[] {
     const out: { accountId: string; region: string }[] = [];
     for (const names of this.scopes.values()) {

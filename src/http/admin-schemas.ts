@@ -556,3 +556,66 @@ export const STEP_DOWN: AdminRouteSchema = {
     ...FAILURES,
   },
 };
+
+// ---- the shards of --active-active (admin-shards.ts) -----------------------------------------
+
+const SHARD_ROW = all({
+  shard: { type: 'integer' },
+  owner: { type: ['string', 'null'], description: 'The member the shard map names' },
+  pinnedTo: { type: ['string', 'null'], description: 'The member an admin move pinned it to' },
+  here: {
+    type: ['object', 'null'],
+    description: "This instance's hold of the shard: taking, serving or giving, and its lease's epoch",
+  },
+  queues: { type: 'integer', description: 'Queues in the shard, as the catalog lists them' },
+  bytes: { type: ['integer', 'null'], description: 'Their bytes in memory, where held here' },
+});
+
+export const GET_SHARDS: AdminRouteSchema = {
+  operationId: 'getShards',
+  summary: 'The members, the shard map, and each shard as this instance sees it (--active-active)',
+  response: {
+    '200': answer(
+      'Without --active-active only `activeActive: false`',
+      object(
+        {
+          activeActive: { type: 'boolean' },
+          instanceId: string,
+          coordinator: { type: 'boolean' },
+          mapVersion: { type: 'integer' },
+          members: {
+            type: 'array',
+            items: all({ id: string, address: string, startedAt: iso }),
+          },
+          shards: { type: 'array', items: SHARD_ROW },
+        },
+        ['activeActive'],
+      ),
+    ),
+    ...FAILURES,
+  },
+};
+
+export const MOVE_SHARD: AdminRouteSchema = {
+  operationId: 'moveShard',
+  summary: 'Moves a shard to a live member and pins it there (--active-active)',
+  params: object({ shard: { type: 'integer', minimum: 0, maximum: 255 } }, ['shard']),
+  body: object({ to: { type: 'string', minLength: 1 } }, ['to']),
+  response: {
+    '202': answer('The coordinator moves it', all({ shard: { type: 'integer' }, pinnedTo: string })),
+    ...BAD_INPUT,
+    '404': answer('No such live member', ERROR),
+    '409': answer('Not --active-active', ERROR),
+    ...FAILURES,
+  },
+};
+
+export const DRAIN_SHARDS: AdminRouteSchema = {
+  operationId: 'drainShards',
+  summary: 'This instance leaves and gives every shard away, and goes on routing (--active-active)',
+  response: {
+    '200': answer('Drained', all({ drained: { type: 'boolean' }, shardsGiven: { type: 'integer' } })),
+    '409': answer('Not --active-active', ERROR),
+    ...FAILURES,
+  },
+};

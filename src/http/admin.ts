@@ -33,6 +33,7 @@ import { queueUrlOf, type RequestContext, type SqsServices } from '../sqs/servic
 import type { ActivePassive } from '../ha/active.js';
 import { adminAuth } from './admin-auth.js';
 import { registerAdminHa } from './admin-ha.js';
+import { registerAdminShards, type ShardsAdmin } from './admin-shards.js';
 import { History, SAMPLE_MS, type MessageTotals } from './admin-history.js';
 import { openApiDocument } from './admin-openapi.js';
 import * as schemas from './admin-schemas.js';
@@ -43,6 +44,8 @@ export interface AdminOptions {
   readonly adminToken: string | undefined;
   /** For the leader routes (admin-ha.ts); undefined: no leader election. */
   readonly ha?: ActivePassive | undefined;
+  /** For the shard routes (admin-shards.ts); undefined: not --active-active. */
+  readonly shards?: ShardsAdmin | undefined;
   /** The live store and its runners (getters: they change on reload). */
   readonly services: SqsServices;
   /** The data plane's per-queue message counters, which the page's charts sample (admin-history.ts). */
@@ -117,6 +120,7 @@ export function registerAdmin(root: FastifyInstance, opts: AdminOptions): AdminH
         : undefined,
     );
     registerAdminHa(app, { adminToken: opts.adminToken, ha: opts.ha });
+    registerAdminShards(app, { adminToken: opts.adminToken, shards: opts.shards });
     routes(app, opts, history, registered);
     done();
   });

@@ -39,8 +39,12 @@ export interface DurableOptions {
   readonly observeReplicaWait: (seconds: number, acknowledged: boolean) => void;
 }
 
+/** Servers started in this process so far. */
+let started = 0;
+
 export async function durabilityFor(config: Config, opts: DurableOptions): Promise<Durable> {
-  const instanceId = `${hostname()}-${process.pid}`;
+  // A second server started in the same process (startServer, twice) must not share the first's id.
+  const instanceId = `${hostname()}-${process.pid}${++started === 1 ? '' : `-${started}`}`;
   const target = redisTarget(config);
   if (target === undefined) return { durability: memoryOnly, instanceId };
   const { stores, logger } = opts;

@@ -15,7 +15,10 @@
  */
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
+import type { ShardsAdmin, ShardRow } from '../http/admin-shards.js';
+import { parseToken } from '../ha/lock.js';
 import type { Logger } from '../log.js';
+import { SHARD_COUNT } from '../shard/hash.js';
 import { OwnersInstance } from '../owners/instance.js';
 import { ShardOwner } from '../owners/owner.js';
 import { Router } from '../owners/router.js';
@@ -44,6 +47,8 @@ export interface Owners {
   readonly router: Router;
   readonly owner: ShardOwner;
   readonly instance: OwnersInstance;
+  /** The admin API's shard routes. */
+  readonly admin: ShardsAdmin;
   /** Joins, loads and starts following the map; after both planes listen. */
   start(): Promise<void>;
   /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
@@ -126,7 +131,6 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
     onDiverged: () => stores.replace(stores.newStore()),
     onFatal: opts.fatal,
     replicaWait: opts.replicaWait,
-    keepConnection: true,
     owned: owner,
     onShardFenced: (shard) => owner.lost(shard),
     // Shards change hands in bursts (a start takes a few dozen at once): one full read after them.
@@ -152,8 +156,60 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
   });
   routing.router = router;
 
+  let draining: Promise<number> | undefined;
+  const admin: ShardsAdmin = {
+    async status() {
+      const pins = await instance.store.pins();
+      const store = stores.services.store;
+      const counts = store.catalog.shardCounts(SHARD_COUNT);
+      const bytes = new Array<number>(SHARD_COUNT).fill(0);
+      for (const q of store.all()) bytes[q.shard] = (bytes[q.shard] ?? 0) + q.bytes;
+      const held = owner.held();
+      const shards: ShardRow[] = [];
+      for (let s = 0; s < SHARD_COUNT; s++) {
+        const h = held.get(s);
+        shards.push({
+          shard: s,
+          owner: instance.map.ownerOf(s) ?? null,
+          pinnedTo: pins.get(s) ?? null,
+          here: h === undefined ? null : { state: h.state, epoch: parseToken(h.token)?.epoch ?? null },
+          queues: counts[s] ?? 0,
+          bytes: h === undefined ? null : (bytes[s] ?? 0),
+        });
+      }
+      return {
+        instanceId,
+        coordinator: instance.coordinator.coordinating,
+        mapVersion: instance.map.version,
+        members: instance.membership.members.map((m) => ({
+          id: m.id,
+          address: m.address,
+          startedAt: new Date(m.startedAt).toISOString(),
+        })),
+        shards,
+      };
+    },
+    async move(shard, to) {
+      const live = await instance.membership.live();
+      if (!live.some((m) => m.id === to)) return false;
+      await instance.store.pin(shard, to);
+      return true;
+    },
+    drain() {
+      draining ??= (async () => {
+        const held = owner.held().size;
+        await instance.coordinator.stop().catch(() => undefined);
+        await instance.membership.leave().catch(() => undefined);
+        await owner.stop();
+        return held;
+      })();
+      return draining;
+    },
+  };
+
   let stopping: Promise<void> | undefined;
   return {
+    admin,
     persistence,
     router,
     owner,

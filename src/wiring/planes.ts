@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import type { Durability } from '../core/durability.js';
 import type { ActivePassive } from '../ha/active.js';
 import { buildDataPlane } from '../http/data.js';
+import type { ShardsAdmin } from '../http/admin-shards.js';
 import type { MessageMetrics } from '../http/message-metrics.js';
 import type { Metrics } from '../http/metrics.js';
 import { keyOwnerIn, tenantLabel } from '../http/tenancy.js';
@@ -24,6 +25,8 @@ export interface PlanesOptions {
   readonly logger: Logger;
   /** --active-active: runs every request here or at its shard's owner (src/owners/router.ts). */
   readonly executor?: Executor | undefined;
+  /** --active-active: the admin API's shard routes (src/http/admin-shards.ts). */
+  readonly shards?: ShardsAdmin | undefined;
 }
 
 export interface Planes {
@@ -75,6 +78,7 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
   registerAdmin(control, {
     adminToken: config.adminToken,
     ha,
+    shards: opts.shards,
     services,
     messageTotals: messageMetrics,
     durability,

@@ -1,0 +1,173 @@
+/**
+ * --active-active with two servers embedded in this process (startServer) on a real
+ * redis-server: they split the 256 shards, each answers for the other's queues (SDK v3, JSON),
+ * and the admin API's shard routes list the map, move a shard with everything in it, and drain an
+ * instance, which goes on routing.
+ */
+import assert from 'node:assert/strict';
+import {
+  CreateQueueCommand,
+  ListQueuesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import { startServer, type RunningServer } from '../../src/index.js';
+import { shardOf } from '../../src/shard/hash.js';
+import { until } from '../support/layout-v1.js';
+import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { testsRequiring } from '../support/requires.js';
+
+const { after, before, test } = testsRequiring('redis-server');
+let redis: TestRedis | undefined;
+const TOKEN = 'active-active-admin-token';
+
+interface ShardsView {
+  activeActive: boolean;
+  instanceId: string;
+  mapVersion: number;
+  members: { id: string }[];
+  shards: {
+    shard: number;
+    owner: string | null;
+    pinnedTo: string | null;
+    here: { state: string } | null;
+    queues: number;
+  }[];
+}
+
+let servers: RunningServer[] = [];
+const prefix = uniquePrefix();
+
+before(async () => {
+  redis = await startRedis({ aof: false });
+  const options = {
+    redisUrl: redis.url,
+    redisPrefix: prefix,
+    activeActive: true,
+    leaderTtl: '2s',
+    leaderInterval: '500ms',
+    adminToken: TOKEN,
+    queueDeletedRecently: false,
+  };
+  servers = [await startServer(options), await startServer(options)];
+  // Both started in this one process: their ids differ by what the wiring adds, so read them back.
+  await until(
+    'both instances serve shards',
+    () => Promise.all(servers.map(view)),
+    (vs) =>
+      vs.every(
+        (v) => v.members.length === 2 && v.shards.filter((s) => s.here?.state === 'serving').length > 0,
+      ),
+    20_000,
+  );
+});
+
+after(async () => {
+  for (const s of servers) await s.close();
+  await redis?.stop();
+});
+
+async function admin(s: RunningServer, path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${s.controlUrl}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+  });
+}
+
+async function view(s: RunningServer): Promise<ShardsView> {
+  const r = await admin(s, '/admin/shards');
+  assert.equal(r.status, 200);
+  return (await r.json()) as ShardsView;
+}
+
+function sqs(s: RunningServer): SQSClient {
+  return new SQSClient({
+    endpoint: s.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+}
+
+void test("Given two instances, then they split the 256 shards and each answers for the other's queues", async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const [va, vb] = [await view(a), await view(b)];
+  const heldA = va.shards.filter((s) => s.here !== null).length;
+  const heldB = vb.shards.filter((s) => s.here !== null).length;
+  assert.equal(heldA + heldB, 256);
+  assert.ok(heldA > 0 && heldB > 0);
+  // Queues until one is owned by each instance; all made through a, then used through b.
+  const urls: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const { QueueUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: `split-${i}` }));
+    assert.ok(QueueUrl);
+    urls.push(QueueUrl);
+  }
+  const owners = new Set(
+    urls.map((_, i) => va.shards[shardOf('000000000000', 'us-east-1', `split-${i}`)]?.owner),
+  );
+  assert.equal(owners.size, 2, 'the queues have both owners');
+  for (const QueueUrl of urls) await sqs(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+  for (const QueueUrl of urls) {
+    const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
+    assert.equal(got.Messages?.[0]?.Body, 'x');
+  }
+  await until(
+    'b lists every queue',
+    async () => (await sqs(b).send(new ListQueuesCommand({ QueueNamePrefix: 'split-' }))).QueueUrls ?? [],
+    (listed) => listed.length === 6,
+  );
+});
+
+void test('Given a queue with messages, when its shard is moved to the other instance, then the other serves it with its messages', async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const { QueueUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: 'mover' }));
+  for (let i = 0; i < 5; i++) await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+  const shard = shardOf('000000000000', 'us-east-1', 'mover');
+  const before = await view(a);
+  const from = before.shards[shard]?.owner;
+  const to = before.members.find((m) => m.id !== from)?.id;
+  assert.ok(from && to);
+  const moved = await admin(a, `/admin/shards/${shard}/move`, {
+    method: 'POST',
+    body: JSON.stringify({ to }),
+  });
+  assert.equal(moved.status, 202);
+  const target = (await view(a)).instanceId === to ? a : b;
+  await until(
+    'the new owner serves the shard',
+    async () => (await view(target)).shards[shard],
+    (row) => row?.here?.state === 'serving' && row.pinnedTo === to,
+  );
+  const bodies: string[] = [];
+  for (let i = 0; i < 5 && bodies.length < 5; i++) {
+    const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+    for (const m of got.Messages ?? []) bodies.push(m.Body ?? '');
+  }
+  assert.deepEqual(bodies.sort(), ['m0', 'm1', 'm2', 'm3', 'm4']);
+  const unknown = await admin(a, `/admin/shards/${shard}/move`, {
+    method: 'POST',
+    body: JSON.stringify({ to: 'nobody' }),
+  });
+  assert.equal(unknown.status, 404);
+});
+
+void test('Given an instance drained, then the other holds every shard and the drained one still answers by forwarding', async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const drained = await admin(b, '/admin/shards/drain', { method: 'POST' });
+  assert.equal(drained.status, 200);
+  await until(
+    'a holds all 256 shards',
+    async () => (await view(a)).shards.filter((s) => s.here?.state === 'serving').length,
+    (n) => n === 256,
+    20_000,
+  );
+  assert.equal((await view(b)).shards.filter((s) => s.here !== null).length, 0);
+  const { QueueUrl } = await sqs(b).send(new CreateQueueCommand({ QueueName: 'after-drain' }));
+  await sqs(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'routed' }));
+  const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.equal(got.Messages?.[0]?.Body, 'routed');
+});
