@@ -66,6 +66,16 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       loading: () => (ha ?? persistence)?.loading,
       migration: () => (ha ?? persistence)?.migrating,
       shardsDown: () => (ha ?? persistence)?.shardsDown,
+      owners: () =>
+        owners === undefined
+          ? undefined
+          : {
+              shards: owners.owner.counts(),
+              members: owners.instance.membership.members.length,
+              coordinator: owners.instance.coordinator.coordinating,
+              mapVersion: owners.instance.map.version,
+              forwarded: owners.router.forwarded,
+            },
       memory: () => memoryStats(services.store),
       deadLetters: () => deadLetterStats(services.store),
     },

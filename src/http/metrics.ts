@@ -32,6 +32,12 @@
  *                                                         (a write of theirs failed) | refused (too
  *                                                         big for the memory budget)
  * - sqs_shard_down{shard,reason}                          gauge, 1 per shard not served now
+ * - sqs_owner_shards{state}                               gauge, --active-active: shards this instance
+ *                                                         holds: taking | serving | giving
+ * - sqs_owner_members, sqs_owner_coordinator,             gauges: live members it knows of; 1 while it
+ *   sqs_owner_map_version                                 coordinates; the shard map's version
+ * - sqs_forwarded_requests_total{outcome}                 counter, requests sent to another owner:
+ *                                                         answered | not_owner | unsent | lost
  * - sqs_memory_budget_bytes                               gauge, the memory budget (--max-memory)
  * - sqs_memory_used_bytes                                 gauge, what the store holds against it
  * - sqs_memory_refusing                                   gauge, 1 while sends are refused (until
@@ -137,12 +143,22 @@ export interface MetricsProviders {
   readonly loading?: () => LoadingStats | undefined;
   /** The sqs_migration* series; absent or undefined: no migration running. */
   readonly migration?: () => MigrationStats | undefined;
+  /** The sqs_owner_* and sqs_forwarded_* series; absent or undefined: not --active-active. */
+  readonly owners?: () => OwnersStats | undefined;
   /** The shards not served now, and why; absent: none. */
   readonly shardsDown?: () => ReadonlyMap<number, 'reloading' | 'refused'> | undefined;
   /** The sqs_memory_* and sqs_tenant_memory_* gauges; absent: 0 and no series. */
   readonly memory?: () => MemoryStats;
   /** sqs_messages_moved_to_dlq_total (message-metrics.ts); absent: no series. */
   readonly deadLetters?: () => Iterable<DeadLetterStats>;
+}
+
+export interface OwnersStats {
+  readonly shards: Readonly<Record<'taking' | 'serving' | 'giving', number>>;
+  readonly members: number;
+  readonly coordinator: boolean;
+  readonly mapVersion: number;
+  readonly forwarded: Readonly<Record<'answered' | 'not_owner' | 'unsent' | 'lost', number>>;
 }
 
 export interface MetricsOptions {
@@ -347,6 +363,7 @@ export class Metrics {
     this.writeLeader(out);
     this.writeLoading(out);
     this.writeShards(out);
+    this.writeOwners(out);
     this.writeMemory(out);
     for (const section of this.sections) section(out);
     this.writeQueues(out);
@@ -492,6 +509,33 @@ export class Metrics {
     out.family('sqs_shard_down', 'gauge', '1 for each shard whose queues are not served now, with why');
     for (const [shard, why] of down ?? [])
       out.sample('sqs_shard_down', `shard="${shard}",reason="${why}"`, 1);
+  }
+
+  private writeOwners(out: Exposition): void {
+    const o = this.providers.owners?.();
+    if (o === undefined) return;
+    out.family('sqs_owner_shards', 'gauge', 'Shards this instance holds, by state: taking, serving, giving');
+    for (const [state, n] of Object.entries(o.shards)) out.sample('sqs_owner_shards', `state="${state}"`, n);
+    out.single('sqs_owner_members', 'gauge', 'Live members this instance knows of', o.members);
+    out.single(
+      'sqs_owner_coordinator',
+      'gauge',
+      '1 while this instance writes the shard map',
+      o.coordinator ? 1 : 0,
+    );
+    out.single(
+      'sqs_owner_map_version',
+      'gauge',
+      'Version of the shard map this instance follows',
+      o.mapVersion,
+    );
+    out.family(
+      'sqs_forwarded_requests_total',
+      'counter',
+      "Requests sent to their shard's owner: answered, not_owner (retried), unsent (retried), lost (503)",
+    );
+    for (const [outcome, n] of Object.entries(o.forwarded))
+      out.sample('sqs_forwarded_requests_total', `outcome="${outcome}"`, n);
   }
 
   private writeMemory(out: Exposition): void {

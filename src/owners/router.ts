@@ -65,6 +65,8 @@ const FORWARD_TIMEOUT_MS = 30_000;
 const LONG_POLL_SLACK_MS = 5_000;
 
 export class Router {
+  /** Requests forwarded to another owner, by how they ended (sqs_forwarded_requests_total). */
+  readonly forwarded = { answered: 0, not_owner: 0, unsent: 0, lost: 0 };
   private readonly clients = new Map<string, RpcClient>();
   private readonly log: LogSink;
   private closed = false;
@@ -171,10 +173,19 @@ export class Router {
     const timeoutMs = wait === undefined ? FORWARD_TIMEOUT_MS : wait * 1000 + LONG_POLL_SLACK_MS;
     try {
       const answer = (await client.call(f, { timeoutMs, signal })) as Answer;
-      return 'n' in answer ? undefined : answer;
+      if ('n' in answer) {
+        this.forwarded.not_owner++;
+        return undefined;
+      }
+      this.forwarded.answered++;
+      return answer;
     } catch (e) {
-      if (e instanceof RpcUnsentError) return undefined;
+      if (e instanceof RpcUnsentError) {
+        this.forwarded.unsent++;
+        return undefined;
+      }
       if (e instanceof RpcLostError) {
+        this.forwarded.lost++;
         this.log.warn({ address, action: f.a, error: e.message }, 'a forwarded request got no answer: 503');
         throw new SqsError(
           'ServiceUnavailable',

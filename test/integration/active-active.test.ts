@@ -115,6 +115,12 @@ void test("Given two instances, then they split the 256 shards and each answers 
     const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
     assert.equal(got.Messages?.[0]?.Body, 'x');
   }
+  // Half the sends went through b to a's queues (or the other way): counted as forwarded.
+  const metrics = await (await fetch(`${b.controlUrl}/metrics`)).text();
+  const serving = /^sqs_owner_shards\{state="serving"\} (\d+)$/m.exec(metrics)?.[1];
+  assert.equal(Number(serving), heldB);
+  assert.ok(Number(/^sqs_forwarded_requests_total\{outcome="answered"\} (\d+)$/m.exec(metrics)?.[1]) > 0);
+  assert.match(metrics, /^sqs_owner_members 2$/m);
   await until(
     'b lists every queue',
     async () => (await sqs(b).send(new ListQueuesCommand({ QueueNamePrefix: 'split-' }))).QueueUrls ?? [],
