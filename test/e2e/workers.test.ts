@@ -59,6 +59,7 @@ interface LogLine {
   readonly controlUrl?: string;
   readonly code?: number | null;
   readonly signal?: string | null;
+  readonly restartInMs?: number;
 }
 
 function logLines(server: RunningServer): LogLine[] {
@@ -184,7 +185,7 @@ test('Given --workers 2, when SQS calls arrive on the data port, then both worke
   }
 });
 
-test('Given --workers 2, when a worker is killed with -9, then the primary restarts it and nothing acknowledged is lost', async () => {
+test('Given --workers 2, when a worker is killed with -9 (twice), then the primary restarts it after a growing pause and nothing acknowledged is lost', async () => {
   const server = await startWorkers();
   try {
     const sqs = client(server);
@@ -192,19 +193,26 @@ test('Given --workers 2, when a worker is killed with -9, then the primary resta
       QUEUES.map(async (QueueName) => (await sqs.send(new CreateQueueCommand({ QueueName }))).QueueUrl ?? ''),
     );
     const acked = await sendAll(sqs, urls, 'kill', 10);
-    const victim = workers(server).get(0);
-    assert.ok(victim !== undefined);
-    process.kill(victim.pid, 'SIGKILL');
-
-    await until(
-      () => Promise.resolve((workers(server).get(0)?.pid ?? victim.pid) !== victim.pid),
-      30_000,
-      'worker 0 started again',
-    );
-    const death = logLines(server).find((l) => l.msg?.startsWith('worker died') === true);
-    assert.equal(death?.worker, 0);
-    assert.equal(death?.workerPid, victim.pid);
-    assert.equal(death?.signal, 'SIGKILL');
+    // Killed twice within its first 10 s: each restart waits, the second twice as long (no spin).
+    for (const pause of [500, 1000]) {
+      const victim = workers(server).get(0);
+      assert.ok(victim !== undefined);
+      process.kill(victim.pid, 'SIGKILL');
+      await until(
+        () => Promise.resolve((workers(server).get(0)?.pid ?? victim.pid) !== victim.pid),
+        30_000,
+        'worker 0 started again',
+      );
+      const death = logLines(server).find(
+        (l) => l.msg?.startsWith('worker died') === true && l.workerPid === victim.pid,
+      );
+      assert.deepEqual(
+        [death?.worker, death?.signal, death?.restartInMs],
+        [0, 'SIGKILL', pause],
+        'the death logged with its signal and the pause before the restart',
+      );
+    }
+    assert.equal(logLines(server).filter((l) => l.msg?.startsWith('worker died') === true).length, 2);
 
     // A fresh client: the old one's sockets to the dead worker are gone.
     sqs.destroy();
