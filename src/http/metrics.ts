@@ -587,18 +587,28 @@ export class Metrics {
   }
 }
 
+/**
+ * How a --workers primary combines a family over its workers where a sum says the wrong thing:
+ * every worker has the same clock-time of a load or the same epoch, not one each. The others are
+ * summed (requests, messages, bytes, budgets: the machine's totals).
+ */
+export const NOT_SUMMED: Readonly<Record<string, 'max'>> = {
+  sqs_leader_epoch: 'max',
+  sqs_loading_seconds: 'max',
+};
+
 /** One family as prom-client's `getMetricsAsJSON` gives it. */
 export interface MetricFamily {
   readonly name: string;
   readonly help: string;
   type: string;
   readonly values: { value: number; labels: Record<string, string>; metricName?: string }[];
-  readonly aggregator: 'sum';
+  readonly aggregator: 'sum' | 'max';
 }
 
 /**
- * Text as {@link Exposition} writes it, back into prom-client's JSON families (every one summed
- * when aggregated). Only this module's own writing is read: `# HELP` and `# TYPE` before each
+ * Text as {@link Exposition} writes it, back into prom-client's JSON families (summed when
+ * aggregated, but for {@link NOT_SUMMED}). Only this module's own writing is read: `# HELP` and `# TYPE` before each
  * family's samples, label values escaped by {@link escapeLabel}.
  */
 export function parseExposition(text: string): MetricFamily[] {
@@ -608,12 +618,13 @@ export function parseExposition(text: string): MetricFamily[] {
     if (line === '') continue;
     if (line.startsWith('# HELP ')) {
       const space = line.indexOf(' ', 7);
+      const name = line.slice(7, space);
       family = {
-        name: line.slice(7, space),
+        name,
         help: line.slice(space + 1),
         type: 'untyped',
         values: [],
-        aggregator: 'sum',
+        aggregator: NOT_SUMMED[name] ?? 'sum',
       };
       families.push(family);
       continue;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import type * as PromClient from 'prom-client';
-import { Metrics } from '../../src/http/metrics.js';
+import { Metrics, NOT_SUMMED } from '../../src/http/metrics.js';
 import { samples, type Sample } from '../support/prometheus.js';
 
 const { AggregatorRegistry } = createRequire(import.meta.url)('prom-client') as typeof PromClient;
@@ -18,6 +18,15 @@ function worker(): Metrics {
       // A name no SQS queue may have, to see every escape survive the round trip.
       queues: () => [{ queue: 'q "1" \\ \n', tenant: 't', region: 'r', visible: 3, inflight: 1, delayed: 0 }],
       longPollWaiters: () => 2,
+      loading: () => ({
+        queues: 1,
+        queuesTotal: 2,
+        messages: 3,
+        messagesTotal: 4,
+        bytes: 5,
+        bytesTotal: 6,
+        seconds: 7,
+      }),
     },
   });
   metrics.observeRequest('SendMessage', 'json', 200, 0.003);
@@ -34,7 +43,10 @@ void test('Given two workers, when their families are aggregated, then each sqs_
   const families = [await one.families(), await worker().families()];
   const summed = await AggregatorRegistry.aggregate(families).metrics();
 
-  const expected = new Map([...samples(text)].map((s) => [key(s), s.value * 2]));
+  // The same clock-time or epoch on every worker is shown once, not summed.
+  const expected = new Map(
+    [...samples(text)].map((s) => [key(s), NOT_SUMMED[s.name] === 'max' ? s.value : s.value * 2]),
+  );
   const got = new Map([...samples(summed)].map((s) => [key(s), s.value]));
   assert.ok(expected.size > 50, `a full scrape (${expected.size} samples)`);
   assert.deepEqual(got, expected);
@@ -43,6 +55,8 @@ void test('Given two workers, when their families are aggregated, then each sqs_
     /^sqs_queue_messages\{queue="q \\"1\\" \\\\ \\n",tenant="t",region="r",state="visible"\} 6$/m,
   );
   assert.match(summed, /^# TYPE sqs_request_duration_seconds histogram$/m);
+  assert.match(summed, /^sqs_loading_seconds 7$/m);
+  assert.match(summed, /^sqs_loading_messages\{part="all"\} 8$/m);
   assert.match(
     summed,
     /^sqs_request_duration_seconds_bucket\{action="SendMessage",protocol="json",le="\+Inf"\} 4$/m,
