@@ -20,6 +20,7 @@
  * variable as a value, and word or convert differently (`--port 0x10` would be 16) from what
  * this server has always answered (test/unit/config.test.ts).
  */
+import { availableParallelism } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { AUTH_MODES } from './auth/authenticate.js';
 import {
@@ -77,6 +78,13 @@ interface Flag<T> extends FlagSpec {
   readonly devDefault?: string;
   /** A number given to startServer means milliseconds (src/index.ts). */
   readonly duration?: boolean;
+}
+
+/** --workers: a count from 1, or `auto`, one per core this process may use. */
+function workerCount(text: string): number {
+  if (text.trim().toLowerCase() === 'auto') return availableParallelism();
+  const n = whole(1024, 'must be auto or a whole number from 1 to 1024')(text);
+  return n >= 1 ? n : invalid('must be auto or a whole number from 1 to 1024');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,6 +285,13 @@ const FLAGS = {
       describe:
         'With --active-active: the address other instances reach this one at (default: --host, or the hostname when --host is 0.0.0.0)',
     },
+    workers: {
+      default: '1',
+      read: workerCount,
+      describe:
+        'With --active-active: processes this command runs on this machine (auto: one per core), each an ' +
+        'instance with its own shards and heap; the data port is shared, each has its own --internal-port',
+    },
     leaderTtl: {
       default: '10s',
       read: duration(),
@@ -414,6 +429,9 @@ function checkTogether(config: Config, from: (key: keyof Config) => string): voi
     throw new ConfigError(
       `${from('activeActive')} and ${from('leaderElection')} are two ways to run: give one`,
     );
+  }
+  if (config.workers > 1 && !config.activeActive) {
+    needs('workers', '--active-active: each worker is an instance of its own');
   }
   if (config.leaderElection && redis.length === 0) {
     throw new ConfigError('leader election needs Redis: set REDIS_ADDR or --redis-addr');

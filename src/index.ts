@@ -16,6 +16,7 @@
 import type { AuthMode } from './auth/authenticate.js';
 import type { Clock } from './core/clock.js';
 import { optionsArgv, parseConfig } from './config.js';
+import { ConfigError } from './flags.js';
 import type { LogLevel } from './log.js';
 import { start } from './server.js';
 
@@ -57,6 +58,11 @@ export interface ServerOptions {
   readonly internalPort?: number;
   /** With activeActive: the address other instances reach this one at. */
   readonly advertiseHost?: string;
+  /**
+   * Only 1 here (the default): an embedded server is this one process; `--workers` runs several
+   * processes and is the command line's. Anything else rejects with a ConfigError.
+   */
+  readonly workers?: number | 'auto';
   readonly leaderTtl?: Duration;
   readonly leaderInterval?: Duration;
   readonly adminToken?: string;
@@ -108,6 +114,13 @@ export async function startServer(
   options: ServerOptions = {},
   embed: EmbedOptions = {},
 ): Promise<RunningServer> {
+  // Before parsing: `workers: 2` without activeActive would otherwise be told to add activeActive.
+  if (options.workers !== undefined && options.workers !== 1) {
+    throw new ConfigError(
+      `workers ${String(options.workers)}: startServer runs one server inside this process; ` +
+        'the command line (shared-sqs --workers N) runs several',
+    );
+  }
   const config = parseConfig(optionsArgv({ ...EMBEDDED_DEFAULTS, ...options }), {});
   const server = await start(config, {
     ...(embed.clock === undefined ? {} : { clock: embed.clock }),

@@ -1,7 +1,9 @@
 /**
  * The command line: `shared-sqs [flags]` parses its flags (src/config.ts) and starts the server
- * (src/server.ts) until SIGTERM or SIGINT; `shared-sqs admin ...` is the admin API's client.
+ * (src/server.ts) until SIGTERM or SIGINT; `shared-sqs admin ...` is the admin API's client. With
+ * `--workers N` it forks N servers and watches them instead (src/wiring/workers.ts).
  */
+import cluster from 'node:cluster';
 import { loadConfigOrExit } from './config.js';
 import { readSeedFile, start } from './server.js';
 import { SeedError } from './seed.js';
@@ -21,7 +23,14 @@ async function main(): Promise<void> {
     );
     return;
   }
-  const server = await start(config);
+  if (config.workers > 1 && cluster.isPrimary) {
+    // --workers: this process forks and watches the workers, which run the lines below.
+    const { runPrimary } = await import('./wiring/workers.js');
+    return runPrimary(config);
+  }
+  const server = cluster.isWorker
+    ? await (await import('./wiring/workers.js')).startWorker(config)
+    : await start(config);
   const onSignal = (signal: NodeJS.Signals): void => {
     server.stop().then(
       () => process.exit(0),

@@ -20,6 +20,8 @@ export interface Server {
   readonly controlUrl: string;
   /** Stops everything started: the election (after a drain), both planes, Redis, the logger. */
   stop(): Promise<void>;
+  /** What /metrics shows; a --workers primary sums it over its workers (src/wiring/workers.ts). */
+  readonly metrics: Metrics;
 }
 
 export interface StartOptions {
@@ -30,6 +32,8 @@ export interface StartOptions {
   readonly onFatal?: (e: Error) => void;
   /** The time SQS rules run on (default: the system's); a test suite moves it instead of sleeping. */
   readonly clock?: Clock;
+  /** Where the control plane listens instead of --host (a --workers worker: 127.0.0.1). */
+  readonly controlHost?: string;
 }
 
 /**
@@ -91,6 +95,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     logger,
     executor: owners?.router,
     shards: owners?.admin,
+    controlHost: options.controlHost,
   });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).
   metrics.build();
@@ -130,7 +135,12 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       if (stopping === undefined) fatal(e instanceof Error ? e : new Error(String(e)));
     },
   );
-  return { url: urlOf(data.server.address()), controlUrl: urlOf(control.server.address()), stop };
+  return {
+    url: urlOf(data.server.address()),
+    controlUrl: urlOf(control.server.address()),
+    stop,
+    metrics,
+  };
 }
 
 function logStarted(logger: Logger, config: Config, { durability, ha, instanceId }: Durable): void {

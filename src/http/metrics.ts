@@ -352,6 +352,21 @@ export class Metrics {
   /** The scrape: every sqs_* family, then prom-client's process and Node metrics. */
   async metrics(): Promise<string> {
     this.build();
+    return this.sqsText() + (this.defaults === undefined ? '' : await this.defaults.metrics());
+  }
+
+  /**
+   * The scrape as prom-client's `getMetricsAsJSON` gives it, for a cluster primary's
+   * `AggregatorRegistry` (src/wiring/workers.ts), which sums each series over the workers: the
+   * sqs_* text read back into families, then prom-client's own (with their aggregators: a
+   * version is not summed).
+   */
+  async families(): Promise<readonly (MetricFamily | PromClient.MetricObject)[]> {
+    this.build();
+    return [...parseExposition(this.sqsText()), ...((await this.defaults?.getMetricsAsJSON()) ?? [])];
+  }
+
+  private sqsText(): string {
     const out = new Exposition();
     this.writeRequests(out);
     out.single(
@@ -367,7 +382,7 @@ export class Metrics {
     this.writeMemory(out);
     for (const section of this.sections) section(out);
     this.writeQueues(out);
-    return out.text + (this.defaults === undefined ? '' : await this.defaults.metrics());
+    return out.text;
   }
 
   private writeRequests(out: Exposition): void {
@@ -614,4 +629,73 @@ export class Metrics {
     );
     out.text += memory;
   }
+}
+
+/**
+ * How a --workers primary combines a family over its workers where a sum says the wrong thing:
+ * every worker has the same clock-time of a load or the same epoch, not one each. The others are
+ * summed (requests, messages, bytes, budgets: the machine's totals).
+ */
+export const NOT_SUMMED: Readonly<Record<string, 'max'>> = {
+  sqs_leader_epoch: 'max',
+  sqs_loading_seconds: 'max',
+  // Every worker sees the same members and the same map.
+  sqs_owner_members: 'max',
+  sqs_owner_map_version: 'max',
+};
+
+/** One family as prom-client's `getMetricsAsJSON` gives it. */
+export interface MetricFamily {
+  readonly name: string;
+  readonly help: string;
+  type: string;
+  readonly values: { value: number; labels: Record<string, string>; metricName?: string }[];
+  readonly aggregator: 'sum' | 'max';
+}
+
+/**
+ * Text as {@link Exposition} writes it, back into prom-client's JSON families (summed when
+ * aggregated, but for {@link NOT_SUMMED}). Only this module's own writing is read: `# HELP` and `# TYPE` before each
+ * family's samples, label values escaped by {@link escapeLabel}.
+ */
+export function parseExposition(text: string): MetricFamily[] {
+  const families: MetricFamily[] = [];
+  let family: MetricFamily | undefined;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('# HELP ')) {
+      const space = line.indexOf(' ', 7);
+      const name = line.slice(7, space);
+      family = {
+        name,
+        help: line.slice(space + 1),
+        type: 'untyped',
+        values: [],
+        aggregator: NOT_SUMMED[name] ?? 'sum',
+      };
+      families.push(family);
+      continue;
+    }
+    if (line.startsWith('# TYPE ')) {
+      if (family !== undefined) family.type = line.slice(line.lastIndexOf(' ') + 1);
+      continue;
+    }
+    if (family === undefined) continue;
+    const brace = line.indexOf('{');
+    const end = brace === -1 ? line.indexOf(' ') : line.lastIndexOf('} ');
+    const name = line.slice(0, brace === -1 ? end : brace);
+    const labels: Record<string, string> = {};
+    if (brace !== -1) {
+      for (const m of line.slice(brace + 1, end).matchAll(/([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+        labels[m[1] ?? ''] = (m[2] ?? '').replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+      }
+    }
+    const value = line.slice(brace === -1 ? end + 1 : end + 2);
+    family.values.push({
+      value: value === '+Inf' ? Infinity : value === '-Inf' ? -Infinity : Number(value),
+      labels,
+      ...(name === family.name ? {} : { metricName: name }),
+    });
+  }
+  return families;
 }

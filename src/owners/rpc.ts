@@ -153,7 +153,9 @@ export class RpcServer {
         else resolve(typeof a === 'string' ? { path: a } : { host: a.address, port: a.port });
       };
       if ('path' in address) this.server.listen({ path: address.path }, done);
-      else this.server.listen({ host: address.host, port: address.port }, done);
+      // Exclusive: in a cluster worker (--workers) this port is the worker's own, not handed round
+      // by the primary (which would give every worker the same one); elsewhere it changes nothing.
+      else this.server.listen({ host: address.host, port: address.port, exclusive: true }, done);
     });
   }
 

@@ -27,6 +27,8 @@ export interface PlanesOptions {
   readonly executor?: Executor | undefined;
   /** --active-active: the admin API's shard routes (src/http/admin-shards.ts). */
   readonly shards?: ShardsAdmin | undefined;
+  /** Where the control plane listens instead of --host: a worker's private one is on 127.0.0.1. */
+  readonly controlHost?: string | undefined;
 }
 
 export interface Planes {
@@ -86,6 +88,8 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
     defaultAccountId: config.accountId,
     defaultRegion: config.region,
   });
-  await control.listen({ port: config.controlPort, host: config.host });
+  // Exclusive: a cluster worker's (--workers) control plane is its own, not shared through the
+  // primary as the data plane is (src/wiring/workers.ts); elsewhere it changes nothing.
+  await control.listen({ port: config.controlPort, host: opts.controlHost ?? config.host, exclusive: true });
   return { data, control };
 }

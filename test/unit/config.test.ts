@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { promisify } from 'node:util';
 
@@ -33,6 +34,7 @@ const DEFAULT_CONFIG: Config = {
   activeActive: false,
   internalPort: 4102,
   advertiseHost: undefined,
+  workers: 1,
   leaderTtl: 10_000,
   leaderInterval: 3_000,
   adminToken: undefined,
@@ -502,6 +504,15 @@ void describe('loadConfigOrExit (as a process)', { concurrency: true }, () => {
     assert.match(stderr, /^shared-sqs: leader election needs Redis: set REDIS_ADDR or --redis-addr/);
   });
 
+  void test('Given --workers 2 without --active-active, when loading, then the process exits 2 naming the fix', async () => {
+    const { code, stdout, stderr } = await loadConfig(['--workers', '2', '--redis-addr', '127.0.0.1:1']);
+    assert.deepEqual([code, stdout], [2, '']);
+    assert.equal(
+      stderr,
+      'shared-sqs: --workers needs --active-active: each worker is an instance of its own (see shared-sqs --help)\n',
+    );
+  });
+
   void test('Given --help, when loading, then the process prints usage to stdout and exits 0', async () => {
     const { code, stdout, stderr } = await loadConfig(['--help']);
     assert.deepEqual([code, stderr], [0, '']);
@@ -696,6 +707,51 @@ void describe('parseConfig: --cors-origin', () => {
   });
 });
 
+void describe('parseConfig: --workers', () => {
+  const activeActive = ['--active-active', '--redis-addr', '127.0.0.1:6390'];
+
+  void test('Given --workers auto, when parsing, then it is one per core', () => {
+    assert.equal(parseConfig([...activeActive, '--workers', 'auto'], {}).workers, availableParallelism());
+    assert.equal(parseConfig(activeActive, { SHARED_SQS_WORKERS: 'AUTO' }).workers, availableParallelism());
+  });
+
+  void test('Given --workers 3 with --active-active, when parsing, then it is 3', () => {
+    assert.equal(parseConfig([...activeActive, '--workers', '3'], {}).workers, 3);
+  });
+
+  void test('Given --workers 0, -1 or two, when parsing, then each is refused naming the flag', () => {
+    for (const bad of ['0', '-1', 'two', '1.5', '1025']) {
+      assertConfigError(
+        [...activeActive, `--workers=${bad}`],
+        {},
+        /^--workers must be auto or a whole number from 1 to 1024/,
+      );
+    }
+  });
+
+  void test('Given --workers 2 without --active-active, when parsing, then it is refused, naming the variable it came from', () => {
+    assertConfigError(
+      ['--redis-addr', '127.0.0.1:6390'],
+      { SHARED_SQS_WORKERS: '2' },
+      /^SHARED_SQS_WORKERS needs --active-active/,
+    );
+    assertConfigError(['--workers', '2'], {}, /^--workers needs --active-active/);
+    // One worker is today's single process, with or without --active-active.
+    assert.equal(parseConfig(['--workers', '1'], {}).workers, 1);
+  });
+
+  void test('Given workers 2 or auto, when startServer is called, then it rejects: an embedded server is one process', async () => {
+    const { startServer } = await import('../../src/index.js');
+    for (const workers of [2, 'auto'] as const) {
+      await assert.rejects(startServer({ workers, activeActive: true }), (e: unknown) => {
+        assert.ok(e instanceof ConfigError);
+        assert.match(e.message, /^workers (2|auto): startServer runs one server inside this process/);
+        return true;
+      });
+    }
+  });
+});
+
 void describe('the flag table, startServer and README', () => {
   type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
   const camel = (flag: string): string => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -723,6 +779,7 @@ void describe('the flag table, startServer and README', () => {
     activeActive: false,
     internalPort: 5002,
     advertiseHost: '10.0.0.7',
+    workers: 1,
     leaderTtl: '20s',
     leaderInterval: 5000,
     adminToken: 'tok',
