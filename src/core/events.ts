@@ -64,4 +64,17 @@ export interface CoreListener {
    * moved away, purged).
    */
   usage?(queue: Queue, delta: number): void;
+  /**
+   * A message reached its maxReceiveCount and its dead-letter queue is held by another process
+   * (a remote catalog entry): the message is held out of sight here until that process took it
+   * (Queue.completeTransfer) or the hold ends and a later receive tries again.
+   */
+  deadLetterAway?(queue: Queue, message: Message, target: RemoteQueue): void;
+}
+
+/** A queue held by another process, as the catalog names it (catalog.ts, remote entries). */
+export interface RemoteQueue {
+  readonly arn: string;
+  readonly uid: string;
+  readonly shard: number;
 }

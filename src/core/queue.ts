@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { resolveAttributes, sharedDefaults, withDefaults } from './attributes.js';
 import { messageCost } from './budget.js';
 import { CoreError } from './errors.js';
-import type { CoreListener } from './events.js';
+import type { CoreListener, RemoteQueue } from './events.js';
 import type { DedupRecord, DeduplicationScope, Group, Groups } from './fifo.js';
 import { receiveFifo, type ReceiveHost } from './fifo-receive.js';
 import { FifoState } from './fifo-state.js';
@@ -20,7 +20,7 @@ import {
 } from './limits.js';
 import { Message, type NewMessage } from './message.js';
 import { expiredHandle, nonce, parseReceiptHandle, receiptHandle } from './receipts.js';
-import { parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
+import { parseQueueArn, parseRedrivePolicy, type RedrivePolicy } from './redrive.js';
 import { ownString } from './strings.js';
 
 /** A message's visibility can be extended to at most 12 hours after it was received. */
@@ -129,6 +129,11 @@ export class Queue {
      */
     private readonly queueByArn: (arn: string) => Queue | undefined,
     uid?: string,
+    /**
+     * The store's lookup of a queue another process holds (many owners), by ARN: where a standard
+     * queue's messages go when their dead-letter queue is not here. Absent: every queue is here.
+     */
+    private readonly remoteByArn?: (arn: string) => RemoteQueue | undefined,
   ) {
     this.accountId = id.accountId;
     this.region = id.region;
@@ -317,6 +322,11 @@ export class Queue {
         this.moveToDeadLetter(msg, dlq, now);
         continue;
       }
+      const away = this.remoteDeadLetterTarget(msg);
+      if (away !== undefined) {
+        this.holdForTransfer(msg, away, now);
+        continue;
+      }
       this.visible.unlink(msg);
       this.markReceived(msg, now);
       if (vt > 0) {
@@ -402,6 +412,53 @@ export class Queue {
   takeOut(msg: Message, now: number): void {
     this.tick(now);
     if (msg.state !== 'deleted') this.remove(msg, now);
+  }
+
+  /**
+   * The dead-letter queue of a standard queue's message when another process holds it (many
+   * owners; FIFO queues' messages are not sent away: a group's order cannot wait on a relay).
+   */
+  private remoteDeadLetterTarget(msg: Message): RemoteQueue | undefined {
+    const r = this.redrive;
+    if (r === null || this.fifo || this.remoteByArn === undefined || msg.receiveCount < r.maxReceiveCount) {
+      return undefined;
+    }
+    const a = parseQueueArn(r.deadLetterTargetArn);
+    if (a === undefined || a.accountId !== this.accountId || a.region !== this.region) return undefined;
+    return this.remoteByArn(r.deadLetterTargetArn);
+  }
+
+  /** Messages held out of sight while another process takes them: id → the hold's deadline. */
+  private away: Map<string, number> | undefined;
+
+  /**
+   * Holds a message out of sight for {@link TRANSFER_HOLD_MS}, as an in-flight one with no
+   * receive, and asks for it to be sent to its dead-letter queue elsewhere. Nothing is written:
+   * if the process stops meanwhile, the message is as Redis last had it.
+   */
+  private holdForTransfer(msg: Message, target: RemoteQueue, now: number): void {
+    this.visible.unlink(msg);
+    msg.state = 'inflight';
+    msg.heapKey = now + TRANSFER_HOLD_MS;
+    this.schedule(this.inflight, msg);
+    (this.away ??= new Map()).set(msg.id, msg.heapKey);
+    this.listener.deadLetterAway?.(this, msg, target);
+  }
+
+  /**
+   * The process holding the dead-letter queue has the message now: it leaves this queue, counted
+   * as dead-lettered. False when the hold is over (the message was received again meanwhile, or
+   * is gone): then it stays as it is.
+   */
+  completeTransfer(msg: Message, now: number): boolean {
+    const held = this.away?.get(msg.id);
+    this.away?.delete(msg.id);
+    if (held === undefined || msg.state !== 'inflight' || msg.heapKey !== held) return false;
+    this.tick(now);
+    if (msg.state !== 'inflight') return false;
+    this.deadLettered++;
+    this.remove(msg, now);
+    return true;
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
@@ -719,6 +776,13 @@ export class Queue {
 }
 
 const NO_TAGS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * How long a message sent to a dead-letter queue another process holds stays out of sight here
+ * while that process takes it: more than a forwarded request's timeout (src/owners/router.ts), so
+ * a relay that gets no answer is over before the message can be received again.
+ */
+export const TRANSFER_HOLD_MS = 60_000;
 
 /** The region of lookups that name none (callers that predate regions, tests). */
 export const DEFAULT_REGION = 'us-east-1';

@@ -3,7 +3,8 @@ import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import { Catalog, type CatalogEntry } from './catalog.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
-import type { ChangeEvent, CoreListener } from './events.js';
+import type { ChangeEvent, CoreListener, RemoteQueue } from './events.js';
+import type { Message } from './message.js';
 import { DELETED_RECENTLY_MS, MAX_MOVE_RATE, PURGE_INTERVAL_MS } from './limits.js';
 import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
@@ -50,6 +51,14 @@ export class QueueStore {
   private readonly availableListeners: Array<(q: Queue) => void> = [];
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
   private readonly shardListeners: Array<(shard: number) => void> = [];
+  private readonly awayListeners: Array<(q: Queue, m: Message, target: RemoteQueue) => void> = [];
+  /** A queue of a shard held elsewhere, from its remote catalog entry (many owners). */
+  private readonly remoteByArn = (arn: string): RemoteQueue | undefined => {
+    const a = parseQueueArn(arn);
+    if (a === undefined || !this.catalog.isRemote(a.accountId, a.region, a.name)) return undefined;
+    const e = this.catalog.get(a.accountId, a.region, a.name);
+    return e === undefined ? undefined : { arn: e.arn, uid: e.uid, shard: e.shard };
+  };
   /** Message move tasks, by source queue (movetasks.ts); advanced by the driver in src/sqs. */
   readonly moveTasks: MoveTasks;
   /** Tenants and their keys (tenants.ts); their changes go to the same listener as the queues'. */
@@ -91,6 +100,9 @@ export class QueueStore {
         // A deleted queue's bytes left the budget with it; a long poll may still tick it.
         if (!q.deleted) this.budget.add(q.accountId, delta);
       },
+      deadLetterAway: (q, m, target) => {
+        for (const l of this.awayListeners) l(q, m, target);
+      },
     };
     this.budget = new Budget(
       options.maxMemory,
@@ -113,6 +125,11 @@ export class QueueStore {
   /** Messages became receivable in a queue, or the queue was deleted (see CoreListener). */
   onAvailable(fn: (q: Queue) => void): void {
     this.availableListeners.push(fn);
+  }
+
+  /** A message is to go to a dead-letter queue another process holds (see CoreListener). */
+  onDeadLetterAway(fn: (q: Queue, m: Message, target: RemoteQueue) => void): void {
+    this.awayListeners.push(fn);
   }
 
   /** A queue's next delay or visibility deadline may have moved earlier (see CoreListener). */
@@ -241,7 +258,16 @@ export class QueueStore {
       { ...id, arn: `arn:aws:sqs:${id.region}:${id.accountId}:${id.name}`, fifo: fifoName },
       valid,
     );
-    const queue = new Queue(id, resolved, tags, now, this.listener, this.queueByArn);
+    const queue = new Queue(
+      id,
+      resolved,
+      tags,
+      now,
+      this.listener,
+      this.queueByArn,
+      undefined,
+      this.remoteByArn,
+    );
     this.queues.set(ownString(key), queue);
     this.catalog.put(queue);
     this.budget.add(queue.accountId, QUEUE_OVERHEAD);
@@ -267,7 +293,7 @@ export class QueueStore {
     createdAt: number,
     uid: string,
   ): Queue {
-    return new Queue(id, attributes, tags, createdAt, this.listener, this.queueByArn, uid);
+    return new Queue(id, attributes, tags, createdAt, this.listener, this.queueByArn, uid, this.remoteByArn);
   }
 
   delete(queue: Queue): void {

@@ -32,6 +32,10 @@ import {
 } from './forward.js';
 import type { ShardOwner, ShardMapView } from './owner.js';
 import { routeOf } from './route.js';
+import type { RemoteQueue } from '../core/events.js';
+import type { Message } from '../core/message.js';
+import type { Queue } from '../core/queue.js';
+import { deserializeMessage, serializeMessage } from '../persistence/codec.js';
 import { RpcClient, RpcLostError, RpcUnsentError, type RpcAddress } from './rpc.js';
 
 /** What travels to the owner: the shard, the action, the caller's context and the decoded input. */
@@ -42,8 +46,24 @@ interface Forwarded {
   readonly i: unknown;
 }
 
-/** The owner's answer: an output, an SQS error, or "not the owner" (nothing was run). */
-type Answer = { readonly o: unknown } | { readonly e: WireError } | { readonly n: 1 };
+/**
+ * A message sent to a dead-letter queue of another owner's shard: the queue (ARN and uid), the
+ * source queue's ARN, and the message as the source held it (codec.ts).
+ */
+interface DeadLetter {
+  readonly s: number;
+  readonly arn: string;
+  readonly uid: string;
+  readonly src: string;
+  readonly id: string;
+  readonly m: string;
+}
+
+/**
+ * The owner's answer: an output, an SQS error, "not the owner" (nothing was run), or, to a dead
+ * letter, "that queue is gone".
+ */
+type Answer = { readonly o: unknown } | { readonly e: WireError } | { readonly n: 1 } | { readonly g: 1 };
 
 export interface RouterOptions {
   readonly instanceId: string;
@@ -68,6 +88,8 @@ export class Router {
   /** Requests forwarded to another owner, by how they ended (sqs_forwarded_requests_total). */
   readonly forwarded = { answered: 0, not_owner: 0, unsent: 0, lost: 0 };
   private readonly clients = new Map<string, RpcClient>();
+  /** Dead letters being taken here now, `<uid>:<id>`. */
+  private readonly accepting = new Set<string>();
   private readonly log: LogSink;
   private closed = false;
 
@@ -117,6 +139,8 @@ export class Router {
 
   /** The forwarding channel's handler: runs a request for a shard this process serves. */
   async handle(payload: unknown, signal: AbortSignal): Promise<Answer> {
+    const t = (payload as { t?: DeadLetter }).t;
+    if (t !== undefined) return this.acceptDeadLetter(t);
     const f = payload as Forwarded;
     if (typeof f.s !== 'number' || !Object.hasOwn(actions, f.a) || !isForwardedContext(f.c)) {
       return { e: errorToWire(new SqsError('InvalidAction', 'The forwarded request names no action.')) };
@@ -130,12 +154,91 @@ export class Router {
     }
   }
 
+  /**
+   * A standard queue's message reached its maxReceiveCount, and its dead-letter queue is another
+   * owner's (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner
+   * has it durably. Not answered, or not the owner in time: nothing changes here, and the message
+   * comes back when its hold ends, for a later receive to try again (Queue.completeTransfer).
+   */
+  relayDeadLetter(source: Queue, message: Message, target: RemoteQueue): void {
+    const t: DeadLetter = {
+      s: target.shard,
+      arn: target.arn,
+      uid: target.uid,
+      src: source.arn,
+      id: message.id,
+      m: serializeMessage(message),
+    };
+    void this.deliver(t).then(
+      (answer) => {
+        if (answer !== undefined && 'o' in answer)
+          source.completeTransfer(message, this.opts.services.clock.now());
+      },
+      (e: unknown) => {
+        this.log.warn(
+          { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
+          'a dead-letter move to another owner failed; the message is tried again after its hold',
+        );
+      },
+    );
+  }
+
   /** Stops forwarding; what is pending at the peers is failed as unknown (503). */
   async close(): Promise<void> {
     this.closed = true;
     const clients = [...this.clients.values()];
     this.clients.clear();
     await Promise.all(clients.map((c) => c.close()));
+  }
+
+  /** Delivers a dead letter to its queue's owner (this process too), retrying "not the owner". */
+  private async deliver(t: DeadLetter): Promise<Answer | undefined> {
+    const { map, instanceId } = this.opts;
+    const giveUpAt = performance.now() + this.opts.holdMs;
+    for (let attempt = 0; !this.closed; attempt++) {
+      const at = map.ownerOf(t.s);
+      let answer: Answer | undefined;
+      if (at === instanceId) answer = await this.acceptDeadLetter(t);
+      else if (at !== undefined) {
+        const address = this.opts.addressOf(at);
+        if (address !== undefined) answer = await this.send(address, { t }, FORWARD_TIMEOUT_MS, 'DeadLetter');
+      }
+      if (answer !== undefined && !('n' in answer)) return answer;
+      if (performance.now() >= giveUpAt) return undefined;
+      if (attempt > 0) await map.refresh().catch(() => undefined);
+      await pause(Math.min(10 * 2 ** attempt, 200));
+    }
+    return undefined;
+  }
+
+  /**
+   * Takes a message another owner sends to a dead-letter queue of a shard served here, at most
+   * once: its mark, written with it, answers a second sending (a relay whose answer was lost).
+   */
+  private async acceptDeadLetter(t: DeadLetter): Promise<Answer> {
+    const { owner, persistence, services } = this.opts;
+    if (typeof t.s !== 'number' || !owner.serves(t.s)) return { n: 1 };
+    const key = `${t.uid}:${t.id}`;
+    // The same message sent twice at once: the second waits for the first's outcome, then asks again.
+    if (this.accepting.has(key)) return { n: 1 };
+    this.accepting.add(key);
+    const leave = owner.enter(t.s);
+    try {
+      const dlq = services.store.byArn(t.arn);
+      if (dlq === undefined || dlq.uid !== t.uid || dlq.deleted) return { g: 1 };
+      if (!(await persistence.transferMarked(t.s, t.uid, t.id))) {
+        const moved = dlq.acceptDeadLetter(deserializeMessage(t.id, t.m), t.src, services.clock.now());
+        persistence.acceptedTransfer(dlq, moved);
+      }
+      await persistence.commit(t.s);
+      if (!owner.holds(t.s)) return { n: 1 };
+      return { o: 1 };
+    } catch (e) {
+      return { e: errorToWire(e) };
+    } finally {
+      leave();
+      this.accepting.delete(key);
+    }
   }
 
   /** Runs here, waits for the shard's write, and checks the lease still held before the reply. */
@@ -163,16 +266,26 @@ export class Router {
   }
 
   /** One delivery to the owner; undefined: not delivered or not the owner (try again). */
-  private async forward(address: string, f: Forwarded, signal: AbortSignal): Promise<Answer | undefined> {
+  private forward(address: string, f: Forwarded, signal: AbortSignal): Promise<Answer | undefined> {
+    const wait = f.a === 'ReceiveMessage' ? waitSeconds(f.i) : undefined;
+    const timeoutMs = wait === undefined ? FORWARD_TIMEOUT_MS : wait * 1000 + LONG_POLL_SLACK_MS;
+    return this.send(address, f, timeoutMs, f.a, signal);
+  }
+
+  private async send(
+    address: string,
+    payload: unknown,
+    timeoutMs: number,
+    what: string,
+    signal?: AbortSignal,
+  ): Promise<Answer | undefined> {
     let client = this.clients.get(address);
     if (client === undefined) {
       client = new RpcClient(rpcAddress(address));
       this.clients.set(address, client);
     }
-    const wait = f.a === 'ReceiveMessage' ? waitSeconds(f.i) : undefined;
-    const timeoutMs = wait === undefined ? FORWARD_TIMEOUT_MS : wait * 1000 + LONG_POLL_SLACK_MS;
     try {
-      const answer = (await client.call(f, { timeoutMs, signal })) as Answer;
+      const answer = (await client.call(payload, { timeoutMs, signal })) as Answer;
       if ('n' in answer) {
         this.forwarded.not_owner++;
         return undefined;
@@ -186,7 +299,7 @@ export class Router {
       }
       if (e instanceof RpcLostError) {
         this.forwarded.lost++;
-        this.log.warn({ address, action: f.a, error: e.message }, 'a forwarded request got no answer: 503');
+        this.log.warn({ address, action: what, error: e.message }, 'a forwarded request got no answer: 503');
         throw new SqsError(
           'ServiceUnavailable',
           "The request reached the queue's owner, which did not answer; please retry.",

@@ -30,6 +30,7 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Durability } from '../core/durability.js';
+import type { Message } from '../core/message.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { deserializeMessage } from './codec.js';
@@ -267,6 +268,21 @@ export class Persistence implements Durability {
     if (writer !== undefined) await writer.commit(ONE_SHARD[shard]).catch(() => undefined);
     const store = this.served?.store;
     if (store !== undefined) this.own(store);
+  }
+
+  /**
+   * With `owned`: whether a message another process sent to a queue of `shard` (a dead-letter
+   * move across owners) arrived already: its mark, written with it (Writer.acceptedTransfer).
+   */
+  async transferMarked(shard: number, uid: string, id: string): Promise<boolean> {
+    const keys = this.opts.layout.shards[shard];
+    if (keys === undefined) return false;
+    return (await this.opts.redis.hexists(`${keys.prefix}in:${uid}`, id)) === 1;
+  }
+
+  /** With `owned`: `message` was put in `dest` for another process; marked with it (see above). */
+  acceptedTransfer(dest: Queue, message: Message): void {
+    this.current?.acceptedTransfer(dest, message);
   }
 
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
@@ -698,20 +714,22 @@ export class Persistence implements Durability {
   }
 }
 
+/** The queues of `shard` in `store`. */
+function shardQueues(store: QueueStore, shard: number): Queue[] {
+  return [...store.all()].filter((q) => q.shard === shard);
+}
+
 /**
  * A failure whose effect is that shard's alone: the script refused the call or failed in it, so
  * the call's outcome is known and the other shards' calls are not concerned. A fenced call ends
  * the term, and a timeout, a closed connection or too few replicas leave the outcome unknown for
  * every call on that connection: those drop the whole store, as with one shard.
  */
-/** The queues of `shard` in `store`. */
-function shardQueues(store: QueueStore, shard: number): Queue[] {
-  return [...store.all()].filter((q) => q.shard === shard);
-}
-
 function shardLocal(cause: Error): boolean {
   if (cause instanceof FencedError || cause instanceof ReplicaWaitError) return false;
-  return !/timed? ?out|connection|stream|closed|ECONN|EPIPE/i.test(cause.message);
+  // Redis answered the call itself (an error reply, a script's refusal): its outcome is known.
+  // Anything else (a closed connection, a timeout, ioredis giving up its retries) is not.
+  return cause.name === 'ReplyError' || cause.name === 'ScriptRefusal';
 }
 
 /**

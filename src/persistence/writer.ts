@@ -182,6 +182,11 @@ interface Transfer {
   readonly message: Message;
   /** False for a transfer replayed from the outbox: its entry is in Redis already. */
   readonly writeOut: boolean;
+  /**
+   * Sent by another process (many owners), which holds the source: the mark is written with the
+   * message and left, since the source is not this writer's to clean; it goes with the queue.
+   */
+  readonly remote?: boolean;
 }
 
 /** A field to delete from a scope's hash, and what to do once that is applied. */
@@ -463,6 +468,23 @@ export class Writer {
       dest,
       message,
       writeOut: false,
+    });
+  }
+
+  /**
+   * A message another process sent to `dest` (a dead-letter move across owners) was put in it
+   * (its message-put is in the open batch): marked there in the same call, so that the sender's
+   * retry of it is known for what it is (persistence.ts, transferMarked).
+   */
+  acceptedTransfer(dest: Queue, message: Message): void {
+    const st = this.shardOf(dest);
+    this.touch(st)?.transfers.push({
+      field: `${dest.uid}:${message.id}`,
+      source: st,
+      dest,
+      message,
+      writeOut: false,
+      remote: true,
     });
   }
 
@@ -894,6 +916,11 @@ export class Writer {
     const marked: Transfer[] = [];
     for (const t of b.transfers) {
       const destScope = this.shardOf(t.dest);
+      // Marked even when already received and deleted here: the mark says it arrived.
+      if (t.remote === true) {
+        if (!t.dest.deleted) marked.push(t);
+        continue;
+      }
       if (t.dest.deleted || t.message.state === 'deleted') {
         // The message went with its queue, or was received and deleted in this very tick.
         if (!t.writeOut)
@@ -1110,6 +1137,7 @@ export class Writer {
       const dstPart = parts.get(destScope);
       if (dst === undefined || dstPart === undefined || (t.writeOut && srcPart === undefined)) continue;
       dst.hash(`in:${t.dest.uid}`, [t.message.id, String(t.source.id)], []);
+      if (t.remote === true) continue;
       this.transfers.add(t.field);
       const settled =
         t.writeOut && srcPart !== undefined ? Promise.all([srcPart.done, dstPart.done]) : dstPart.done;
@@ -1231,10 +1259,14 @@ function forget(b: Batch, st: ScopeState, taskScope: (t: MoveTask) => ScopeState
 
 function refusal(code: unknown): Error {
   if (code === ScriptCode.FENCED) return new FencedError();
-  if (code === ScriptCode.OUT_OF_CHAIN) {
-    return new Error('apply script refused a call: the call before it was not applied');
-  }
-  return new Error(`apply script returned ${String(code)}`);
+  const e = new Error(
+    code === ScriptCode.OUT_OF_CHAIN
+      ? 'apply script refused a call: the call before it was not applied'
+      : `apply script returned ${String(code)}`,
+  );
+  // Redis answered: the outcome is known (persistence.ts reads back that shard alone).
+  e.name = 'ScriptRefusal';
+  return e;
 }
 
 function toError(e: unknown): Error {

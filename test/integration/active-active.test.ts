@@ -161,6 +161,61 @@ void test('Given a queue with messages, when its shard is moved to the other ins
   assert.equal(unknown.status, 404);
 });
 
+void test('Given a queue whose dead-letter queue another instance owns, when a message passes its maxReceiveCount, then it moves there once', async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const v = await view(a);
+  const ownerOf = (name: string): string | null | undefined =>
+    v.shards[shardOf('000000000000', 'us-east-1', name)]?.owner;
+  let i = 0;
+  while (ownerOf(`dlq-src-${i}`) === ownerOf('dlq-far')) i++;
+  const { QueueUrl: dlqUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: 'dlq-far' }));
+  assert.ok(dlqUrl);
+  const dlqArn = `arn:aws:sqs:us-east-1:000000000000:dlq-far`;
+  // The source's owner learns of the DLQ through the catalog mirror: retried until it does.
+  const { QueueUrl } = await until(
+    'the source can name the remote dead-letter queue',
+    () =>
+      sqs(b)
+        .send(
+          new CreateQueueCommand({
+            QueueName: `dlq-src-${i}`,
+            Attributes: {
+              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
+              VisibilityTimeout: '0',
+            },
+          }),
+        )
+        .catch(() => ({ QueueUrl: undefined })),
+    (r) => r.QueueUrl !== undefined,
+  );
+  assert.ok(QueueUrl);
+  const sent = await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: 'poison' }));
+  const first = await sqs(b).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.equal(first.Messages?.[0]?.MessageId, sent.MessageId);
+  // Received once already: the next receive sends it to the dead-letter queue instead.
+  const second = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.deepEqual(second.Messages ?? [], []);
+  const moved = await until(
+    'the message is in the dead-letter queue',
+    async () =>
+      (
+        await sqs(b).send(
+          new ReceiveMessageCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'], VisibilityTimeout: 30 }),
+        )
+      ).Messages ?? [],
+    (ms) => ms.length > 0,
+  );
+  assert.equal(moved.length, 1);
+  assert.equal(moved[0]?.MessageId, sent.MessageId, 'the same message id');
+  assert.equal(moved[0]?.Body, 'poison');
+  assert.equal(
+    moved[0]?.Attributes?.DeadLetterQueueSourceArn,
+    `arn:aws:sqs:us-east-1:000000000000:dlq-src-${i}`,
+  );
+  const left = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.deepEqual(left.Messages ?? [], [], 'gone from the source');
+});
+
 void test('Given an instance drained, then the other holds every shard and the drained one still answers by forwarding', async () => {
   const [a, b] = servers as [RunningServer, RunningServer];
   const drained = await admin(b, '/admin/shards/drain', { method: 'POST' });

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { catalogEntry, type CatalogEntry, type CatalogRecord } from '../../src/core/catalog.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { ChangeEvent } from '../../src/core/events.js';
-import type { QueueIdentity } from '../../src/core/queue.js';
+import { TRANSFER_HOLD_MS, type QueueIdentity } from '../../src/core/queue.js';
 import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { pageOfQueues } from '../../src/sqs/actions/pages.js';
@@ -339,4 +339,45 @@ void test('Given a shard being loaded again, when it is given away before its lo
     [na, nb].sort(),
   );
   throwsCode(() => store.require(ACCOUNT, nb, REGION), 'QueueDoesNotExist');
+});
+
+void test('Given a standard queue whose dead-letter queue is remote, when a message passes its maxReceiveCount, then it is held out of sight and asked to go there, and leaves once taken', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  store.catalog.putRemote(remote(far));
+  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const away: { arn: string; uid: string; shard: number; id: string }[] = [];
+  store.onDeadLetterAway((_q, m, t) => away.push({ ...t, id: m.id }));
+  const sent = src.sendMessage(msg('poison'), clock.now()).message;
+  assert.ok(sent);
+  for (let i = 0; i < 3; i++) assert.equal(src.receive(1, undefined, clock.now()).length, 1);
+
+  assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'the fourth receive sends it away instead');
+  assert.deepEqual(away, [{ arn: arnOf(far), uid: `uid-of-${far}`, shard: b, id: sent.id }]);
+  assert.equal(src.counts(clock.now()).inflight, 1, 'held, not delivered');
+
+  assert.equal(src.completeTransfer(sent, clock.now()), true);
+  assert.equal(src.deadLettered, 1);
+  assert.equal(src.counts(clock.now()).inflight, 0);
+  assert.equal(src.completeTransfer(sent, clock.now()), false, 'a second answer changes nothing');
+});
+
+void test('Given a message held for a remote dead-letter queue, when no answer comes before the hold ends, then it is visible again and the next receive asks again', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  store.catalog.putRemote(remote(far));
+  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  let asked = 0;
+  store.onDeadLetterAway(() => asked++);
+  const sent = src.sendMessage(msg('poison'), clock.now()).message;
+  assert.ok(sent);
+  for (let i = 0; i < 3; i++) src.receive(1, undefined, clock.now());
+  src.receive(1, undefined, clock.now());
+  assert.equal(asked, 1);
+  clock.advance(TRANSFER_HOLD_MS);
+  assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'sent away again, not delivered');
+  assert.equal(asked, 2);
+  assert.equal(src.completeTransfer(sent, clock.now()), true, 'the answer to the second sending takes it');
 });
