@@ -49,7 +49,8 @@ function errName(e: unknown): string {
 }
 
 export class Workload {
-  private readonly sdk: SQSClient;
+  /** The SDK client of the sender and the consumer (a test may add middleware to it). */
+  readonly sdk: SQSClient;
   private running = false;
   private loops: Promise<void>[] = [];
   private seq = 0;
@@ -70,7 +71,13 @@ export class Workload {
     readonly url: string,
     readonly queueUrl: string,
     readonly tag: string,
-    private readonly opts: { cli?: boolean; consume?: boolean; probe?: boolean; sendEveryMs?: number } = {},
+    private readonly opts: {
+      cli?: boolean;
+      consume?: boolean;
+      probe?: boolean;
+      sendEveryMs?: number;
+      probeEveryMs?: number;
+    } = {},
   ) {
     this.sdk = loadClient(url);
   }
@@ -245,7 +252,7 @@ export class Workload {
       } catch {
         this.probeFail.push({ at, status: 0 });
       }
-      await pause(20);
+      await pause(this.opts.probeEveryMs ?? 20);
     }
   }
 
