@@ -387,6 +387,12 @@ async function killOne(t: TestContext, which: 'the coordinator' | 'not the coord
       `${q.name} (FIFO, owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${q.statuses.bad.length}`,
     );
   const victimErrors = [...theirs, ...loads.fifo.filter((q) => q.owner === victim)].map((s) => errorsOf(s));
+  const messages = new Set(
+    [...theirs, ...loads.fifo.filter((q) => q.owner === victim)].flatMap((s) =>
+      s.statuses.bad.map((b) => b.message ?? ''),
+    ),
+  );
+  t.diagnostic(`what the SDKs were told on its queues: ${JSON.stringify([...messages])}`);
   t.diagnostic(
     `kill -9 of ${victim.name} (${which}): first probe 200 on each of its queues ${gaps.join(', ')} ms after the kill (ttl ${ttlMs}, interval ${intervalMs}); shards settled on the survivors after ${settledMs} ms; non-2xx seen on its queues: ${victimErrors.map((e) => `${e.length} ${JSON.stringify(countBy(e))}`).join('; ')}`,
   );

@@ -217,7 +217,7 @@ export function namesOwnedBy(
 /** Every HTTP answer an SDK client gets, one per attempt (retries included), by status. */
 export interface StatusLog {
   readonly ok: number[];
-  readonly bad: { at: number; status: number; name: string }[];
+  readonly bad: { at: number; status: number; name: string; message?: string }[];
 }
 
 /**
@@ -234,8 +234,13 @@ export function logStatuses(client: SQSClient, log: StatusLog): void {
         else log.bad.push({ at: Date.now(), status, name: 'http' });
         return out;
       } catch (e) {
-        const x = e as { name?: string; $metadata?: { httpStatusCode?: number } };
-        log.bad.push({ at: Date.now(), status: x.$metadata?.httpStatusCode ?? 0, name: x.name ?? 'Error' });
+        const x = e as { name?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+        log.bad.push({
+          at: Date.now(),
+          status: x.$metadata?.httpStatusCode ?? 0,
+          name: x.name ?? 'Error',
+          message: x.message ?? '',
+        });
         throw e;
       }
     },
