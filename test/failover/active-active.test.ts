@@ -17,7 +17,9 @@ import {
   GetQueueAttributesCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
+  SendMessageCommand,
   SQSServiceException,
+  StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
 import { Redis } from 'ioredis';
 import { layoutFor } from '../../src/persistence/layout.js';
@@ -609,5 +611,56 @@ test(
     assertCleanCounts(loads);
     const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
     assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');
+  },
+);
+
+test(
+  'Active/active move task: Given a dead-letter queue on one process and its source queue on another, When a message move task is started from the dead-letter queue to the source, Then it is accepted and the message arrives in the source, as with one process',
+  { timeout: 120_000 },
+  async (t) => {
+    const c = await ownersFor(t);
+    const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
+    const map = await c.map();
+    const [dlqName] = namesOwnedBy(map, c.idOf(n2), uniqueName('mdlq'), 1) as [string];
+    const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('msrc'), 1) as [string];
+    // JSON (SDK) through n1, which owns neither.
+    const sdk = loadClient(n1.url, 1);
+    t.after(() => sdk.destroy());
+    const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
+    const arnOf = async (url: string): Promise<string> =>
+      (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
+        .Attributes?.['QueueArn'] ?? '';
+    const dlqArn = await arnOf(dlqUrl);
+    const srcUrl =
+      (
+        await sdk.send(
+          new CreateQueueCommand({
+            QueueName: srcName,
+            Attributes: {
+              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
+            },
+          }),
+        )
+      ).QueueUrl ?? '';
+    const srcArn = await arnOf(srcUrl);
+    await sdk.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: 'to be moved back' }));
+    const started = await sdk
+      .send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, DestinationArn: srcArn }))
+      .then(
+        (o) => o.TaskHandle,
+        (e: unknown) => e,
+      );
+    assert.equal(typeof started, 'string', `StartMessageMoveTask refused: ${String(started)}`);
+    let moved: string | undefined;
+    await until(
+      'the message arrives in the source (owned by another process)',
+      async () => {
+        const r = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 1 }));
+        moved = r.Messages?.[0]?.Body;
+        return moved !== undefined;
+      },
+      15_000,
+    );
+    assert.equal(moved, 'to be moved back');
   },
 );
