@@ -282,69 +282,82 @@ test(
   },
 );
 
-test(
-  'Active/active dead-letter move: Given a queue on one process whose RedrivePolicy names a dead-letter queue on another (maxReceiveCount 1), When a message is received once and then again, Then it is moved to the dead-letter queue, as with one process',
-  { timeout: 120_000 },
-  async (t) => {
-    const c = await ownersFor(t);
-    const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
-    const map = await c.map();
-    // The source on n3's shards, its DLQ on n2's; every request through n1 (Query and JSON).
-    const [dlqName] = namesOwnedBy(map, c.idOf(n2), uniqueName('dlq'), 1) as [string];
-    const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
-    const sdk = loadClient(n1.url, 1);
-    t.after(() => sdk.destroy());
-    const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-    const dlqArn =
-      (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
-        .Attributes?.['QueueArn'] ?? '';
-    const srcUrl =
-      (
-        await sdk.send(
-          new CreateQueueCommand({
-            QueueName: srcName,
-            Attributes: {
-              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
-              VisibilityTimeout: '1',
-            },
-          }),
-        )
-      ).QueueUrl ?? '';
-    assert.notEqual(shardOfUrl(dlqUrl), shardOfUrl(srcUrl));
-    await awsCliOk(n1.url, ['send-message', '--queue-url', srcUrl, '--message-body', 'to be dead-lettered']);
-    const first = await awsCliOk(n1.url, [
-      'receive-message',
-      '--queue-url',
-      srcUrl,
-      '--wait-time-seconds',
-      '5',
-    ]);
-    assert.equal((first['Messages'] as { Body: string }[] | undefined)?.[0]?.Body, 'to be dead-lettered');
-    // Past its 1 s visibility the message is receivable again: that receive must move it instead.
-    const redelivered: string[] = [];
-    let moved: string | undefined;
-    await until(
-      'the message is in the dead-letter queue (owned by another process)',
-      async () => {
-        const again = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 1 }));
-        for (const m of again.Messages ?? []) redelivered.push(m.Body ?? '');
-        const d = await sdk.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, WaitTimeSeconds: 1 }));
-        moved = d.Messages?.[0]?.Body;
-        return moved !== undefined;
-      },
-      15_000,
-    ).catch(async (e: unknown) => {
-      const all = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] as const;
-      const a = await sdk.send(new GetQueueAttributesCommand({ QueueUrl: srcUrl, AttributeNames: [...all] }));
-      const b = await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: [...all] }));
-      throw new Error(
-        `${(e as Error).message}: the source delivered it ${redelivered.length} more times past maxReceiveCount 1; source ${JSON.stringify(a.Attributes)}, DLQ ${JSON.stringify(b.Attributes)}`,
-      );
-    });
-    assert.equal(moved, 'to be dead-lettered');
-    assert.deepEqual(redelivered, [], 'not delivered again from the source');
-  },
-);
+for (const where of ['another process', 'the same process'] as const) {
+  test(
+    `Active/active dead-letter move: Given a queue on one process whose RedrivePolicy names a dead-letter queue on ${where} (maxReceiveCount 1), When a message is received once and then again, Then it is moved to the dead-letter queue, as with one process`,
+    { timeout: 120_000 },
+    async (t) => {
+      const c = await ownersFor(t);
+      const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
+      const map = await c.map();
+      // The source on n3's shards, its DLQ on n2's (or n3's: the control, where one store holds
+      // both); every request through n1 (Query and JSON).
+      const dlqOwner = where === 'another process' ? n2 : n3;
+      const [dlqName] = namesOwnedBy(map, c.idOf(dlqOwner), uniqueName('dlq'), 1) as [string];
+      const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
+      const sdk = loadClient(n1.url, 1);
+      t.after(() => sdk.destroy());
+      const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
+      const dlqArn =
+        (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
+          .Attributes?.['QueueArn'] ?? '';
+      const srcUrl =
+        (
+          await sdk.send(
+            new CreateQueueCommand({
+              QueueName: srcName,
+              Attributes: {
+                RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
+                VisibilityTimeout: '1',
+              },
+            }),
+          )
+        ).QueueUrl ?? '';
+      await awsCliOk(n1.url, [
+        'send-message',
+        '--queue-url',
+        srcUrl,
+        '--message-body',
+        'to be dead-lettered',
+      ]);
+      const first = await awsCliOk(n1.url, [
+        'receive-message',
+        '--queue-url',
+        srcUrl,
+        '--wait-time-seconds',
+        '5',
+      ]);
+      assert.equal((first['Messages'] as { Body: string }[] | undefined)?.[0]?.Body, 'to be dead-lettered');
+      // Past its 1 s visibility the message is receivable again: that receive must move it instead.
+      const redelivered: string[] = [];
+      let moved: string | undefined;
+      await until(
+        `the message is in the dead-letter queue (owned by ${where})`,
+        async () => {
+          const again = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 1 }));
+          for (const m of again.Messages ?? []) redelivered.push(m.Body ?? '');
+          const d = await sdk.send(new ReceiveMessageCommand({ QueueUrl: dlqUrl, WaitTimeSeconds: 1 }));
+          moved = d.Messages?.[0]?.Body;
+          return moved !== undefined;
+        },
+        15_000,
+      ).catch(async (e: unknown) => {
+        const all = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] as const;
+        const a = await sdk.send(
+          new GetQueueAttributesCommand({ QueueUrl: srcUrl, AttributeNames: [...all] }),
+        );
+        const b = await sdk.send(
+          new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: [...all] }),
+        );
+        throw new Error(
+          `${(e as Error).message}: the source delivered it ${redelivered.length} more times past maxReceiveCount 1; source ${JSON.stringify(a.Attributes)}, DLQ ${JSON.stringify(b.Attributes)}`,
+        );
+      });
+      assert.equal(moved, 'to be dead-lettered');
+      assert.deepEqual(redelivered, [], 'not delivered again from the source');
+    },
+  );
+}
 
 for (const which of ['the coordinator', 'not the coordinator'] as const) {
   test(
@@ -614,53 +627,57 @@ test(
   },
 );
 
-test(
-  'Active/active move task: Given a dead-letter queue on one process and its source queue on another, When a message move task is started from the dead-letter queue to the source, Then it is accepted and the message arrives in the source, as with one process',
-  { timeout: 120_000 },
-  async (t) => {
-    const c = await ownersFor(t);
-    const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
-    const map = await c.map();
-    const [dlqName] = namesOwnedBy(map, c.idOf(n2), uniqueName('mdlq'), 1) as [string];
-    const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('msrc'), 1) as [string];
-    // JSON (SDK) through n1, which owns neither.
-    const sdk = loadClient(n1.url, 1);
-    t.after(() => sdk.destroy());
-    const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-    const arnOf = async (url: string): Promise<string> =>
-      (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
-        .Attributes?.['QueueArn'] ?? '';
-    const dlqArn = await arnOf(dlqUrl);
-    const srcUrl =
-      (
-        await sdk.send(
-          new CreateQueueCommand({
-            QueueName: srcName,
-            Attributes: {
-              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
-            },
-          }),
-        )
-      ).QueueUrl ?? '';
-    const srcArn = await arnOf(srcUrl);
-    await sdk.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: 'to be moved back' }));
-    const started = await sdk
-      .send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, DestinationArn: srcArn }))
-      .then(
-        (o) => o.TaskHandle,
-        (e: unknown) => e,
+for (const where of ['another process', 'the same process'] as const) {
+  test(
+    `Active/active move task: Given a dead-letter queue on one process and its source queue on ${where}, When a message move task is started from the dead-letter queue to the source, Then it is accepted and the message arrives in the source, as with one process`,
+    { timeout: 120_000 },
+    async (t) => {
+      const c = await ownersFor(t);
+      const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
+      const map = await c.map();
+      const [dlqName] = namesOwnedBy(map, c.idOf(n2), uniqueName('mdlq'), 1) as [string];
+      // The control: both on n2's shards, in one store.
+      const srcOwner = where === 'another process' ? n3 : n2;
+      const [srcName] = namesOwnedBy(map, c.idOf(srcOwner), uniqueName('msrc'), 1) as [string];
+      // JSON (SDK) through n1, which owns neither.
+      const sdk = loadClient(n1.url, 1);
+      t.after(() => sdk.destroy());
+      const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
+      const arnOf = async (url: string): Promise<string> =>
+        (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
+          .Attributes?.['QueueArn'] ?? '';
+      const dlqArn = await arnOf(dlqUrl);
+      const srcUrl =
+        (
+          await sdk.send(
+            new CreateQueueCommand({
+              QueueName: srcName,
+              Attributes: {
+                RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
+              },
+            }),
+          )
+        ).QueueUrl ?? '';
+      const srcArn = await arnOf(srcUrl);
+      await sdk.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: 'to be moved back' }));
+      const started = await sdk
+        .send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, DestinationArn: srcArn }))
+        .then(
+          (o) => o.TaskHandle,
+          (e: unknown) => e,
+        );
+      assert.equal(typeof started, 'string', `StartMessageMoveTask refused: ${String(started)}`);
+      let moved: string | undefined;
+      await until(
+        `the message arrives in the source (owned by ${where})`,
+        async () => {
+          const r = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 1 }));
+          moved = r.Messages?.[0]?.Body;
+          return moved !== undefined;
+        },
+        15_000,
       );
-    assert.equal(typeof started, 'string', `StartMessageMoveTask refused: ${String(started)}`);
-    let moved: string | undefined;
-    await until(
-      'the message arrives in the source (owned by another process)',
-      async () => {
-        const r = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 1 }));
-        moved = r.Messages?.[0]?.Body;
-        return moved !== undefined;
-      },
-      15_000,
-    );
-    assert.equal(moved, 'to be moved back');
-  },
-);
+      assert.equal(moved, 'to be moved back');
+    },
+  );
+}
