@@ -161,6 +161,19 @@ function assertCleanCounts(loads: {
   }
 }
 
+/** For each resurrected message: when each receive of it began and when its delete was answered 200. */
+function timelines(w: Workload, origin: number): string[] {
+  const out: string[] = [];
+  for (const [id, { body, at }] of w.receivedById) {
+    const del = w.deletedAt.get(id);
+    if (del === undefined || !at.some((x) => x > del)) continue;
+    out.push(
+      `resurrected ${body} (${id}): receives began at ${at.map((x) => `+${x - origin}`).join(', ')} ms, DeleteMessage 200 at +${del - origin} ms`,
+    );
+  }
+  return out;
+}
+
 function fifoSummary(q: FifoQueueLoad): string {
   const r = q.f.report();
   return `acked ${r.acked}, lost ${r.lost.length}, unexpected ${r.unexpected.length}, resurrected ${r.resurrected.length}, out of order ${r.outOfOrder.length}, duplicated ${r.duplicated}, send errors ${JSON.stringify(q.f.sendErrors)}`;
@@ -593,15 +606,17 @@ test(
     const loads = await spreadLoad(t, c, 'rr', { perOwner: 2, direct: [], fifo: true });
     await moreAcks(loads, 20);
     const steps: string[] = [];
+    const origin = Date.now();
     for (const node of c.nodes) {
       const t0 = Date.now();
       const status = await node.terminate();
       const exitMs = Date.now() - t0;
+      const startAt = Date.now();
       assert.deepEqual(status, { code: 0, signal: null }, `${node.name}: a graceful exit`);
       await node.start();
       await c.settled(60_000);
       steps.push(
-        `${node.name}: exit ${exitMs} ms after SIGTERM, back and settled ${Date.now() - t0} ms after it`,
+        `${node.name}: SIGTERM at +${t0 - origin} ms, exit ${exitMs} ms after it, started again at +${startAt - origin} ms, back and settled ${Date.now() - t0} ms after the SIGTERM`,
       );
       await moreAcks(loads, 10);
     }
@@ -621,6 +636,8 @@ test(
         `${q.name} (FIFO, first owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${JSON.stringify(countBy(q.statuses.bad))}`,
       );
     for (const s of steps) t.diagnostic(s);
+    for (const s of loads.standard)
+      for (const line of timelines(s.w, origin)) t.diagnostic(`${s.name}: ${line}`);
     assertCleanCounts(loads);
     const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
     assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');
