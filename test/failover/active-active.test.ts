@@ -636,8 +636,41 @@ test(
         `${q.name} (FIFO, first owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${JSON.stringify(countBy(q.statuses.bad))}`,
       );
     for (const s of steps) t.diagnostic(s);
-    for (const s of loads.standard)
-      for (const line of timelines(s.w, origin)) t.diagnostic(`${s.name}: ${line}`);
+    const lines: string[] = [];
+    for (const s of loads.standard) {
+      for (const line of timelines(s.w, origin))
+        lines.push(`${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): ${line}`);
+      for (const body of s.w.report().lost) {
+        lines.push(
+          `${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): lost ${body}, acknowledged at +${(s.w.ackedAt.get(body) ?? 0) - origin} ms`,
+        );
+      }
+    }
+    for (const q of loads.fifo) {
+      const r = q.f.report();
+      for (const body of r.lost) {
+        lines.push(
+          `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): lost ${body}, acknowledged at +${(q.f.ackedAt.get(body) ?? 0) - origin} ms`,
+        );
+      }
+      for (const id of r.resurrected) {
+        const at = q.f.receivedById.get(id) ?? [];
+        lines.push(
+          `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): resurrected ${q.f.bodyOf(id)} (${id}): receives began at ${at.map((x) => `+${x - origin}`).join(', ')} ms, DeleteMessage 200 at +${(q.f.deletedAt.get(id) ?? 0) - origin} ms`,
+        );
+      }
+    }
+    for (const line of lines) t.diagnostic(line);
+    if (lines.length > 0) {
+      // What the processes said meanwhile (warnings, errors, shards taken and given), for the report.
+      for (const node of c.nodes) {
+        for (const line of node.history.join('').split('\n')) {
+          if (/"level":"(warn|error|fatal)"|shards (taken|given)|draining|every shard/.test(line)) {
+            t.diagnostic(`${node.name}: ${line.slice(0, 400)}`);
+          }
+        }
+      }
+    }
     assertCleanCounts(loads);
     const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
     assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');

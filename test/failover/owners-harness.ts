@@ -265,6 +265,8 @@ export class FifoLoad {
   private readonly next: number[];
   readonly attempted = new Set<string>();
   readonly acked = new Set<string>();
+  /** body → when its send was answered 200. */
+  readonly ackedAt = new Map<string, number>();
   /** group → sequence numbers in the order they were first received. */
   readonly firstSeen = new Map<number, number[]>();
   readonly received = new Map<string, number>();
@@ -312,6 +314,7 @@ export class FifoLoad {
           { abortSignal: AbortSignal.timeout(20_000) },
         );
         this.acked.add(body);
+        this.ackedAt.set(body, Date.now());
       } catch (e) {
         const k = (e as { name?: string }).name ?? 'Error';
         this.sendErrors[k] = (this.sendErrors[k] ?? 0) + 1;
@@ -345,6 +348,7 @@ export class FifoLoad {
     for (const m of messages) {
       const body = m.Body ?? '';
       this.received.set(body, (this.received.get(body) ?? 0) + 1);
+      this.idBody.set(m.MessageId ?? '', body);
       const at = this.receivedById.get(m.MessageId ?? '') ?? [];
       at.push(startedAt);
       this.receivedById.set(m.MessageId ?? '', at);
@@ -383,6 +387,12 @@ export class FifoLoad {
       if (Date.now() > deadline) return;
     }
   }
+
+  /** MessageId → body, for the report's timelines. */
+  bodyOf(id: string): string | undefined {
+    return this.idBody.get(id);
+  }
+  private readonly idBody = new Map<string, string>();
 
   report(): {
     acked: number;
