@@ -57,6 +57,8 @@ interface Hold {
   deadline: number;
   inflight: number;
   idle: (() => void)[];
+  /** Given away, drained: its queues are leaving the store (Persistence.dropShard). */
+  dropping?: boolean;
 }
 
 export class ShardOwner implements OwnedShards {
@@ -83,8 +85,11 @@ export class ShardOwner implements OwnedShards {
   // ---- OwnedShards (what Persistence asks) ------------------------------------------------
 
   has(shard: number): boolean {
+    // A shard being given away stays in the store until its requests in flight are done and it
+    // is dropped: the store drops every shard not owned whenever any shard is taken or dropped,
+    // and a change to a dropped (evicted) queue is never written (src/persistence/writer.ts).
     const h = this.byShard.get(shard);
-    return h !== undefined && h.state !== 'giving';
+    return h !== undefined && h.dropping !== true;
   }
 
   token(shard: number): string {
@@ -315,6 +320,7 @@ export class ShardOwner implements OwnedShards {
     h.state = 'giving';
     this.opts.onGive(shard);
     await this.idle(h);
+    h.dropping = true;
     await this.persistence?.dropShard(shard);
     if (this.byShard.get(shard) === h) this.byShard.delete(shard);
     await this.release(shard, h.token);

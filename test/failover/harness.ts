@@ -217,17 +217,23 @@ export interface Nginx {
 
 /**
  * nginx/shared-sqs.conf with the test's addresses: `listen` on a free loopback port, the two
- * `server` lines of the upstream pointed at the instances. Nothing else is changed.
+ * `server` lines of the upstream pointed at the instances (more instances: more lines like the
+ * last). Nothing else is changed.
  */
 export function renderNginxSnippet(listenPort: number, upstreams: readonly number[]): string {
   const text = readFileSync(NGINX_CONF, 'utf8');
+  const lines = [...text.matchAll(/^(\s*)server\s+10\.0\.0\.\d+:4100(.*);$/gm)].length;
   let i = 0;
   const rendered = text
     .replace(/^(\s*)listen\s+80;/m, `$1listen 127.0.0.1:${listenPort};`)
     .replace(/^(\s*)server\s+10\.0\.0\.\d+:4100(.*);$/gm, (_m, indent: string, rest: string) => {
       const port = upstreams[i++];
       if (port === undefined) throw new Error('more server lines than upstreams');
-      return `${indent}server 127.0.0.1:${port}${rest};`;
+      // The last server line is repeated, with its options, for upstreams beyond the file's
+      // (active/active: docs/operations.md puts every instance in the upstream).
+      const more = i === lines ? upstreams.slice(i) : [];
+      i += more.length;
+      return [port, ...more].map((p) => `${indent}server 127.0.0.1:${p}${rest};`).join('\n');
     });
   if (i !== upstreams.length) throw new Error(`nginx/shared-sqs.conf has ${i} upstream servers`);
   if (!rendered.includes(`listen 127.0.0.1:${listenPort};`)) throw new Error('no `listen 80;` to render');

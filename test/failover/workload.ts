@@ -49,12 +49,15 @@ function errName(e: unknown): string {
 }
 
 export class Workload {
-  private readonly sdk: SQSClient;
+  /** The SDK client of the sender and the consumer (a test may add middleware to it). */
+  readonly sdk: SQSClient;
   private running = false;
   private loops: Promise<void>[] = [];
   private seq = 0;
   readonly attempted = new Set<string>();
   readonly acked = new Map<string, 'sdk' | 'cli' | 'probe'>();
+  /** body → when its send was answered 200. */
+  readonly ackedAt = new Map<string, number>();
   /** body → start times of the receives that returned it. */
   readonly receivedAt = new Map<string, number[]>();
   /** MessageId → its body and the start times of the receives that returned it. */
@@ -70,7 +73,13 @@ export class Workload {
     readonly url: string,
     readonly queueUrl: string,
     readonly tag: string,
-    private readonly opts: { cli?: boolean; consume?: boolean; probe?: boolean; sendEveryMs?: number } = {},
+    private readonly opts: {
+      cli?: boolean;
+      consume?: boolean;
+      probe?: boolean;
+      sendEveryMs?: number;
+      probeEveryMs?: number;
+    } = {},
   ) {
     this.sdk = loadClient(url);
   }
@@ -124,6 +133,7 @@ export class Workload {
           abortSignal: AbortSignal.timeout(20_000),
         });
         this.acked.set(body, 'sdk');
+        this.ackedAt.set(body, Date.now());
       } catch (e) {
         const k = errName(e);
         this.sendErrors[k] = (this.sendErrors[k] ?? 0) + 1;
@@ -157,8 +167,10 @@ export class Workload {
           (error) => resolve(error === null ? 0 : typeof error.code === 'number' ? error.code : -1),
         );
       });
-      if (code === 0) this.acked.set(body, 'cli');
-      else this.sendErrors[`cli-exit-${code}`] = (this.sendErrors[`cli-exit-${code}`] ?? 0) + 1;
+      if (code === 0) {
+        this.acked.set(body, 'cli');
+        this.ackedAt.set(body, Date.now());
+      } else this.sendErrors[`cli-exit-${code}`] = (this.sendErrors[`cli-exit-${code}`] ?? 0) + 1;
       await pause(200);
     }
   }
@@ -241,11 +253,12 @@ export class Workload {
         if (res.status === 200) {
           this.probeOk.push(Date.now());
           this.acked.set(body, 'probe');
+          this.ackedAt.set(body, Date.now());
         } else this.probeFail.push({ at, status: res.status });
       } catch {
         this.probeFail.push({ at, status: 0 });
       }
-      await pause(20);
+      await pause(this.opts.probeEveryMs ?? 20);
     }
   }
 
