@@ -987,6 +987,9 @@ export class Writer {
       }
     }
     for (const [q, what] of b.queues) {
+      // Dropped from the store, not deleted (its shard is read back, or is another process's
+      // now): what Redis holds of it stands. Written as deleted it would be gone for good.
+      if (q.evicted) continue;
       const cb = to(this.shardOf(q));
       if (cb === undefined) continue;
       cb.room();
@@ -1064,6 +1067,8 @@ export class Writer {
       // created again in one tick leaves the new one's entry, one deleted for good none.
       const byKey = new Map<string, { q: Queue; names: Map<string, string | undefined> }>();
       for (const q of b.catalog) {
+        // As above: a queue dropped from the store keeps its catalog record.
+        if (q.evicted) continue;
         const key = metaKeys.catalog(q.accountId, q.region).slice(metaKeys.prefix.length);
         let scope = byKey.get(key);
         if (scope === undefined) {
