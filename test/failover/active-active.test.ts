@@ -21,12 +21,11 @@ import {
   SQSServiceException,
   StartMessageMoveTaskCommand,
 } from '@aws-sdk/client-sqs';
-import { Redis } from 'ioredis';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { queryPost, xmlTexts } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
-import { createQueue, loadClient, pause, until, type Instance } from './harness.js';
+import { createQueue, loadClient, monitor, pause, until, type Instance } from './harness.js';
 import {
   FifoLoad,
   logStatuses,
@@ -435,28 +434,6 @@ function countBy(errors: readonly { status: number; name: string }[]): Record<st
   const out: Record<string, number> = {};
   for (const e of errors) out[`${e.name}/${e.status}`] = (out[`${e.name}/${e.status}`] ?? 0) + 1;
   return out;
-}
-
-interface MonitorLine {
-  readonly args: string[];
-  readonly source: string;
-}
-
-/** MONITOR on a connection of its own (as test/failover/fencing.test.ts). */
-async function monitor(port: number): Promise<{ lines: MonitorLine[]; stop: () => void }> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
-  client.on('error', () => undefined);
-  await client.connect();
-  const m = await client.monitor();
-  const lines: MonitorLine[] = [];
-  m.on('monitor', (_time: string, args: string[], source: string) => lines.push({ args, source }));
-  return {
-    lines,
-    stop: () => {
-      m.disconnect();
-      client.disconnect();
-    },
-  };
 }
 
 const READS = new Set([

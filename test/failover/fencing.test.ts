@@ -5,38 +5,23 @@
  * lock" is checked in Redis' own log, not in the server's.
  */
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { uniqueName } from '../support/server.js';
 import { queryPost } from '../support/wire.js';
-import { createQueue, pause, until, type Instance, clusterFor } from './harness.js';
+import {
+  createQueue,
+  monitor,
+  pause,
+  until,
+  type Instance,
+  type MonitorLine,
+  clusterFor,
+} from './harness.js';
 import { summary, Workload, loadOn } from './workload.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { test } = testsRequiring('nginx', 'redis-server');
-
-interface Line {
-  readonly args: string[];
-  readonly source: string;
-}
-
-/** MONITOR on a connection of its own. */
-async function monitor(port: number): Promise<{ lines: Line[]; stop: () => void }> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
-  client.on('error', () => undefined);
-  await client.connect();
-  const m = await client.monitor();
-  const lines: Line[] = [];
-  m.on('monitor', (_time: string, args: string[], source: string) => lines.push({ args, source }));
-  return {
-    lines,
-    stop: () => {
-      m.disconnect();
-      client.disconnect();
-    },
-  };
-}
 
 const WRITES = new Set([
   'set',
@@ -56,7 +41,7 @@ const WRITES = new Set([
  * every lua command it ran. Returns the calls and the writes among their commands.
  */
 function afterTakeover(
-  lines: readonly Line[],
+  lines: readonly MonitorLine[],
   lockKey: string,
   oldToken: string,
   newToken: string,

@@ -1,7 +1,7 @@
 /**
  * Timers on a clock that moves only when told, for the components that take `ElectorTimers`
  * (src/ha/elector.ts): a unit test advances time and every timer due fires in order, with promises
- * settling between, so nothing sleeps. (test/unit/elector.test.ts has its own copy.)
+ * settling between, so nothing sleeps.
  */
 import type { ElectorTimers } from '../../src/ha/elector.js';
 
@@ -41,6 +41,11 @@ export class FakeTimers implements ElectorTimers {
     }
     this.t = end;
     await settle();
+  }
+
+  /** Time passes with no timer firing: the process was stopped (SIGSTOP). */
+  freeze(ms: number): void {
+    this.t += ms;
   }
 }
 

@@ -6,60 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Elector, type ElectorTimers, type EndReason, type Term } from '../../src/ha/elector.js';
+import { Elector, type EndReason, type Term } from '../../src/ha/elector.js';
 import type { AcquireResult, LockBackend } from '../../src/ha/lock.js';
+import { FakeTimers } from '../support/fake-timers.js';
 
 const TTL = 10_000;
 const INTERVAL = 3_000;
-
-/** Timers on a clock that moves only when told. */
-class FakeTimers implements ElectorTimers {
-  t = 0;
-  private seq = 0;
-  private readonly pending = new Map<number, { at: number; fn: () => void }>();
-
-  now(): number {
-    return this.t;
-  }
-  wallNow(): number {
-    return 1_800_000_000_000 + this.t;
-  }
-  setTimeout(fn: () => void, ms: number): unknown {
-    const id = ++this.seq;
-    this.pending.set(id, { at: this.t + ms, fn });
-    return id;
-  }
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-
-  /** Moves time forward by `ms`, firing due timers in order and letting promises settle between. */
-  async advance(ms: number): Promise<void> {
-    const end = this.t + ms;
-    for (;;) {
-      await settle();
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const entry of this.pending) {
-        if (entry[1].at <= end && (next === undefined || entry[1].at < next[1].at)) next = entry;
-      }
-      if (next === undefined) break;
-      this.pending.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-    }
-    this.t = end;
-    await settle();
-  }
-
-  /** Time passes with no timer firing: the process was stopped (SIGSTOP). */
-  freeze(ms: number): void {
-    this.t += ms;
-  }
-}
-
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
 
 /** One Redis: the lock, its expiry on the fake clock, the epoch counter. */
 class FakeRedis {

@@ -69,6 +69,7 @@ const QUEUE_STRUCTURE = new Set([
   // The store's listener and queue lookup: a restored queue is bound to its new store's.
   'listener',
   'queueByArn',
+  'remoteByArn',
   // shardOf(accountId, region, name): computed again from the persisted identity.
   'shard',
   // Set only while its shard is dropped to be loaded again; never on a queue that is stored.
@@ -94,6 +95,9 @@ const QUEUE_STRUCTURE = new Set([
   'deleted',
   // A metrics counter since this process loaded the queue, not state.
   'deadLettered',
+  // Messages held out of sight while another process takes them (a dead-letter move across
+  // owners): never written; after a load they are as Redis had them, and a receive tries again.
+  'away',
 ]);
 const QUEUE_PERSISTED = [
   'accountId',
