@@ -20,6 +20,7 @@ import {
   SendMessageCommand,
   SQSServiceException,
   StartMessageMoveTaskCommand,
+  type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
@@ -178,6 +179,34 @@ function fifoSummary(q: FifoQueueLoad): string {
   return `acked ${r.acked}, lost ${r.lost.length}, unexpected ${r.unexpected.length}, resurrected ${r.resurrected.length}, out of order ${r.outOfOrder.length}, duplicated ${r.duplicated}, send errors ${JSON.stringify(q.f.sendErrors)}`;
 }
 
+/**
+ * A dead-letter queue and a source queue whose RedrivePolicy names it (maxReceiveCount 1, a
+ * visibility timeout of 1 s), both made through `sdk` (JSON).
+ */
+async function dlqPair(
+  sdk: SQSClient,
+  dlqName: string,
+  srcName: string,
+): Promise<{ dlqUrl: string; dlqArn: string; srcUrl: string }> {
+  const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
+  const dlqArn =
+    (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
+      .Attributes?.['QueueArn'] ?? '';
+  const srcUrl =
+    (
+      await sdk.send(
+        new CreateQueueCommand({
+          QueueName: srcName,
+          Attributes: {
+            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
+            VisibilityTimeout: '1',
+          },
+        }),
+      )
+    ).QueueUrl ?? '';
+  return { dlqUrl, dlqArn, srcUrl };
+}
+
 test(
   'Active/active routing: Given three processes, When a queue is created via the first, sent to via the second with aws-cli (Query) and received via the third with the SDK (JSON), Then each is answered by its owner; ListQueues lists every queue from every process; a RedrivePolicy to a dead-letter queue of another owner is accepted, one to a missing queue is refused (400 InvalidParameterValue)',
   { timeout: 120_000 },
@@ -242,22 +271,7 @@ test(
     const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
     const sdk = loadClient(n1.url, 1);
     t.after(() => sdk.destroy());
-    const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-    const dlqArn =
-      (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
-        .Attributes?.['QueueArn'] ?? '';
-    const srcUrl =
-      (
-        await sdk.send(
-          new CreateQueueCommand({
-            QueueName: srcName,
-            Attributes: {
-              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
-              VisibilityTimeout: '1',
-            },
-          }),
-        )
-      ).QueueUrl ?? '';
+    const { dlqUrl, dlqArn, srcUrl } = await dlqPair(sdk, dlqName, srcName);
     const attrs = await sdk.send(
       new GetQueueAttributesCommand({ QueueUrl: srcUrl, AttributeNames: ['RedrivePolicy'] }),
     );
@@ -309,22 +323,7 @@ for (const where of ['another process', 'the same process'] as const) {
       const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
       const sdk = loadClient(n1.url, 1);
       t.after(() => sdk.destroy());
-      const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-      const dlqArn =
-        (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
-          .Attributes?.['QueueArn'] ?? '';
-      const srcUrl =
-        (
-          await sdk.send(
-            new CreateQueueCommand({
-              QueueName: srcName,
-              Attributes: {
-                RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
-                VisibilityTimeout: '1',
-              },
-            }),
-          )
-        ).QueueUrl ?? '';
+      const { dlqUrl, srcUrl } = await dlqPair(sdk, dlqName, srcName);
       await awsCliOk(n1.url, [
         'send-message',
         '--queue-url',
