@@ -5,9 +5,10 @@
  * Redis has room.
  *
  * It runs with the failover suite, one file at a time: on a loaded machine (three copies at once on
- * two cores) about one run in three ends with a send that was answered 503 kept all the same, in
- * the builds before the shards issue too: a race between a refused write and the shard's reload,
- * not found yet.
+ * two cores) about one run in three ends with one message more in the source queue, in builds
+ * before the shards issue too. Counting after each action shows it: the StartMessageMoveTask
+ * answered 503 still moved a message from the dead-letter queue back. That is a race between the
+ * refused write of the task and its first step, not found yet.
  */
 import assert from 'node:assert/strict';
 import {
