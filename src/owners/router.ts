@@ -103,38 +103,53 @@ export class Router {
     // No shard to route by (ListQueues, or a malformed queue reference): answered here, from the
     // catalog or with the same validation error any instance would give.
     if (shard === undefined) return run(this.opts.services, action, ctx, input);
-    const { map, owner, instanceId } = this.opts;
-    const giveUpAt = performance.now() + this.opts.holdMs;
     let abort: AbortController | undefined;
-    for (let attempt = 0; ; attempt++) {
-      const at = map.ownerOf(shard);
-      if (at === instanceId) {
-        if (owner.serves(shard)) return this.runOwned(shard, action, ctx, input);
-      } else if (at !== undefined) {
-        const address = this.opts.addressOf(at);
-        if (address !== undefined) {
-          if (abort === undefined) {
-            abort = new AbortController();
-            const a = abort;
-            ctx.onAbort(() => a.abort(new Error('the client went away')));
-          }
-          const answer = await this.forward(
-            address,
-            { s: shard, a: action, c: toForwarded(ctx), i: input },
-            abort.signal,
-          );
-          if (answer !== undefined) {
-            if ('o' in answer) return answer.o;
-            if ('e' in answer) throw errorFromWire(answer.e);
-          }
+    const answer = await this.toOwner(
+      shard,
+      async () =>
+        this.opts.owner.serves(shard) ? { o: await this.runOwned(shard, action, ctx, input) } : undefined,
+      (address) => {
+        if (abort === undefined) {
+          abort = new AbortController();
+          const a = abort;
+          ctx.onAbort(() => a.abort(new Error('the client went away')));
         }
+        return this.forward(address, { s: shard, a: action, c: toForwarded(ctx), i: input }, abort.signal);
+      },
+    );
+    if (answer !== undefined) {
+      if ('o' in answer) return answer.o;
+      if ('e' in answer) throw errorFromWire(answer.e);
+    }
+    throw new SqsError('ServiceUnavailable', `The queue's shard is not served now; please retry.`);
+  }
+
+  /**
+   * Asks whoever the map names for `shard`, this process (`here`) or another (`there`), until
+   * one answers other than "not the owner"; the map is read again between tries, for up to
+   * {@link RouterOptions.holdMs}. Undefined: nobody did in time (or the router closed).
+   */
+  private async toOwner(
+    shard: number,
+    here: () => Promise<Answer | undefined>,
+    there: (address: string) => Promise<Answer | undefined>,
+  ): Promise<Answer | undefined> {
+    const { map, instanceId } = this.opts;
+    const giveUpAt = performance.now() + this.opts.holdMs;
+    for (let attempt = 0; !this.closed; attempt++) {
+      const at = map.ownerOf(shard);
+      let answer: Answer | undefined;
+      if (at === instanceId) answer = await here();
+      else if (at !== undefined) {
+        const address = this.opts.addressOf(at);
+        if (address !== undefined) answer = await there(address);
       }
-      if (this.closed || performance.now() >= giveUpAt) {
-        throw new SqsError('ServiceUnavailable', `The queue's shard is not served now; please retry.`);
-      }
+      if (answer !== undefined && !('n' in answer)) return answer;
+      if (performance.now() >= giveUpAt) return undefined;
       if (attempt > 0) await map.refresh().catch(() => undefined);
       await pause(Math.min(10 * 2 ** attempt, 200));
     }
+    return undefined;
   }
 
   /** The forwarding channel's handler: runs a request for a shard this process serves. */
@@ -192,23 +207,12 @@ export class Router {
   }
 
   /** Delivers a dead letter to its queue's owner (this process too), retrying "not the owner". */
-  private async deliver(t: DeadLetter): Promise<Answer | undefined> {
-    const { map, instanceId } = this.opts;
-    const giveUpAt = performance.now() + this.opts.holdMs;
-    for (let attempt = 0; !this.closed; attempt++) {
-      const at = map.ownerOf(t.s);
-      let answer: Answer | undefined;
-      if (at === instanceId) answer = await this.acceptDeadLetter(t);
-      else if (at !== undefined) {
-        const address = this.opts.addressOf(at);
-        if (address !== undefined) answer = await this.send(address, { t }, FORWARD_TIMEOUT_MS, 'DeadLetter');
-      }
-      if (answer !== undefined && !('n' in answer)) return answer;
-      if (performance.now() >= giveUpAt) return undefined;
-      if (attempt > 0) await map.refresh().catch(() => undefined);
-      await pause(Math.min(10 * 2 ** attempt, 200));
-    }
-    return undefined;
+  private deliver(t: DeadLetter): Promise<Answer | undefined> {
+    return this.toOwner(
+      t.s,
+      () => this.acceptDeadLetter(t),
+      (address) => this.send(address, { t }, FORWARD_TIMEOUT_MS, 'DeadLetter'),
+    );
   }
 
   /**
