@@ -526,24 +526,4 @@ export async function clusterFor(
   return { c, leader, follower: c.other(leader) };
 }
 
-export interface MonitorLine {
-  readonly args: string[];
-  readonly source: string;
-}
-
-/** MONITOR on a connection of its own: every command Redis runs, with the client it came from. */
-export async function monitor(port: number): Promise<{ lines: MonitorLine[]; stop: () => void }> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
-  client.on('error', () => undefined);
-  await client.connect();
-  const m = await client.monitor();
-  const lines: MonitorLine[] = [];
-  m.on('monitor', (_time: string, args: string[], source: string) => lines.push({ args, source }));
-  return {
-    lines,
-    stop: () => {
-      m.disconnect();
-      client.disconnect();
-    },
-  };
-}
+export { monitor, type MonitorLine } from '../support/redis-monitor.js';

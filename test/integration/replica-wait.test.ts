@@ -7,7 +7,6 @@
  * server refuses to start, saying so.
  */
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
 import { SendMessageBatchCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { ManualClock } from '../../src/core/clock.js';
 import { QueueStore } from '../../src/core/store.js';
@@ -22,6 +21,7 @@ import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { requires, testsRequiring } from '../support/requires.js';
 import { awsCli, spawnMain, sqsClient, startServer, uniqueName } from '../support/server.js';
 import { msg, sendOne } from '../support/queue.js';
+import { monitor } from '../support/redis-monitor.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 
@@ -120,14 +120,12 @@ test('Given a master with one replica and a wait for 1, when messages are stored
 
 test('Given a master that has not loaded the write script, when the first batch is stored, then the script is loaded before it and its WAIT is processed after the calls that applied it', async (t) => {
   await master.client.script('FLUSH');
-  const monitor = new Redis({ host: '127.0.0.1', port: master.port });
-  t.after(() => monitor.disconnect());
-  const seen: string[] = [];
-  const m = await monitor.monitor();
-  m.on('monitor', (_time: string, args: string[]) => {
-    const cmd = (args[0] ?? '').toLowerCase();
-    if (['script', 'multi', 'evalsha', 'eval', 'exec', 'wait'].includes(cmd)) seen.push(cmd);
-  });
+  const mon = await monitor(master.port);
+  t.after(() => mon.stop());
+  const commands = (): string[] =>
+    mon.lines
+      .map((l) => (l.args[0] ?? '').toLowerCase())
+      .filter((cmd) => ['script', 'multi', 'evalsha', 'eval', 'exec', 'wait'].includes(cmd));
   const { p, stores, layout } = persistence(master, { count: 1, timeoutMs: 250, aof: false });
   await p.start();
   try {
@@ -136,15 +134,15 @@ test('Given a master that has not loaded the write script, when the first batch 
     assert.equal(await replica.client.hexists(layout.shards[q.shard]?.queues ?? '', q.uid), 1);
     // MONITOR shows each command as Redis runs it, in order: a transaction's commands at its EXEC.
     const deadline = Date.now() + 5000;
-    while (!seen.includes('wait')) {
-      assert.ok(Date.now() < deadline, `no WAIT seen: ${seen.join(' ')}`);
+    while (!commands().includes('wait')) {
+      assert.ok(Date.now() < deadline, `no WAIT seen: ${commands().join(' ')}`);
       await new Promise((r) => setTimeout(r, 10));
     }
     // (The loader's and the leases' scripts come first, with their own NOSCRIPT and EVAL.)
+    const seen = commands();
     const writer = seen.slice(seen.lastIndexOf('script'));
     // The queue's shard and the catalog on meta: two calls, in one transaction, never an EVAL.
     assert.deepEqual(writer, ['script', 'multi', 'evalsha', 'evalsha', 'exec', 'wait'], seen.join(' '));
-    m.disconnect();
   } finally {
     await p.close();
   }
