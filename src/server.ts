@@ -94,7 +94,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     messageMetrics,
     logger,
     executor: owners?.router,
-    shards: owners?.admin,
+    owners,
     controlHost: options.controlHost,
   });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).

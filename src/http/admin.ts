@@ -32,6 +32,7 @@ import { SqsError } from '../sqs/errors.js';
 import { queueUrlOf, type RequestContext, type SqsServices } from '../sqs/service.js';
 import type { ActivePassive } from '../ha/active.js';
 import { adminAuth } from './admin-auth.js';
+import { fromOthers, toQueueOwner, type AdminRoute } from './admin-route.js';
 import { registerAdminHa } from './admin-ha.js';
 import { registerAdminShards, type ShardsAdmin } from './admin-shards.js';
 import { History, SAMPLE_MS, type MessageTotals } from './admin-history.js';
@@ -60,6 +61,8 @@ export interface AdminOptions {
   readonly defaultAccountId: string;
   /** The server's region (--region), whose queue URLs carry no region. */
   readonly defaultRegion?: string | undefined;
+  /** --active-active: where a queue's calls run, and who else holds queues (admin-route.ts). */
+  readonly route?: AdminRoute | undefined;
 }
 
 /**
@@ -147,6 +150,18 @@ function routes(
   };
   const durable = (): Promise<void> => durability.commit();
   const now = (): number => opts.services.clock.now();
+  const atOwner = toQueueOwner(opts.route, (req) => req.params as QueueParams);
+  const createdAtOwner = toQueueOwner(opts.route, (req) => {
+    const body = req.body as schemas.CreateQueueBody;
+    const tenant = body.tenant ?? undefined;
+    // A tenant named here and unknown: the handler answers it, here.
+    const accountId =
+      tenant === undefined
+        ? (body.accountId ?? opts.defaultAccountId)
+        : store().tenants.get(tenant)?.accountId;
+    if (accountId === undefined) return undefined;
+    return { accountId, region: body.region ?? opts.defaultRegion ?? DEFAULT_REGION, name: body.name };
+  });
 
   // ---- public: the page and the description --------------------------------------------------
   const page = (file: string, type: string) => {
@@ -271,7 +286,7 @@ function routes(
   app.get<{ Querystring: schemas.ListQueuesQuery }>(
     '/admin/queues',
     { onRequest, schema: schemas.LIST_QUEUES },
-    (req, reply) => {
+    async (req, reply) => {
       const s = store();
       const t = now();
       let accountId = req.query.accountId;
@@ -294,6 +309,22 @@ function routes(
           ...(withHistory ? { history: history.of(q, LISTED_SAMPLES_MERGED) ?? null } : {}),
         });
       }
+      // Under --active-active the other members' queues too; a queue in the middle of a move may be
+      // listed by its old and its new owner at once.
+      const listed = new Set(out.map((q) => q.arn));
+      for (const answer of await fromOthers(opts.route, req)) {
+        if (answer.status !== 200) {
+          throw new HttpError(
+            503,
+            'NotServing',
+            `a member could not list its queues (${answer.status}); try again`,
+          );
+        }
+        for (const q of (JSON.parse(answer.body) as { queues: typeof out }).queues) {
+          if (!listed.has(q.arn)) out.push(q);
+          listed.add(q.arn);
+        }
+      }
       out.sort(
         (a, b) => compare(a.tenant, b.tenant) || compare(a.region, b.region) || compare(a.name, b.name),
       );
@@ -303,7 +334,7 @@ function routes(
 
   app.get<{ Params: QueueParams }>(
     '/admin/queues/:accountId/:region/:name',
-    { onRequest, schema: schemas.GET_QUEUE },
+    { onRequest, preHandler: atOwner, schema: schemas.GET_QUEUE },
     (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -325,7 +356,7 @@ function routes(
 
   app.post<{ Body: schemas.CreateQueueBody }>(
     '/admin/queues',
-    { onRequest, schema: schemas.CREATE_QUEUE },
+    { onRequest, preHandler: createdAtOwner, schema: schemas.CREATE_QUEUE },
     async (req, reply) => {
       const s = store();
       const body = req.body;
@@ -352,7 +383,7 @@ function routes(
 
   app.get<{ Params: QueueParams; Querystring: schemas.PeekQuery }>(
     '/admin/queues/:accountId/:region/:name/messages',
-    { onRequest, schema: schemas.PEEK },
+    { onRequest, preHandler: atOwner, schema: schemas.PEEK },
     (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -363,7 +394,7 @@ function routes(
 
   app.post<{ Params: QueueParams; Body: schemas.SendBody }>(
     '/admin/queues/:accountId/:region/:name/messages',
-    { onRequest, schema: schemas.SEND },
+    { onRequest, preHandler: atOwner, schema: schemas.SEND },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -397,7 +428,7 @@ function routes(
 
   app.delete<{ Params: QueueParams & { messageId: string } }>(
     '/admin/queues/:accountId/:region/:name/messages/:messageId',
-    { onRequest, schema: schemas.DELETE_MESSAGE },
+    { onRequest, preHandler: atOwner, schema: schemas.DELETE_MESSAGE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -417,7 +448,7 @@ function routes(
 
   app.post<{ Params: QueueParams }>(
     '/admin/queues/:accountId/:region/:name/purge',
-    { onRequest, schema: schemas.PURGE },
+    { onRequest, preHandler: atOwner, schema: schemas.PURGE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -430,7 +461,7 @@ function routes(
 
   app.post<{ Params: QueueParams; Body: schemas.RedriveBody }>(
     '/admin/queues/:accountId/:region/:name/redrive',
-    { onRequest, schema: schemas.REDRIVE },
+    { onRequest, preHandler: atOwner, schema: schemas.REDRIVE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);
@@ -453,7 +484,7 @@ function routes(
 
   app.delete<{ Params: QueueParams }>(
     '/admin/queues/:accountId/:region/:name',
-    { onRequest, schema: schemas.DELETE_QUEUE },
+    { onRequest, preHandler: atOwner, schema: schemas.DELETE_QUEUE },
     async (req, reply) => {
       const s = store();
       const q = requireQueue(s, req.params);

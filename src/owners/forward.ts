@@ -87,3 +87,17 @@ export function errorFromWire(w: WireError): SqsError {
   if (!Object.hasOwn(errorCatalogue, w.code)) return internalFailure();
   return new SqsError(w.code, w.message);
 }
+
+/** An admin HTTP call as it travels to another instance (src/http/admin-route.ts). */
+export interface AdminCall {
+  readonly method: string;
+  readonly url: string;
+  readonly authorization?: string | undefined;
+  /** The JSON body, as text. */
+  readonly body?: string | undefined;
+}
+
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: string;
+}

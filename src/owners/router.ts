@@ -27,6 +27,8 @@ import {
   fromForwarded,
   isForwardedContext,
   toForwarded,
+  type AdminAnswer,
+  type AdminCall,
   type ForwardedContext,
   type WireError,
 } from './forward.js';
@@ -198,6 +200,35 @@ export class Router {
     );
   }
 
+  /**
+   * An admin call about a queue of `shard` (src/http/admin-route.ts), answered by the shard's
+   * owner: 'here' when that is this process.
+   */
+  async adminAtOwner(shard: number, call: AdminCall): Promise<AdminAnswer | 'here'> {
+    try {
+      const answer = await this.toOwner(
+        shard,
+        () => Promise.resolve(this.opts.owner.serves(shard) ? { o: 'here' } : undefined),
+        (address) => this.send(address, { h: call, s: shard }, FORWARD_TIMEOUT_MS, 'Admin'),
+      );
+      if (answer !== undefined && 'o' in answer) return answer.o as AdminAnswer | 'here';
+      return notServed("the queue's shard is not served now");
+    } catch (e) {
+      return notServed(e instanceof Error ? e.message : String(e));
+    }
+  }
+
+  /** An admin call run by the member at `address` on its own shards (the queue listing). */
+  async adminAt(address: string, call: AdminCall): Promise<AdminAnswer> {
+    try {
+      const answer = await this.send(address, { h: call }, FORWARD_TIMEOUT_MS, 'Admin');
+      if (answer !== undefined && 'o' in answer) return answer.o as AdminAnswer;
+      return notServed(`the member at ${address} did not answer`);
+    } catch (e) {
+      return notServed(e instanceof Error ? e.message : String(e));
+    }
+  }
+
   /** Stops forwarding; what is pending at the peers is failed as unknown (503). */
   async close(): Promise<void> {
     this.closed = true;
@@ -312,6 +343,10 @@ export class Router {
       throw knownSqsError(e) ?? e;
     }
   }
+}
+
+function notServed(message: string): AdminAnswer {
+  return { status: 503, body: JSON.stringify({ error: 'NotServing', message }) };
 }
 
 function run(

@@ -14,6 +14,7 @@
  * acknowledged here, and the routers hold the shard's requests until they serve it.
  */
 import { hostname } from 'node:os';
+import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import type { ShardsAdmin, ShardRow } from '../http/admin-shards.js';
 import { parseToken } from '../ha/lock.js';
@@ -22,6 +23,7 @@ import { SHARD_COUNT } from '../shard/hash.js';
 import { OwnersInstance } from '../owners/instance.js';
 import { ShardOwner } from '../owners/owner.js';
 import { Router } from '../owners/router.js';
+import { runHere, type AdminCall, type AdminRoute } from '../http/admin-route.js';
 import { RpcServer } from '../owners/rpc.js';
 import { CatalogMirror } from '../persistence/catalog-mirror.js';
 import type { Layout } from '../persistence/layout.js';
@@ -49,6 +51,10 @@ export interface Owners {
   readonly instance: OwnersInstance;
   /** The admin API's shard routes. */
   readonly admin: ShardsAdmin;
+  /** Where the admin API's queue calls run (src/http/admin-route.ts). */
+  readonly adminRoute: AdminRoute;
+  /** Runs the admin calls other members pass here on `app`, this instance's control plane. */
+  serveAdmin(app: FastifyInstance): void;
   /** Joins, loads and starts following the map; after both planes listen. */
   start(): Promise<void>;
   /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
@@ -69,11 +75,22 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
 
   // The channel listens first (its port goes into the member record); until the router exists,
   // every request is answered "not the owner", which its sender retries.
-  const routing: { router?: Router } = {};
+  const routing: { router?: Router; admin?: FastifyInstance } = {};
   const rpc = new RpcServer({
-    handle: (payload, signal): Promise<unknown> =>
-      routing.router === undefined ? Promise.resolve({ n: 1 }) : routing.router.handle(payload, signal),
+    handle: (payload, signal): Promise<unknown> => {
+      if (isAdminCall(payload)) return adminHere(payload);
+      return routing.router === undefined
+        ? Promise.resolve({ n: 1 })
+        : routing.router.handle(payload, signal);
+    },
   });
+  // An admin call another member passed here (src/http/admin-route.ts): about a queue of shard
+  // `s`, run only while that shard is served here; without `s`, about what this instance holds.
+  const adminHere = async (p: { h: AdminCall; s?: number }): Promise<unknown> => {
+    if (routing.admin === undefined) return { n: 1 };
+    if (p.s !== undefined && !owner.serves(p.s)) return { n: 1 };
+    return { o: await runHere(routing.admin, p.h) };
+  };
   const listening = await rpc.listen({ host: config.host, port: config.internalPort });
   const address = `${advertised(config)}:${'port' in listening ? listening.port : config.internalPort}`;
 
@@ -214,6 +231,18 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
   let stopping: Promise<void> | undefined;
   return {
     admin,
+    adminRoute: {
+      atOwner: (shard, call) => router.adminAtOwner(shard, call),
+      atOthers: (call) =>
+        Promise.all(
+          instance.membership.members
+            .filter((m) => m.id !== instanceId)
+            .map((m) => router.adminAt(m.address, call)),
+        ),
+    },
+    serveAdmin(app) {
+      routing.admin = app;
+    },
     persistence,
     router,
     owner,
@@ -258,4 +287,9 @@ function advertised(config: Config): string {
   if (config.advertiseHost !== undefined) return config.advertiseHost;
   if (config.host !== '0.0.0.0' && config.host !== '::') return config.host;
   return hostname();
+}
+
+function isAdminCall(payload: unknown): payload is { h: AdminCall; s?: number } {
+  const h = (payload as { h?: unknown } | null)?.h;
+  return typeof h === 'object' && h !== null;
 }

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import type { Durability } from '../core/durability.js';
 import type { ActivePassive } from '../ha/active.js';
 import { buildDataPlane } from '../http/data.js';
-import type { ShardsAdmin } from '../http/admin-shards.js';
+import type { Owners } from './owners.js';
 import type { MessageMetrics } from '../http/message-metrics.js';
 import type { Metrics } from '../http/metrics.js';
 import { keyOwnerIn, tenantLabel } from '../http/tenancy.js';
@@ -25,8 +25,11 @@ export interface PlanesOptions {
   readonly logger: Logger;
   /** --active-active: runs every request here or at its shard's owner (src/owners/router.ts). */
   readonly executor?: Executor | undefined;
-  /** --active-active: the admin API's shard routes (src/http/admin-shards.ts). */
-  readonly shards?: ShardsAdmin | undefined;
+  /**
+   * --active-active: the admin API's shard routes (src/http/admin-shards.ts), and where its queue
+   * calls run (src/http/admin-route.ts).
+   */
+  readonly owners?: Pick<Owners, 'admin' | 'adminRoute' | 'serveAdmin'> | undefined;
   /** Where the control plane listens instead of --host: a worker's private one is on 127.0.0.1. */
   readonly controlHost?: string | undefined;
 }
@@ -80,7 +83,8 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
   registerAdmin(control, {
     adminToken: config.adminToken,
     ha,
-    shards: opts.shards,
+    shards: opts.owners?.admin,
+    route: opts.owners?.adminRoute,
     services,
     messageTotals: messageMetrics,
     durability,
@@ -88,6 +92,7 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
     defaultAccountId: config.accountId,
     defaultRegion: config.region,
   });
+  opts.owners?.serveAdmin(control);
   // Exclusive: a cluster worker's (--workers) control plane is its own, not shared through the
   // primary as the data plane is (src/wiring/workers.ts); elsewhere it changes nothing.
   await control.listen({ port: config.controlPort, host: opts.controlHost ?? config.host, exclusive: true });
