@@ -292,15 +292,17 @@ export class ShardOwner implements OwnedShards {
       .map(([s]) => s);
     if (list.length === 0) return;
     try {
-      const read = await p.takeShards(list);
       let now = 0;
-      for (const s of read) {
+      const serve = (s: number): void => {
         const h = this.byShard.get(s);
         if (h !== undefined && h.state === 'taking' && p.serves(s)) {
           h.state = 'serving';
           now++;
         }
-      }
+      };
+      // Each shard serves once it is read in, not when the last of a takeover's is.
+      const read = await p.takeShards(list, serve);
+      for (const s of read) serve(s);
       if (now > 0)
         this.log.info({ shards: now, serving: this.counts().serving }, 'shards taken: serving their queues');
       if (read.length < list.length) this.retrySoon();
