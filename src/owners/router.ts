@@ -189,7 +189,10 @@ export class Router {
    * (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner has it
    * durably. Not answered, or not the owner in time: nothing changes here, and the message comes
    * back when its hold ends, for a later receive to try again (Queue.completeTransfer). A FIFO
-   * message's group waits meanwhile, as it waits for a message in flight.
+   * message's group waits meanwhile, as it waits for a message in flight. The relay counts as a
+   * request in flight on the source's shard, so a shard given away meanwhile is handed over only
+   * once the answer is applied and written: its next owner never finds the message still there
+   * after it arrived (and, holding the dead-letter queue too, puts it there a second time).
    */
   relayDeadLetter(source: Queue, message: Message, target: RemoteQueue): void {
     const t: DeadLetter = {
@@ -200,18 +203,21 @@ export class Router {
       id: message.id,
       m: serializeMessage(message),
     };
-    void this.deliver(t).then(
-      (answer) => {
-        if (answer !== undefined && 'o' in answer)
-          source.completeTransfer(message, this.opts.services.clock.now());
-      },
-      (e: unknown) => {
-        this.log.warn(
-          { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
-          'a dead-letter move to another owner failed; the message is tried again after its hold',
-        );
-      },
-    );
+    const leave = this.opts.owner.enter(source.shard);
+    void this.deliver(t)
+      .then(
+        (answer) => {
+          if (answer !== undefined && 'o' in answer)
+            source.completeTransfer(message, this.opts.services.clock.now());
+        },
+        (e: unknown) => {
+          this.log.warn(
+            { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
+            'a dead-letter move to another owner failed; the message is tried again after its hold',
+          );
+        },
+      )
+      .finally(leave);
   }
 
   /**
@@ -220,6 +226,9 @@ export class Router {
    * the message out of the task's source only when the destination has it durably.
    */
   relayMove(store: QueueStore, away: MoveAway): void {
+    // As a request in flight (see relayDeadLetter): the source's shard is not given away before
+    // the answer is applied and written with it.
+    const leave = this.opts.owner.enter(away.source.shard);
     const v: MoveRelay = {
       s: away.target.shard,
       arn: away.target.arn,
@@ -230,21 +239,23 @@ export class Router {
       v.s,
       () => this.acceptMove(v),
       (address) => this.send(address, { v }, FORWARD_TIMEOUT_MS, 'MoveMessage'),
-    ).then(
-      (answer) => {
-        store.movedAway(
-          away,
-          answer === undefined ? 'unknown' : 'o' in answer ? 'arrived' : 'g' in answer ? 'gone' : 'unknown',
-        );
-      },
-      (e: unknown) => {
-        this.log.warn(
-          { task: away.task.taskId, error: e instanceof Error ? e.message : String(e) },
-          "a move task's message to another owner got no answer; it is sent again after its hold",
-        );
-        store.movedAway(away, 'unknown');
-      },
-    );
+    )
+      .then(
+        (answer) => {
+          store.movedAway(
+            away,
+            answer === undefined ? 'unknown' : 'o' in answer ? 'arrived' : 'g' in answer ? 'gone' : 'unknown',
+          );
+        },
+        (e: unknown) => {
+          this.log.warn(
+            { task: away.task.taskId, error: e instanceof Error ? e.message : String(e) },
+            "a move task's message to another owner got no answer; it is sent again after its hold",
+          );
+          store.movedAway(away, 'unknown');
+        },
+      )
+      .finally(leave);
   }
 
   /** Stops forwarding; what is pending at the peers is failed as unknown (503). */
