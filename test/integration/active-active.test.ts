@@ -14,6 +14,8 @@ import {
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
+  StartMessageMoveTaskCommand,
+  type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
 import { startServer, type RunningServer } from '../../src/index.js';
 import { shardOf } from '../../src/shard/hash.js';
@@ -376,6 +378,66 @@ void test('Given a dead-letter queue whose source queue another instance owns, w
   for (const m of back.Messages ?? [])
     assert.ok(!sent.includes(m.MessageId ?? ''), 'redriven: a new message id');
   const left = await sqs(a).send(
+    new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
+  );
+  assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
+  assert.equal(left.Attributes?.ApproximateNumberOfMessagesNotVisible, '0');
+});
+
+void test("Given a move task across owners running at one message a second, when its dead-letter queue's shard moves to the other instance mid-task, then the new owner goes on and every message arrives once", async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('mid-dlq', 'mid-src', false);
+  const bodies = ['m0', 'm1', 'm2', 'm3'];
+  for (const MessageBody of bodies) await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody }));
+  await until(
+    'every message is in the dead-letter queue',
+    async () => {
+      await sqs(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqs(a).send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
+    },
+    (n) => n === 4,
+  );
+  await sqs(a).send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }));
+  const list = async (): Promise<ListMessageMoveTasksResultEntry[]> =>
+    (await sqs(b).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [];
+  await until('one message moved', list, (r) => (r[0]?.ApproximateNumberOfMessagesMoved ?? 0) >= 1);
+
+  const shard = shardOf('000000000000', 'us-east-1', 'mid-dlq');
+  const v = await view(a);
+  const to = v.members.find((m) => m.id !== v.shards[shard]?.owner)?.id;
+  assert.ok(to);
+  const moved = await admin(a, `/admin/shards/${shard}/move`, {
+    method: 'POST',
+    body: JSON.stringify({ to }),
+  });
+  assert.equal(moved.status, 202);
+  const tasks = await until(
+    'the task completes at the new owner',
+    list,
+    (r) => r[0]?.Status !== 'RUNNING',
+    20_000,
+  );
+  assert.equal(tasks[0]?.Status, 'COMPLETED');
+  assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 4);
+  assert.equal((await view(a)).shards[shard]?.owner, to, 'the shard did change hands');
+
+  const got: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await sqs(a).send(
+      new ReceiveMessageCommand({
+        QueueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 30,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    for (const m of r.Messages ?? []) got.push(m.Body ?? '');
+  }
+  assert.deepEqual(got.sort(), bodies, 'each once');
+  const left = await sqs(b).send(
     new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
   );
   assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
