@@ -25,7 +25,7 @@ import { CoreError } from './errors.js';
 import type { ChangeEvent, RemoteQueue } from './events.js';
 import { MOVE_TASK_HISTORY } from './limits.js';
 import type { Message, NewMessage } from './message.js';
-import type { Queue } from './queue.js';
+import { asRemote, type Queue } from './queue.js';
 
 export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
 
@@ -215,11 +215,22 @@ export class MoveTasks {
       const origin = msg.deadLetterSourceArn;
       const dest =
         fixedAway === undefined ? (fixed ?? (origin === undefined ? undefined : lookup(origin))) : undefined;
+      // A message sent away before goes by the destination's mark even to a queue held here: it
+      // may be there already (Queue.hold).
       const target =
-        dest !== undefined
-          ? undefined
-          : (fixedAway ?? (origin === undefined ? undefined : away?.remote(origin)));
-      if (dest === undefined && (target === undefined || away === undefined)) {
+        dest === undefined
+          ? (fixedAway ?? (origin === undefined ? undefined : away?.remote(origin)))
+          : msg.relayed && away !== undefined
+            ? asRemote(dest)
+            : undefined;
+      if (target !== undefined && away !== undefined) {
+        n++;
+        source.holdForMove(msg, now);
+        task.relays.add(msg);
+        away.relay(source, msg, target, redriven(msg, target.fifo, redriveId(msg.id, target.uid)));
+        continue;
+      }
+      if (dest === undefined) {
         // A message sent to the DLQ directly has no source to go back to (give a DestinationArn);
         // a source that was deleted since is gone.
         this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
@@ -227,13 +238,6 @@ export class MoveTasks {
         return n;
       }
       n++;
-      if (dest === undefined) {
-        source.holdForMove(msg, now);
-        task.relays.add(msg);
-        const to = target as RemoteQueue;
-        (away as MoveAwayHooks).relay(source, msg, to, redriven(msg, to.fifo, redriveId(msg.id, to.uid)));
-        continue;
-      }
       source.takeOut(msg, now);
       const sent = dest.sendMessage(redriven(msg, dest.fifo, uuid()), now).message;
       if (sent !== undefined) this.emit({ type: 'message-moved', from: source, queue: dest, message: sent });

@@ -318,13 +318,13 @@ export class Queue {
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
     for (let msg = this.visible.next(); out.length < max && msg !== null; msg = this.visible.next()) {
       const dlq = this.deadLetterTarget(msg);
-      if (dlq !== undefined) {
-        this.moveToDeadLetter(msg, dlq, now);
-        continue;
-      }
-      const away = this.remoteDeadLetterTarget(msg);
+      const away = this.relayTarget(msg, dlq);
       if (away !== undefined) {
         this.holdForTransfer(msg, away, now);
+        continue;
+      }
+      if (dlq !== undefined) {
+        this.moveToDeadLetter(msg, dlq, now);
         continue;
       }
       this.visible.unlink(msg);
@@ -351,14 +351,14 @@ export class Queue {
       inflightCount: () => this.inflight.size,
       deadLettered: (m, now) => {
         const dlq = this.deadLetterTarget(m);
-        if (dlq !== undefined) {
-          this.moveToDeadLetter(m, dlq, now);
-          return 'moved';
+        const away = this.relayTarget(m, dlq);
+        if (away !== undefined) {
+          this.holdForTransfer(m, away, now);
+          return 'held';
         }
-        const away = this.remoteDeadLetterTarget(m);
-        if (away === undefined) return false;
-        this.holdForTransfer(m, away, now);
-        return 'held';
+        if (dlq === undefined) return false;
+        this.moveToDeadLetter(m, dlq, now);
+        return 'moved';
       },
       take: (m, vt, now) => {
         this.visible.unlink(m);
@@ -421,13 +421,19 @@ export class Queue {
   }
 
   /**
-   * The dead-letter queue of a message when another process holds it (many owners): a queue of
-   * this account and region and of this queue's kind, as deadLetterTarget asks of a local one.
+   * Where a message past its maxReceiveCount is sent rather than moved here (many owners, with
+   * someone to relay it): a dead-letter queue another process holds, of this account and region
+   * and of this queue's kind, as deadLetterTarget asks of a local one; or the local one, `dlq`,
+   * when the message was sent away before (Message.relayed), since it may be there already and
+   * only that queue's mark can tell.
    */
-  private remoteDeadLetterTarget(msg: Message): RemoteQueue | undefined {
+  private relayTarget(msg: Message, dlq: Queue | undefined): RemoteQueue | undefined {
     const r = this.redrive;
-    if (r === null || this.remoteByArn === undefined || msg.receiveCount < r.maxReceiveCount)
+    if (r === null || this.listener.deadLetterAway === undefined || msg.receiveCount < r.maxReceiveCount) {
       return undefined;
+    }
+    if (dlq !== undefined) return msg.relayed ? asRemote(dlq) : undefined;
+    if (this.remoteByArn === undefined) return undefined;
     const a = parseQueueArn(r.deadLetterTargetArn);
     if (a === undefined || a.accountId !== this.accountId || a.region !== this.region) return undefined;
     const target = this.remoteByArn(r.deadLetterTargetArn);
@@ -440,14 +446,18 @@ export class Queue {
   /**
    * Holds a message out of sight for {@link TRANSFER_HOLD_MS}, as an in-flight one with no
    * receive: a FIFO group waits behind it as behind any message in flight, so the group's order
-   * holds whether the message leaves or comes back. Nothing is written: if the process stops
-   * meanwhile, the message is as Redis last had it.
+   * holds whether the message leaves or comes back. It is written so, marked `relayed`, before it
+   * is sent (the router waits for that write): if this process dies after it arrived and before
+   * its removal here is written, whoever holds this queue next reads the destination's mark before
+   * it moves the message anywhere, even to a queue it holds itself.
    */
   private hold(msg: Message, now: number): void {
     this.visible.unlink(msg);
     msg.state = 'inflight';
     msg.heapKey = now + TRANSFER_HOLD_MS;
+    msg.relayed = true;
     this.schedule(this.inflight, msg);
+    this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     (this.away ??= new Map()).set(msg.id, msg.heapKey);
     const g = this.groups?.get(msg.groupId ?? '');
     if (g !== undefined) this.groups?.refresh(g);
@@ -832,6 +842,11 @@ export class Queue {
 }
 
 const NO_TAGS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** A queue held here, named as a relay names its destination (see Queue.relayTarget). */
+export function asRemote(q: Queue): RemoteQueue {
+  return { arn: q.arn, uid: q.uid, shard: q.shard, fifo: q.fifo };
+}
 
 /**
  * How long a message sent to a dead-letter queue another process holds stays out of sight here

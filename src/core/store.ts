@@ -101,9 +101,6 @@ export class QueueStore {
         // A deleted queue's bytes left the budget with it; a long poll may still tick it.
         if (!q.deleted) this.budget.add(q.accountId, delta);
       },
-      deadLetterAway: (q, m, target) => {
-        for (const l of this.awayListeners) l(q, m, target);
-      },
     };
     this.budget = new Budget(
       options.maxMemory,
@@ -131,6 +128,10 @@ export class QueueStore {
   /** A message is to go to a dead-letter queue another process holds (see CoreListener). */
   onDeadLetterAway(fn: (q: Queue, m: Message, target: RemoteQueue) => void): void {
     this.awayListeners.push(fn);
+    // Only once someone relays them do queues hold messages for another process (Queue.hold).
+    this.listener.deadLetterAway = (q, m, target) => {
+      for (const l of this.awayListeners) l(q, m, target);
+    };
   }
 
   /** A move task's message is to go to a destination another process holds (see MoveAway). */

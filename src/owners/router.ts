@@ -204,7 +204,10 @@ export class Router {
       m: serializeMessage(message),
     };
     const leave = this.opts.owner.enter(source.shard);
-    void this.deliver(t)
+    // Sent only once the hold (the message marked relayed) is written: see Queue.hold.
+    void this.opts.persistence
+      .commit(source.shard)
+      .then(() => this.deliver(t))
       .then(
         (answer) => {
           if (answer !== undefined && 'o' in answer)
@@ -235,11 +238,16 @@ export class Router {
       uid: away.target.uid,
       n: away.redriven,
     };
-    void this.toOwner(
-      v.s,
-      () => this.acceptMove(v),
-      (address) => this.send(address, { v }, FORWARD_TIMEOUT_MS, 'MoveMessage'),
-    )
+    // Sent only once the hold (the message marked relayed) is written: see Queue.hold.
+    void this.opts.persistence
+      .commit(away.source.shard)
+      .then(() =>
+        this.toOwner(
+          v.s,
+          () => this.acceptMove(v),
+          (address) => this.send(address, { v }, FORWARD_TIMEOUT_MS, 'MoveMessage'),
+        ),
+      )
       .then(
         (answer) => {
           store.movedAway(

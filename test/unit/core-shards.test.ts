@@ -598,3 +598,69 @@ void test('Given a relay answered after the shard was read back, then the old ta
   assert.equal(task.moved, 0);
   assert.deepEqual(events, []);
 });
+
+void test('Given a held message, then it is written as held and relayed; once relayed, a later dead-letter move to a queue held here goes by the mark too, and without anyone to relay it moves as ever', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  store.catalog.putRemote(remote(far));
+  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const away: { arn: string; id: string }[] = [];
+  store.onDeadLetterAway((_q, m, t) => away.push({ arn: t.arn, id: m.id }));
+  const puts: { state: string; relayed: boolean }[] = [];
+  store.onChange((e) => {
+    if (e.type === 'message-put') puts.push({ state: e.message.state, relayed: e.message.relayed });
+  });
+  const sent = src.sendMessage(msg('poison'), clock.now()).message ?? assert.fail();
+  for (let i = 0; i < 3; i++) src.receive(1, undefined, clock.now());
+  puts.length = 0;
+  src.receive(1, undefined, clock.now());
+  assert.deepEqual(puts, [{ state: 'inflight', relayed: true }], 'the hold is written, marked relayed');
+
+  // The dead-letter queue comes to this process (its shard taken) before the answer did.
+  clock.advance(TRANSFER_HOLD_MS);
+  store.catalog.removeRemote(ACCOUNT, REGION, far);
+  store.setOwnedShards([a, b]);
+  store.shardLoaded(b);
+  const dlq = store.create(id(far), {}, {}).queue;
+  away.length = 0;
+  assert.deepEqual(src.receive(1, undefined, clock.now()), []);
+  assert.deepEqual(away, [{ arn: dlq.arn, id: sent.id }], 'sent by way of the mark, not moved');
+  assert.equal(dlq.size, 0);
+
+  // A store nobody relays for (one process): the same message moves as ever.
+  const plain = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const pdlq = plain.create(id('plain-dlq'), {}, {}).queue;
+  const psrc = plain.create(
+    id('plain-src'),
+    {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: pdlq.arn, maxReceiveCount: 1 }),
+      VisibilityTimeout: '0',
+    },
+    {},
+  ).queue;
+  const m = psrc.sendMessage(msg('p'), plain.clock.now()).message ?? assert.fail();
+  psrc.receive(1, undefined, plain.clock.now());
+  m.relayed = true;
+  assert.deepEqual(psrc.receive(1, undefined, plain.clock.now()), []);
+  assert.equal(pdlq.size, 1);
+});
+
+void test('Given a move task whose message was relayed before, when its destination is a queue held here, then it goes by the mark (relayed to that queue) rather than moved', () => {
+  const { store, clock, dlq, relays } = dlqWithRemoteSource();
+  const here = store.create(id(nameIn(dlq.shard, 'here')), {}, {}).queue;
+  const fresh = dlq.sendMessage(msg('fresh'), clock.now()).message ?? assert.fail();
+  const again = dlq.sendMessage(msg('again'), clock.now()).message ?? assert.fail();
+  again.relayed = true;
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, here.arn, undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 10), 2);
+  assert.equal(here.size, 1, 'the fresh one moved at once');
+  assert.equal(fresh.state, 'deleted');
+  assert.deepEqual(
+    relays.map((r) => [r.message, r.target.uid, r.redriven.id]),
+    [[again, here.uid, redriveId(again.id, here.uid)]],
+  );
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.status, 'COMPLETED');
+  assert.equal(task.moved, 2);
+});
