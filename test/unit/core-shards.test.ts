@@ -5,7 +5,7 @@
  * catalog's remote entries for the others, in listings and in the dead-letter checks.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { catalogEntry, type CatalogEntry, type CatalogRecord } from '../../src/core/catalog.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { ChangeEvent, MoveAway } from '../../src/core/events.js';
@@ -14,6 +14,7 @@ import { redriveId } from '../../src/core/movetasks.js';
 import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { pageOfQueues } from '../../src/sqs/actions/pages.js';
+import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import { throwsCode } from '../support/assertions.js';
 import { inGroup, msg } from '../support/queue.js';
 
@@ -663,4 +664,33 @@ void test('Given a move task whose message was relayed before, when its destinat
   store.movedAway(relays[0] ?? assert.fail(), 'arrived');
   assert.equal(task.status, 'COMPLETED');
   assert.equal(task.moved, 2);
+});
+
+void test('Given a driver running a task with no rate whose only message is on its way to another owner, then it steps every 50 ms while the answer is due, not in a busy loop, and the answer completes the task', async (t) => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  t.after(() => mock.timers.reset());
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m'), clock.now());
+  let steps = 0;
+  const step = store.stepMoveTask.bind(store);
+  store.stepMoveTask = (task, budget) => {
+    steps++;
+    return step(task, budget);
+  };
+  const runner = new MoveTaskRunner(store, clock);
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  runner.start(task);
+  for (let i = 0; i < 20; i++) {
+    clock.advance(10);
+    mock.timers.tick(10);
+    await Promise.resolve();
+  }
+  assert.equal(relays.length, 1);
+  assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.status, 'COMPLETED');
+  clock.advance(50);
+  mock.timers.tick(50);
+  assert.equal(runner.size, 0);
+  runner.close();
 });
