@@ -1,5 +1,5 @@
 import type { AttemptRecord, DedupRecord } from './fifo.js';
-import type { Message } from './message.js';
+import type { Message, NewMessage } from './message.js';
 import type { MoveTask } from './movetasks.js';
 import type { Queue } from './queue.js';
 import type { Tenant } from './tenants.js';
@@ -72,9 +72,25 @@ export interface CoreListener {
   deadLetterAway?(queue: Queue, message: Message, target: RemoteQueue): void;
 }
 
+/**
+ * A move task's message whose destination another process holds: held out of sight in `source`
+ * (Queue.holdForMove) until that process has `message` under the id `redriven.id` (then
+ * QueueStore.movedAway) or the hold ends and a later step takes it again.
+ */
+export interface MoveAway {
+  readonly task: MoveTask;
+  readonly source: Queue;
+  readonly message: Message;
+  readonly target: RemoteQueue;
+  /** The message the destination is to hold: a new one, as a move task's step sends (movetasks.ts). */
+  readonly redriven: NewMessage;
+}
+
 /** A queue held by another process, as the catalog names it (catalog.ts, remote entries). */
 export interface RemoteQueue {
   readonly arn: string;
   readonly uid: string;
   readonly shard: number;
+  /** FIFO: a dead-letter queue or a move's destination must be of its source's kind. */
+  readonly fifo: boolean;
 }

@@ -15,8 +15,11 @@ import { ownString } from './strings.js';
 /** The moves of a queue's messages a FIFO receive makes (queue.ts gives them). */
 export interface ReceiveHost {
   inflightCount(): number;
-  /** Moves the message to the dead-letter queue if it has been received maxReceiveCount times. */
-  deadLettered(m: Message, now: number): boolean;
+  /**
+   * When the message has been received maxReceiveCount times: moved to the dead-letter queue, or
+   * held while another process takes it there (many owners); false when neither.
+   */
+  deadLettered(m: Message, now: number): 'moved' | 'held' | false;
   /** A visible message received now: a new receipt, in flight until now + vt (no deadline at 0). */
   take(m: Message, vt: number, now: number): void;
   /** A message received before, by id. */
@@ -59,7 +62,11 @@ export function receiveFifo(
   for (let g = groups.peekReady(); g !== undefined && out.length < max; g = groups.peekReady()) {
     for (let m = g.head; m !== null && m.state === 'visible' && out.length < max;) {
       const next = m.gnext;
-      if (!host.deadLettered(m, now)) {
+      const dead = host.deadLettered(m, now);
+      // Held for a dead-letter queue elsewhere: the group waits for it as for a message in flight,
+      // so what comes after it is not handed out before it is known to have left.
+      if (dead === 'held') break;
+      if (dead === false) {
         // In flight even with a zero timeout until the loop is done, so the group's turn ends
         // and this call cannot hand the same message out twice.
         host.take(m, vt, now);

@@ -85,6 +85,8 @@ class Extras {
   sequenceNumber: string | undefined = undefined;
   /** Set when the message was moved to this queue as its dead-letter queue: the source's ARN. */
   deadLetterSourceArn: string | undefined = undefined;
+  /** Sent to another process's queue at least once (Queue.hold); see Message.relayed. */
+  relayed = false;
   attributes: MessageAttributes | undefined = undefined;
   md5OfAttributes: string | undefined = undefined;
   systemAttributes: MessageAttributes | undefined = undefined;
@@ -231,6 +233,19 @@ export class Message implements HeapItem {
   set deadLetterSourceArn(arn: string | undefined) {
     // Not copied: the source queue's ARN, one string for all its dead letters.
     if (arn !== undefined || this.extras !== null) this.extrasRecord().deadLetterSourceArn = arn;
+  }
+
+  /**
+   * Sent to a queue of another process at least once (a dead-letter move or a move task's step
+   * across owners), so it may be there already: wherever it goes from now on, its destination's
+   * mark is read first, also by a process that holds both queues (Queue.hold).
+   */
+  get relayed(): boolean {
+    return this.extras?.relayed ?? false;
+  }
+
+  set relayed(r: boolean) {
+    if (r || this.extras !== null) this.extrasRecord().relayed = r;
   }
 
   get attributes(): MessageAttributes | undefined {

@@ -13,13 +13,19 @@
  * group, so group order is kept), removes it and sends it to its destination as a new message
  * (AWS: "all redriven messages are considered new messages", with a new MessageId and enqueue
  * time; a FIFO message keeps its group and deduplication id). In-flight messages are skipped.
+ *
+ * A destination another process holds (many owners) is sent the message through `relay` instead:
+ * the message is held out of sight in the source (Queue.holdForMove, so a FIFO group waits for
+ * it) and leaves it, counted as moved, only when that process has it durably (`relayed`). While
+ * relays are unanswered the task does not complete.
  */
+import { createHash } from 'node:crypto';
 import { uuid } from './ids.js';
 import { CoreError } from './errors.js';
-import type { ChangeEvent } from './events.js';
+import type { ChangeEvent, RemoteQueue } from './events.js';
 import { MOVE_TASK_HISTORY } from './limits.js';
-import type { Message } from './message.js';
-import type { Queue } from './queue.js';
+import type { Message, NewMessage } from './message.js';
+import { asRemote, type Queue } from './queue.js';
 
 export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
 
@@ -47,6 +53,13 @@ export class MoveTask implements MoveTaskState {
   status: MoveTaskStatus;
   moved: number;
   failureReason: string | undefined;
+  /**
+   * Messages of its source held while they are sent to a destination another process holds (many
+   * owners), until they arrived, are known not to, or their hold ends. Not stored: a task read
+   * back sends its source's messages again, and the destination's mark answers those that had
+   * arrived.
+   */
+  readonly relays = new Set<Message>();
 
   constructor(s: MoveTaskState) {
     this.taskId = s.taskId;
@@ -162,10 +175,17 @@ export class MoveTasks {
   }
 
   /**
-   * Moves up to `budget` messages; returns how many it moved. Sets the final status when the task
-   * is done, cancelled or cannot go on. `lookup` finds a queue by ARN (the store's).
+   * Moves up to `budget` messages (a relay started counts as one); returns how many. Sets the
+   * final status when the task is done, cancelled or cannot go on. `lookup` finds a queue by ARN
+   * (the store's); `away`, one another process holds, and sends a message there.
    */
-  step(task: MoveTask, now: number, budget: number, lookup: (arn: string) => Queue | undefined): number {
+  step(
+    task: MoveTask,
+    now: number,
+    budget: number,
+    lookup: (arn: string) => Queue | undefined,
+    away?: MoveAwayHooks,
+  ): number {
     if (task.status === 'CANCELLING') {
       this.finish(task, 'CANCELLED');
       return 0;
@@ -177,32 +197,77 @@ export class MoveTasks {
       return 0;
     }
     const fixed = task.destinationArn === undefined ? undefined : lookup(task.destinationArn);
-    if (task.destinationArn !== undefined && fixed === undefined) {
+    const fixedAway =
+      task.destinationArn === undefined || fixed !== undefined
+        ? undefined
+        : away?.remote(task.destinationArn);
+    if (task.destinationArn !== undefined && fixed === undefined && fixedAway === undefined) {
       this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
       return 0;
     }
+    // A relay whose answer never came is over when its message's hold is: a later step takes it.
+    for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
     let n = 0;
-    while (n < budget && task.moved < task.toMove) {
+    let moved = 0;
+    while (n < budget && task.moved + task.relays.size < task.toMove && task.relays.size < MAX_RELAYING) {
       const msg = source.nextToMove(now);
       if (msg === undefined) break;
+      const origin = msg.deadLetterSourceArn;
       const dest =
-        fixed ?? (msg.deadLetterSourceArn === undefined ? undefined : lookup(msg.deadLetterSourceArn));
+        fixedAway === undefined ? (fixed ?? (origin === undefined ? undefined : lookup(origin))) : undefined;
+      // A message sent away before goes by the destination's mark even to a queue held here: it
+      // may be there already (Queue.hold).
+      const target =
+        dest === undefined
+          ? (fixedAway ?? (origin === undefined ? undefined : away?.remote(origin)))
+          : msg.relayed && away !== undefined
+            ? asRemote(dest)
+            : undefined;
+      if (target !== undefined && away !== undefined) {
+        n++;
+        source.holdForMove(msg, now);
+        task.relays.add(msg);
+        away.relay(source, msg, target, redriven(msg, target.fifo, redriveId(msg.id, target.uid)));
+        continue;
+      }
       if (dest === undefined) {
         // A message sent to the DLQ directly has no source to go back to (give a DestinationArn);
         // a source that was deleted since is gone.
         this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
-        if (n > 0) this.emit({ type: 'move-task-put', task });
+        if (moved > 0) this.emit({ type: 'move-task-put', task });
         return n;
       }
+      n++;
       source.takeOut(msg, now);
-      const sent = dest.sendMessage(redriven(msg, dest), now).message;
+      const sent = dest.sendMessage(redriven(msg, dest.fifo, uuid()), now).message;
       if (sent !== undefined) this.emit({ type: 'message-moved', from: source, queue: dest, message: sent });
       task.moved++;
-      n++;
+      moved++;
     }
-    if (task.moved >= task.toMove || source.nextToMove(now) === undefined) this.finish(task, 'COMPLETED');
-    else if (n > 0) this.emit({ type: 'move-task-put', task });
+    // Not done while messages it sent away are unanswered: they may come back to be taken again.
+    if (task.relays.size === 0 && (task.moved >= task.toMove || source.nextToMove(now) === undefined)) {
+      this.finish(task, 'COMPLETED');
+    } else if (moved > 0) this.emit({ type: 'move-task-put', task });
     return n;
+  }
+
+  /**
+   * The answer to the relay of `msg` (see step): `arrived`, the destination has it durably and
+   * the caller took it out of the source (counted as moved, also when the task was cancelled
+   * since: it did move); `gone`, the destination does not exist (the task fails; the caller shows
+   * the message again); `unknown`, it stays held, and the task waits for it, until its hold ends.
+   */
+  relayed(task: MoveTask, msg: Message, outcome: 'arrived' | 'gone' | 'unknown'): void {
+    if (outcome === 'unknown') return;
+    task.relays.delete(msg);
+    if (outcome === 'arrived') {
+      task.moved++;
+      if (task.status === 'RUNNING' && task.relays.size === 0 && task.moved >= task.toMove) {
+        this.finish(task, 'COMPLETED');
+      } else this.emit({ type: 'move-task-put', task });
+    } else if (task.status === 'RUNNING') {
+      this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
+    }
   }
 
   /** Drops the tasks of a source whose shard is loaded again (their records are in storage); emits nothing. */
@@ -238,10 +303,33 @@ export class MoveTasks {
   }
 }
 
+/** How the store lets a step send messages to destinations other processes hold (many owners). */
+export interface MoveAwayHooks {
+  /** The queue an ARN names when another process holds it (in the task's account and region). */
+  remote(arn: string): RemoteQueue | undefined;
+  /** `msg` is held in `source` now: send `redriven` to `target`, and answer with `relayed`. */
+  relay(source: Queue, msg: Message, target: RemoteQueue, redriven: NewMessage): void;
+}
+
+/** At most this many relays of one task wait for their answer at once. */
+const MAX_RELAYING = 64;
+
+/**
+ * The id a message moved to a destination of another process gets there: the same every time it
+ * is sent to that queue, so that a sending whose answer was lost, sent again (by this process or
+ * by the next owner of the task's shard), finds the destination's mark for it instead of making
+ * a second message. A UUID in form, as every message id is.
+ */
+export function redriveId(messageId: string, destUid: string): string {
+  const h = createHash('sha256').update(`redrive:${destUid}:${messageId}`).digest('hex');
+  const v = ((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${v}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
 /** The message a moved message becomes in its destination: a new one, same content and group. */
-function redriven(msg: Message, dest: Queue): Parameters<Queue['sendMessage']>[0] {
+export function redriven(msg: Message, fifo: boolean, id: string): NewMessage {
   return {
-    id: uuid(),
+    id,
     body: msg.body,
     md5OfBody: msg.md5OfBody,
     attributes: msg.attributes,
@@ -250,6 +338,6 @@ function redriven(msg: Message, dest: Queue): Parameters<Queue['sendMessage']>[0
     md5OfSystemAttributes: msg.md5OfSystemAttributes,
     senderId: msg.senderId,
     groupId: msg.groupId,
-    deduplicationId: dest.fifo ? (msg.deduplicationId ?? msg.id) : undefined,
+    deduplicationId: fifo ? (msg.deduplicationId ?? msg.id) : undefined,
   };
 }

@@ -318,13 +318,13 @@ export class Queue {
     const vt = visibilityTimeoutMs ?? this.visibilityTimeoutMs;
     for (let msg = this.visible.next(); out.length < max && msg !== null; msg = this.visible.next()) {
       const dlq = this.deadLetterTarget(msg);
-      if (dlq !== undefined) {
-        this.moveToDeadLetter(msg, dlq, now);
-        continue;
-      }
-      const away = this.remoteDeadLetterTarget(msg);
+      const away = this.relayTarget(msg, dlq);
       if (away !== undefined) {
         this.holdForTransfer(msg, away, now);
+        continue;
+      }
+      if (dlq !== undefined) {
+        this.moveToDeadLetter(msg, dlq, now);
         continue;
       }
       this.visible.unlink(msg);
@@ -351,8 +351,14 @@ export class Queue {
       inflightCount: () => this.inflight.size,
       deadLettered: (m, now) => {
         const dlq = this.deadLetterTarget(m);
-        if (dlq !== undefined) this.moveToDeadLetter(m, dlq, now);
-        return dlq !== undefined;
+        const away = this.relayTarget(m, dlq);
+        if (away !== undefined) {
+          this.holdForTransfer(m, away, now);
+          return 'held';
+        }
+        if (dlq === undefined) return false;
+        this.moveToDeadLetter(m, dlq, now);
+        return 'moved';
       },
       take: (m, vt, now) => {
         this.visible.unlink(m);
@@ -415,17 +421,23 @@ export class Queue {
   }
 
   /**
-   * The dead-letter queue of a standard queue's message when another process holds it (many
-   * owners; FIFO queues' messages are not sent away: a group's order cannot wait on a relay).
+   * Where a message past its maxReceiveCount is sent rather than moved here (many owners, with
+   * someone to relay it): a dead-letter queue another process holds, of this account and region
+   * and of this queue's kind, as deadLetterTarget asks of a local one; or the local one, `dlq`,
+   * when the message was sent away before (Message.relayed), since it may be there already and
+   * only that queue's mark can tell.
    */
-  private remoteDeadLetterTarget(msg: Message): RemoteQueue | undefined {
+  private relayTarget(msg: Message, dlq: Queue | undefined): RemoteQueue | undefined {
     const r = this.redrive;
-    if (r === null || this.fifo || this.remoteByArn === undefined || msg.receiveCount < r.maxReceiveCount) {
+    if (r === null || this.listener.deadLetterAway === undefined || msg.receiveCount < r.maxReceiveCount) {
       return undefined;
     }
+    if (dlq !== undefined) return msg.relayed ? asRemote(dlq) : undefined;
+    if (this.remoteByArn === undefined) return undefined;
     const a = parseQueueArn(r.deadLetterTargetArn);
     if (a === undefined || a.accountId !== this.accountId || a.region !== this.region) return undefined;
-    return this.remoteByArn(r.deadLetterTargetArn);
+    const target = this.remoteByArn(r.deadLetterTargetArn);
+    return target?.fifo === this.fifo ? target : undefined;
   }
 
   /** Messages held out of sight while another process takes them: id → the hold's deadline. */
@@ -433,32 +445,84 @@ export class Queue {
 
   /**
    * Holds a message out of sight for {@link TRANSFER_HOLD_MS}, as an in-flight one with no
-   * receive, and asks for it to be sent to its dead-letter queue elsewhere. Nothing is written:
-   * if the process stops meanwhile, the message is as Redis last had it.
+   * receive: a FIFO group waits behind it as behind any message in flight, so the group's order
+   * holds whether the message leaves or comes back. It is written so, marked `relayed`, before it
+   * is sent (the router waits for that write): if this process dies after it arrived and before
+   * its removal here is written, whoever holds this queue next reads the destination's mark before
+   * it moves the message anywhere, even to a queue it holds itself.
    */
-  private holdForTransfer(msg: Message, target: RemoteQueue, now: number): void {
+  private hold(msg: Message, now: number): void {
     this.visible.unlink(msg);
     msg.state = 'inflight';
     msg.heapKey = now + TRANSFER_HOLD_MS;
+    msg.relayed = true;
     this.schedule(this.inflight, msg);
+    this.listener.change?.({ type: 'message-put', queue: this, message: msg });
     (this.away ??= new Map()).set(msg.id, msg.heapKey);
+    const g = this.groups?.get(msg.groupId ?? '');
+    if (g !== undefined) this.groups?.refresh(g);
+  }
+
+  /** Held, and asked to be sent to its dead-letter queue elsewhere (see hold). */
+  private holdForTransfer(msg: Message, target: RemoteQueue, now: number): void {
+    this.hold(msg, now);
     this.listener.deadLetterAway?.(this, msg, target);
   }
 
   /**
+   * A move task's message (nextToMove) whose destination another process holds: held (see hold)
+   * while it is sent there; {@link completeMove} takes it out once it arrived.
+   */
+  holdForMove(msg: Message, now: number): void {
+    this.hold(msg, now);
+  }
+
+  /** Whether `msg` is held for another process (hold), its hold not over at `now`. */
+  holds(msg: Message, now: number): boolean {
+    return msg.state === 'inflight' && this.away?.get(msg.id) === msg.heapKey && msg.heapKey > now;
+  }
+
+  /**
+   * Ends a hold for good; true when the message is still held (then taken out by the caller).
+   * False when the hold is over (the message was received again meanwhile, or is gone, or the
+   * queue left this store): then it stays as it is.
+   */
+  private endHold(msg: Message, now: number): boolean {
+    const held = this.holds(msg, now);
+    this.away?.delete(msg.id);
+    if (!held || this.deleted) return false;
+    this.tick(now);
+    return msg.state === 'inflight';
+  }
+
+  /**
    * The process holding the dead-letter queue has the message now: it leaves this queue, counted
-   * as dead-lettered. False when the hold is over (the message was received again meanwhile, or
-   * is gone): then it stays as it is.
+   * as dead-lettered (see endHold for false).
    */
   completeTransfer(msg: Message, now: number): boolean {
-    const held = this.away?.get(msg.id);
-    this.away?.delete(msg.id);
-    if (held === undefined || msg.state !== 'inflight' || msg.heapKey !== held) return false;
-    this.tick(now);
-    if (msg.state !== 'inflight') return false;
+    if (!this.endHold(msg, now)) return false;
     this.deadLettered++;
     this.remove(msg, now);
     return true;
+  }
+
+  /** A move task's destination elsewhere has the message now: it leaves (see endHold for false). */
+  completeMove(msg: Message, now: number): boolean {
+    if (!this.endHold(msg, now)) return false;
+    this.remove(msg, now);
+    return true;
+  }
+
+  /**
+   * A held message that is known not to have arrived (its destination is gone) is visible again
+   * at once, where it was, rather than at the end of its hold.
+   */
+  releaseHold(msg: Message, now: number): void {
+    if (!this.endHold(msg, now)) return;
+    this.inflight.remove(msg);
+    const receivable = this.returnToVisible(msg, true, now);
+    this.listener.change?.({ type: 'message-put', queue: this, message: msg });
+    if (receivable) this.listener.available?.(this);
   }
 
   private moveToDeadLetter(msg: Message, dlq: Queue, now: number): void {
@@ -517,7 +581,9 @@ export class Queue {
     const ref = parseReceiptHandle(this.uid, receiptHandle);
     this.tick(now);
     const msg = this.received?.get(ref.messageId);
-    if (msg === undefined) {
+    // A held message is on its way to another queue: a visibility set now could hand it out
+    // again here after it arrived there.
+    if (msg === undefined || this.holds(msg, now)) {
       throw new CoreError(
         'InvalidParameterValue',
         `Value ${receiptHandle} for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.`,
@@ -776,6 +842,11 @@ export class Queue {
 }
 
 const NO_TAGS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** A queue held here, named as a relay names its destination (see Queue.relayTarget). */
+export function asRemote(q: Queue): RemoteQueue {
+  return { arn: q.arn, uid: q.uid, shard: q.shard, fifo: q.fifo };
+}
 
 /**
  * How long a message sent to a dead-letter queue another process holds stays out of sight here

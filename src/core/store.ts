@@ -3,10 +3,10 @@ import { Budget, QUEUE_OVERHEAD, type RefusalScope } from './budget.js';
 import { Catalog, type CatalogEntry } from './catalog.js';
 import type { Clock } from './clock.js';
 import { CoreError } from './errors.js';
-import type { ChangeEvent, CoreListener, RemoteQueue } from './events.js';
+import type { ChangeEvent, CoreListener, MoveAway, RemoteQueue } from './events.js';
 import type { Message } from './message.js';
 import { DELETED_RECENTLY_MS, MAX_MOVE_RATE, PURGE_INTERVAL_MS } from './limits.js';
-import { decodeTaskHandle, MoveTasks, type MoveTask } from './movetasks.js';
+import { decodeTaskHandle, MoveTasks, type MoveAwayHooks, type MoveTask } from './movetasks.js';
 import { DEFAULT_REGION, Queue, queueKey, type QueueIdentity } from './queue.js';
 import {
   checkRedriveSources,
@@ -52,12 +52,13 @@ export class QueueStore {
   private readonly deadlineListeners: Array<(q: Queue) => void> = [];
   private readonly shardListeners: Array<(shard: number) => void> = [];
   private readonly awayListeners: Array<(q: Queue, m: Message, target: RemoteQueue) => void> = [];
+  private readonly moveAwayListeners: Array<(away: MoveAway) => void> = [];
   /** A queue of a shard held elsewhere, from its remote catalog entry (many owners). */
   private readonly remoteByArn = (arn: string): RemoteQueue | undefined => {
     const a = parseQueueArn(arn);
     if (a === undefined || !this.catalog.isRemote(a.accountId, a.region, a.name)) return undefined;
     const e = this.catalog.get(a.accountId, a.region, a.name);
-    return e === undefined ? undefined : { arn: e.arn, uid: e.uid, shard: e.shard };
+    return e === undefined ? undefined : { arn: e.arn, uid: e.uid, shard: e.shard, fifo: e.fifo };
   };
   /** Message move tasks, by source queue (movetasks.ts); advanced by the driver in src/sqs. */
   readonly moveTasks: MoveTasks;
@@ -100,9 +101,6 @@ export class QueueStore {
         // A deleted queue's bytes left the budget with it; a long poll may still tick it.
         if (!q.deleted) this.budget.add(q.accountId, delta);
       },
-      deadLetterAway: (q, m, target) => {
-        for (const l of this.awayListeners) l(q, m, target);
-      },
     };
     this.budget = new Budget(
       options.maxMemory,
@@ -130,6 +128,15 @@ export class QueueStore {
   /** A message is to go to a dead-letter queue another process holds (see CoreListener). */
   onDeadLetterAway(fn: (q: Queue, m: Message, target: RemoteQueue) => void): void {
     this.awayListeners.push(fn);
+    // Only once someone relays them do queues hold messages for another process (Queue.hold).
+    this.listener.deadLetterAway = (q, m, target) => {
+      for (const l of this.awayListeners) l(q, m, target);
+    };
+  }
+
+  /** A move task's message is to go to a destination another process holds (see MoveAway). */
+  onMoveAway(fn: (away: MoveAway) => void): void {
+    this.moveAwayListeners.push(fn);
   }
 
   /** A queue's next delay or visibility deadline may have moved earlier (see CoreListener). */
@@ -482,7 +489,8 @@ export class QueueStore {
       throw new CoreError('InvalidParameterValue', 'Source queue must be configured as a Dead Letter Queue.');
     }
     if (destinationArn !== undefined) {
-      const dest = this.byArnIn(destinationArn, caller);
+      // Another process's queue is known from its remote catalog entry, kind included.
+      const dest = this.byArnIn(destinationArn, caller) ?? this.remoteTarget(destinationArn, caller);
       if (dest === undefined) {
         throw new CoreError(
           'ResourceNotFoundException',
@@ -531,14 +539,49 @@ export class QueueStore {
     // of it comes back with the shard, as another object.
     if (this.moveTasks.find(task.sourceArn, task.taskId) !== task) return 0;
     const home = parseQueueArn(task.sourceArn);
+    // Without anyone to send them (one process holds every shard), no destination is remote.
+    const away: MoveAwayHooks | undefined =
+      home === undefined || this.moveAwayListeners.length === 0
+        ? undefined
+        : {
+            remote: (arn) => (this.remoteTarget(arn, home) === undefined ? undefined : this.remoteByArn(arn)),
+            relay: (source, message, target, redriven) => {
+              for (const l of this.moveAwayListeners) l({ task, source, message, target, redriven });
+            },
+          };
     try {
-      return this.moveTasks.step(task, this.clock.now(), budget, (arn) =>
-        home === undefined ? undefined : this.byArnIn(arn, home),
+      return this.moveTasks.step(
+        task,
+        this.clock.now(),
+        budget,
+        (arn) => (home === undefined ? undefined : this.byArnIn(arn, home)),
+        away,
       );
     } catch (e) {
       // The source's or the destination's shard is being loaded: the task waits, it does not fail.
       if (e instanceof CoreError && e.code === 'ServiceUnavailable') return 0;
       throw e;
     }
+  }
+
+  /**
+   * The answer to a move task's relay (onMoveAway): `arrived`, the destination's owner has the
+   * message durably, so it leaves the source now (unless its hold is over: then a later step
+   * sends it again and the destination's mark answers); `gone`, the destination does not exist,
+   * so the task fails and the message is visible again at once; `unknown`, it stays held until
+   * its hold ends. A task or queue no longer this store's (its shard read back or given away) is
+   * left alone: its next owner sends what it finds again.
+   */
+  movedAway(away: MoveAway, outcome: 'arrived' | 'gone' | 'unknown'): void {
+    const { task, source, message } = away;
+    if (this.moveTasks.find(task.sourceArn, task.taskId) !== task || source.deleted) return;
+    const now = this.clock.now();
+    if (outcome === 'arrived') {
+      // Its hold over (taken again by a later step, or gone): that sending's answer decides.
+      if (source.completeMove(message, now)) this.moveTasks.relayed(task, message, 'arrived');
+      return;
+    }
+    if (outcome === 'gone') source.releaseHold(message, now);
+    this.moveTasks.relayed(task, message, outcome);
   }
 }

@@ -34,9 +34,10 @@ import {
 } from './forward.js';
 import type { ShardOwner, ShardMapView } from './owner.js';
 import { routeOf } from './route.js';
-import type { RemoteQueue } from '../core/events.js';
-import type { Message } from '../core/message.js';
+import type { MoveAway, RemoteQueue } from '../core/events.js';
+import type { Message, NewMessage } from '../core/message.js';
 import type { Queue } from '../core/queue.js';
+import type { QueueStore } from '../core/store.js';
 import { deserializeMessage, serializeMessage } from '../persistence/codec.js';
 import { RpcClient, RpcLostError, RpcUnsentError, type RpcAddress } from './rpc.js';
 
@@ -62,8 +63,20 @@ interface DeadLetter {
 }
 
 /**
+ * A move task's message sent to a destination of another owner's shard (payload `{ v }`): the
+ * queue (ARN and uid) and the message as the destination is to hold it, a new one whose id is the
+ * same at every sending (core/movetasks.ts: redriven, redriveId).
+ */
+interface MoveRelay {
+  readonly s: number;
+  readonly arn: string;
+  readonly uid: string;
+  readonly n: NewMessage;
+}
+
+/**
  * The owner's answer: an output, an SQS error, "not the owner" (nothing was run), or, to a dead
- * letter, "that queue is gone".
+ * letter or a move, "that queue is gone".
  */
 type Answer = { readonly o: unknown } | { readonly e: WireError } | { readonly n: 1 } | { readonly g: 1 };
 
@@ -158,6 +171,8 @@ export class Router {
   async handle(payload: unknown, signal: AbortSignal): Promise<Answer> {
     const t = (payload as { t?: DeadLetter }).t;
     if (t !== undefined) return this.acceptDeadLetter(t);
+    const v = (payload as { v?: MoveRelay }).v;
+    if (v !== undefined) return this.acceptMove(v);
     const f = payload as Forwarded;
     if (typeof f.s !== 'number' || !Object.hasOwn(actions, f.a) || !isForwardedContext(f.c)) {
       return { e: errorToWire(new SqsError('InvalidAction', 'The forwarded request names no action.')) };
@@ -172,10 +187,14 @@ export class Router {
   }
 
   /**
-   * A standard queue's message reached its maxReceiveCount, and its dead-letter queue is another
-   * owner's (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner
-   * has it durably. Not answered, or not the owner in time: nothing changes here, and the message
-   * comes back when its hold ends, for a later receive to try again (Queue.completeTransfer).
+   * A message reached its maxReceiveCount, and its dead-letter queue is another owner's
+   * (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner has it
+   * durably. Not answered, or not the owner in time: nothing changes here, and the message comes
+   * back when its hold ends, for a later receive to try again (Queue.completeTransfer). A FIFO
+   * message's group waits meanwhile, as it waits for a message in flight. The relay counts as a
+   * request in flight on the source's shard, so a shard given away meanwhile is handed over only
+   * once the answer is applied and written: its next owner never finds the message still there
+   * after it arrived (and, holding the dead-letter queue too, puts it there a second time).
    */
   relayDeadLetter(source: Queue, message: Message, target: RemoteQueue): void {
     const t: DeadLetter = {
@@ -186,18 +205,67 @@ export class Router {
       id: message.id,
       m: serializeMessage(message),
     };
-    void this.deliver(t).then(
-      (answer) => {
-        if (answer !== undefined && 'o' in answer)
-          source.completeTransfer(message, this.opts.services.clock.now());
-      },
-      (e: unknown) => {
-        this.log.warn(
-          { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
-          'a dead-letter move to another owner failed; the message is tried again after its hold',
-        );
-      },
-    );
+    const leave = this.opts.owner.enter(source.shard);
+    // Sent only once the hold (the message marked relayed) is written: see Queue.hold.
+    void this.opts.persistence
+      .commit(source.shard)
+      .then(() => this.deliver(t))
+      .then(
+        (answer) => {
+          if (answer !== undefined && 'o' in answer)
+            source.completeTransfer(message, this.opts.services.clock.now());
+        },
+        (e: unknown) => {
+          this.log.warn(
+            { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
+            'a dead-letter move to another owner failed; the message is tried again after its hold',
+          );
+        },
+      )
+      .finally(leave);
+  }
+
+  /**
+   * A move task of `store` sends a message to a destination another owner holds
+   * (QueueStore.onMoveAway): the answer goes back to the store (QueueStore.movedAway), which takes
+   * the message out of the task's source only when the destination has it durably.
+   */
+  relayMove(store: QueueStore, away: MoveAway): void {
+    // As a request in flight (see relayDeadLetter): the source's shard is not given away before
+    // the answer is applied and written with it.
+    const leave = this.opts.owner.enter(away.source.shard);
+    const v: MoveRelay = {
+      s: away.target.shard,
+      arn: away.target.arn,
+      uid: away.target.uid,
+      n: away.redriven,
+    };
+    // Sent only once the hold (the message marked relayed) is written: see Queue.hold.
+    void this.opts.persistence
+      .commit(away.source.shard)
+      .then(() =>
+        this.toOwner(
+          v.s,
+          () => this.acceptMove(v),
+          (address) => this.send(address, { v }, FORWARD_TIMEOUT_MS, 'MoveMessage'),
+        ),
+      )
+      .then(
+        (answer) => {
+          store.movedAway(
+            away,
+            answer === undefined ? 'unknown' : 'o' in answer ? 'arrived' : 'g' in answer ? 'gone' : 'unknown',
+          );
+        },
+        (e: unknown) => {
+          this.log.warn(
+            { task: away.task.taskId, error: e instanceof Error ? e.message : String(e) },
+            "a move task's message to another owner got no answer; it is sent again after its hold",
+          );
+          store.movedAway(away, 'unknown');
+        },
+      )
+      .finally(leave);
   }
 
   /**
@@ -250,23 +318,51 @@ export class Router {
    * Takes a message another owner sends to a dead-letter queue of a shard served here, at most
    * once: its mark, written with it, answers a second sending (a relay whose answer was lost).
    */
-  private async acceptDeadLetter(t: DeadLetter): Promise<Answer> {
+  private acceptDeadLetter(t: DeadLetter): Promise<Answer> {
+    return this.accept(t.s, t.arn, t.uid, t.id, (dlq, now) =>
+      dlq.acceptDeadLetter(deserializeMessage(t.id, t.m), t.src, now),
+    );
+  }
+
+  /**
+   * Takes a move task's message another owner sends to a queue of a shard served here, at most
+   * once, as acceptDeadLetter: a new message, sent as a move task's step sends it (a FIFO queue
+   * may find it a duplicate within its deduplication window: then it is only marked).
+   */
+  private acceptMove(v: MoveRelay): Promise<Answer> {
+    if (typeof v.n !== 'object' || typeof v.n.id !== 'string') {
+      return Promise.resolve({ e: errorToWire(new SqsError('InvalidAction', 'The move names no message.')) });
+    }
+    return this.accept(v.s, v.arn, v.uid, v.n.id, (q, now) => q.sendMessage(v.n, now));
+  }
+
+  /**
+   * Puts message `id` into the queue `arn` (uid `uid`) of shard `s` unless its mark says it is
+   * there already, marks it in the same write, and answers once that is durable.
+   */
+  private async accept(
+    s: unknown,
+    arn: string,
+    uid: string,
+    id: string,
+    put: (q: Queue, now: number) => unknown,
+  ): Promise<Answer> {
     const { owner, persistence, services } = this.opts;
-    if (typeof t.s !== 'number' || !owner.serves(t.s)) return { n: 1 };
-    const key = `${t.uid}:${t.id}`;
+    if (typeof s !== 'number' || !owner.serves(s)) return { n: 1 };
+    const key = `${uid}:${id}`;
     // The same message sent twice at once: the second waits for the first's outcome, then asks again.
     if (this.accepting.has(key)) return { n: 1 };
     this.accepting.add(key);
-    const leave = owner.enter(t.s);
+    const leave = owner.enter(s);
     try {
-      const dlq = services.store.byArn(t.arn);
-      if (dlq === undefined || dlq.uid !== t.uid || dlq.deleted) return { g: 1 };
-      if (!(await persistence.transferMarked(t.s, t.uid, t.id))) {
-        const moved = dlq.acceptDeadLetter(deserializeMessage(t.id, t.m), t.src, services.clock.now());
-        persistence.acceptedTransfer(dlq, moved);
+      const q = services.store.byArn(arn);
+      if (q === undefined || q.uid !== uid || q.deleted) return { g: 1 };
+      if (!(await persistence.transferMarked(s, uid, id))) {
+        put(q, services.clock.now());
+        persistence.acceptedTransfer(q, id);
       }
-      await persistence.commit(t.s);
-      if (!owner.holds(t.s)) return { n: 1 };
+      await persistence.commit(s);
+      if (!owner.holds(s)) return { n: 1 };
       return { o: 1 };
     } catch (e) {
       return { e: errorToWire(e) };

@@ -36,7 +36,7 @@ export class CodecError extends Error {
 const US = '\x1f';
 
 /** The header fields of a message record, in order; see serializeMessage. */
-const MESSAGE_FIELDS = 19;
+const MESSAGE_FIELDS = 20;
 const HEADER = `${MESSAGE_FIELDS}${US}`;
 
 const STATE_CODE: Record<MessageState, string> = {
@@ -89,6 +89,8 @@ export function serializeMessage(m: Message): string {
     US +
     (m.visibilityChanged ? '1' : '') +
     US +
+    (m.relayed ? '1' : '') +
+    US +
     m.body
   );
 }
@@ -118,8 +120,9 @@ export function deserializeMessage(id: string, record: string): Message {
   const systemAttributes = unjson(r.text(), id) as MessageAttributes | undefined;
   const sequenceNumber = untext(r.text());
   const deadLetterSourceArn = untext(r.text());
-  // Empty in records written before it was added.
+  // Empty in records written before they were added.
   const visibilityChanged = r.text() === '1';
+  const relayed = r.text() === '1';
   // Fields a later version appended: skipped.
   for (let i = MESSAGE_FIELDS; i < n; i++) r.text();
   const m = new Message(
@@ -145,6 +148,7 @@ export function deserializeMessage(id: string, record: string): Message {
   m.firstReceiveAt = firstReceiveAt;
   m.lastReceiveAt = lastReceiveAt;
   m.visibilityChanged = visibilityChanged;
+  m.relayed = relayed;
   // Likewise for the fields set after construction.
   m.receiptNonce = ownString(receiptNonce);
   m.sequenceNumber = sequenceNumber === undefined ? undefined : ownString(sequenceNumber);

@@ -30,7 +30,6 @@
 import { once } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Durability } from '../core/durability.js';
-import type { Message } from '../core/message.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { deserializeMessage } from './codec.js';
@@ -298,7 +297,7 @@ export class Persistence implements Durability {
 
   /**
    * With `owned`: whether a message another process sent to a queue of `shard` (a dead-letter
-   * move across owners) arrived already: its mark, written with it (Writer.acceptedTransfer).
+   * move or a move task's step across owners) arrived already: its mark, written with it (Writer.acceptedTransfer).
    */
   async transferMarked(shard: number, uid: string, id: string): Promise<boolean> {
     const keys = this.opts.layout.shards[shard];
@@ -306,9 +305,9 @@ export class Persistence implements Durability {
     return (await this.opts.redis.hexists(`${keys.prefix}in:${uid}`, id)) === 1;
   }
 
-  /** With `owned`: `message` was put in `dest` for another process; marked with it (see above). */
-  acceptedTransfer(dest: Queue, message: Message): void {
-    this.current?.acceptedTransfer(dest, message);
+  /** With `owned`: message `id` was put in `dest` for another process; marked with it (see above). */
+  acceptedTransfer(dest: Queue, id: string): void {
+    this.current?.acceptedTransfer(dest, id);
   }
 
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */

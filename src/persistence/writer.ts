@@ -161,6 +161,12 @@ interface Batch {
   readonly catalog: Set<Queue>;
   /** Messages that moved from a queue of one shard to a queue of another. */
   readonly transfers: Transfer[];
+  /**
+   * Messages another process (many owners) sent to a queue here, by the id the queue knows them
+   * by: the mark (`in:<uid>`, field `<id>`) is written after the message, in the same call, and
+   * left, since the source is not this writer's to clean; it goes with the queue.
+   */
+  readonly marks: { readonly dest: Queue; readonly id: string }[];
   /** The scopes it touched. */
   readonly scopes: Set<ScopeState>;
 }
@@ -182,11 +188,6 @@ interface Transfer {
   readonly message: Message;
   /** False for a transfer replayed from the outbox: its entry is in Redis already. */
   readonly writeOut: boolean;
-  /**
-   * Sent by another process (many owners), which holds the source: the mark is written with the
-   * message and left, since the source is not this writer's to clean; it goes with the queue.
-   */
-  readonly remote?: boolean;
 }
 
 /** A field to delete from a scope's hash, and what to do once that is applied. */
@@ -472,20 +473,13 @@ export class Writer {
   }
 
   /**
-   * A message another process sent to `dest` (a dead-letter move across owners) was put in it
-   * (its message-put is in the open batch): marked there in the same call, so that the sender's
-   * retry of it is known for what it is (persistence.ts, transferMarked).
+   * A message another process sent to `dest` (a dead-letter move or a move task's step across
+   * owners) was put in it as `id` (its message-put is in the open batch), or was a duplicate of
+   * one (FIFO deduplication): marked there in the same call, so that the sender's retry of it is
+   * known for what it is (persistence.ts, transferMarked).
    */
-  acceptedTransfer(dest: Queue, message: Message): void {
-    const st = this.shardOf(dest);
-    this.touch(st)?.transfers.push({
-      field: `${dest.uid}:${message.id}`,
-      source: st,
-      dest,
-      message,
-      writeOut: false,
-      remote: true,
-    });
+  acceptedTransfer(dest: Queue, id: string): void {
+    this.touch(this.shardOf(dest))?.marks.push({ dest, id });
   }
 
   /** A transfer found settled (marked, or its queue gone): its outbox entry and mark go. */
@@ -584,6 +578,7 @@ export class Writer {
       tenants: new Set(),
       catalog: new Set(),
       transfers: [],
+      marks: [],
       scopes: new Set(),
     };
     this.open = b;
@@ -916,11 +911,6 @@ export class Writer {
     const marked: Transfer[] = [];
     for (const t of b.transfers) {
       const destScope = this.shardOf(t.dest);
-      // Marked even when already received and deleted here: the mark says it arrived.
-      if (t.remote === true) {
-        if (!t.dest.deleted) marked.push(t);
-        continue;
-      }
       if (t.dest.deleted || t.message.state === 'deleted') {
         // The message went with its queue, or was received and deleted in this very tick.
         if (!t.writeOut)
@@ -1142,7 +1132,6 @@ export class Writer {
       const dstPart = parts.get(destScope);
       if (dst === undefined || dstPart === undefined || (t.writeOut && srcPart === undefined)) continue;
       dst.hash(`in:${t.dest.uid}`, [t.message.id, String(t.source.id)], []);
-      if (t.remote === true) continue;
       this.transfers.add(t.field);
       const settled =
         t.writeOut && srcPart !== undefined ? Promise.all([srcPart.done, dstPart.done]) : dstPart.done;
@@ -1155,6 +1144,13 @@ export class Writer {
         },
         () => this.transfers.delete(t.field),
       );
+    }
+    // Marked even when already received and deleted here: the mark says it arrived.
+    for (const { dest, id } of b.marks) {
+      const scope = this.shardOf(dest);
+      const dst = to(scope);
+      if (dest.deleted || dst === undefined || !parts.has(scope)) continue;
+      dst.hash(`in:${dest.uid}`, [id, String(scope.id)], []);
     }
     this.cleanupsInto(parts, to);
     const out: Call[][] = [];

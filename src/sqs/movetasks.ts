@@ -14,6 +14,8 @@ import type { QueueStore } from '../core/store.js';
  *   CHUNK messages per step, the next step on a 0 ms timer, so requests keep being served.
  * - CancelMessageMoveTask sets the task CANCELLING; `wake` runs its next step at once, which
  *   makes it CANCELLED.
+ * - A task waiting only for the answers of messages sent to another owner (core/movetasks.ts,
+ *   relays) steps every MIN_INTERVAL_MS until they come.
  * - A task that is done (COMPLETED, CANCELLED, FAILED) drops its timer. Tasks that were RUNNING
  *   in a store loaded from Redis are picked up by the constructor.
  */
@@ -91,7 +93,10 @@ export class MoveTaskRunner {
       this.running.delete(r.task);
       return;
     }
-    this.schedule(r, rate === undefined ? 0 : Math.max(MIN_INTERVAL_MS, 1000 / rate));
+    // Waiting for relays to another owner only (nothing to take meanwhile): no busy loop on them.
+    const idle = moved === 0 && r.task.relays.size > 0;
+    const delay = rate !== undefined ? Math.max(MIN_INTERVAL_MS, 1000 / rate) : idle ? MIN_INTERVAL_MS : 0;
+    this.schedule(r, delay);
   }
 
   /** A timer, even for "now": other work queued on the event loop runs between two steps. */

@@ -142,10 +142,12 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         `The change could not be stored durably; please retry. (${cause.message})`,
       ),
     onStore: (store) => {
-      // Dead-letter queues of other owners' shards get their messages through the router.
+      // Dead-letter queues and move tasks' destinations of other owners' shards get their
+      // messages through the router.
       store.onDeadLetterAway((queue, message, target) =>
         routing.router?.relayDeadLetter(queue, message, target),
       );
+      store.onMoveAway((away) => routing.router?.relayMove(store, away));
       stores.replace(store);
       mirrorFor(store);
     },

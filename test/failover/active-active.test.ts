@@ -15,12 +15,14 @@ import type { TestContext } from 'node:test';
 import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSServiceException,
   StartMessageMoveTaskCommand,
   type SQSClient,
+  type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
@@ -655,12 +657,8 @@ test(
 
 for (const where of ['another process', 'the same process'] as const) {
   test(
-    `Active/active move task: Given a dead-letter queue on one process and its source queue on ${where}, When a message move task is started from the dead-letter queue to the source, Then it is accepted and the message arrives in the source, as with one process`,
-    {
-      timeout: 120_000,
-      // Known and documented (docs/architecture.md, "Many owners": what does not cross owners yet).
-      todo: where === 'another process' ? 'move tasks between queues of two owners are not made yet' : false,
-    },
+    `Active/active move task: Given a dead-letter queue on one process and its source queue on ${where}, When a message move task is started from the dead-letter queue to the source, Then it is accepted, the message arrives in the source once, the dead-letter queue is empty and ListMessageMoveTasks says COMPLETED with 1 moved, as with one process`,
+    { timeout: 120_000 },
     async (t) => {
       const c = await ownersFor(t);
       const [n1, n2, n3] = c.nodes as [Instance, Instance, Instance];
@@ -708,6 +706,27 @@ for (const where of ['another process', 'the same process'] as const) {
         15_000,
       );
       assert.equal(moved, 'to be moved back');
+      let tasks: ListMessageMoveTasksResultEntry[] = [];
+      await until(
+        'the task is over',
+        async () => {
+          tasks = (await sdk.send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [];
+          return tasks[0]?.Status !== 'RUNNING';
+        },
+        15_000,
+      );
+      assert.equal(tasks[0]?.Status, 'COMPLETED');
+      assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 1);
+      const counts = await sdk.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: dlqUrl,
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+        }),
+      );
+      assert.equal(counts.Attributes?.ApproximateNumberOfMessages, '0', 'taken out of the dead-letter queue');
+      assert.equal(counts.Attributes?.ApproximateNumberOfMessagesNotVisible, '0');
+      const again = await sdk.send(new ReceiveMessageCommand({ QueueUrl: srcUrl, WaitTimeSeconds: 2 }));
+      assert.deepEqual(again.Messages ?? [], [], 'moved once: no second copy once the first is in flight');
     },
   );
 }

@@ -1,22 +1,28 @@
 /**
  * --active-active with two servers embedded in this process (startServer) on a real
  * redis-server: they split the 256 shards, each answers for the other's queues (SDK v3, JSON),
- * and the admin API's shard routes list the map, move a shard with everything in it, and drain an
- * instance, which goes on routing.
+ * dead letters and move tasks cross from one owner to the other (standard and FIFO), and the admin
+ * API's shard routes list the map, move a shard with everything in it, and drain an instance,
+ * which goes on routing.
  */
 import assert from 'node:assert/strict';
 import {
   CreateQueueCommand,
+  GetQueueAttributesCommand,
+  ListMessageMoveTasksCommand,
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
+  StartMessageMoveTaskCommand,
+  type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
 import { startServer, type RunningServer } from '../../src/index.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { until } from '../support/layout-v1.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
+import { queryOk, xmlText } from '../support/wire.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 let redis: TestRedis | undefined;
@@ -221,6 +227,221 @@ void test('Given a queue whose dead-letter queue another instance owns, when a m
   );
   const left = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.deepEqual(left.Messages ?? [], [], 'gone from the source');
+});
+
+/**
+ * A dead-letter queue `dlq` made through a, and a source queue of the other owner whose
+ * RedrivePolicy names it (maxReceiveCount 1, VisibilityTimeout 0), made through b once b's catalog
+ * mirror knows the dead-letter queue; the source's name is `<stem>-<i>`.
+ */
+async function pairAcrossOwners(
+  dlq: string,
+  stem: string,
+  fifo: boolean,
+): Promise<{ dlqUrl: string; dlqArn: string; url: string; arn: string }> {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const v = await view(a);
+  const ownerOf = (name: string): string | null | undefined =>
+    v.shards[shardOf('000000000000', 'us-east-1', name)]?.owner;
+  const suffix = fifo ? '.fifo' : '';
+  let i = 0;
+  while (ownerOf(`${stem}-${i}${suffix}`) === ownerOf(dlq)) i++;
+  const kind: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
+  const { QueueUrl: dlqUrl } = await sqs(a).send(
+    new CreateQueueCommand({ QueueName: dlq, Attributes: kind }),
+  );
+  assert.ok(dlqUrl);
+  const dlqArn = `arn:aws:sqs:us-east-1:000000000000:${dlq}`;
+  const name = `${stem}-${i}${suffix}`;
+  const { QueueUrl: url } = await until(
+    'the source can name the remote dead-letter queue',
+    () =>
+      sqs(b)
+        .send(
+          new CreateQueueCommand({
+            QueueName: name,
+            Attributes: {
+              ...kind,
+              RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
+              VisibilityTimeout: '0',
+            },
+          }),
+        )
+        .catch(() => ({ QueueUrl: undefined })),
+    (r) => r.QueueUrl !== undefined,
+  );
+  assert.ok(url);
+  return { dlqUrl, dlqArn, url, arn: `arn:aws:sqs:us-east-1:000000000000:${name}` };
+}
+
+void test("Given a FIFO queue whose FIFO dead-letter queue another instance owns, when a group's first message passes its maxReceiveCount, then it moves there once with its group, and the group goes on after it, in order", async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const { dlqUrl, url: QueueUrl, arn } = await pairAcrossOwners('fifo-dlq-far.fifo', 'fifo-src', true);
+  const first = await sqs(a).send(
+    new SendMessageCommand({
+      QueueUrl,
+      MessageBody: 'poison',
+      MessageGroupId: 'g',
+      MessageDeduplicationId: 'p',
+    }),
+  );
+  const second = await sqs(b).send(
+    new SendMessageCommand({
+      QueueUrl,
+      MessageBody: 'next',
+      MessageGroupId: 'g',
+      MessageDeduplicationId: 'n',
+    }),
+  );
+  const got = await sqs(b).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.equal(got.Messages?.[0]?.MessageId, first.MessageId);
+  // Received once already: this receive sends it away, and the group waits for it meanwhile.
+  const during = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+  assert.deepEqual(during.Messages ?? [], [], 'neither the message sent away nor the one behind it');
+  const moved = await until(
+    'the message is in the dead-letter queue',
+    async () =>
+      (
+        await sqs(b).send(
+          new ReceiveMessageCommand({
+            QueueUrl: dlqUrl,
+            MessageSystemAttributeNames: ['All'],
+            VisibilityTimeout: 30,
+          }),
+        )
+      ).Messages ?? [],
+    (ms) => ms.length > 0,
+  );
+  assert.equal(moved.length, 1);
+  const m = moved[0];
+  assert.equal(m?.MessageId, first.MessageId, 'the same message id');
+  assert.equal(m?.Body, 'poison');
+  assert.equal(m?.Attributes?.MessageGroupId, 'g');
+  assert.equal(m?.Attributes?.DeadLetterQueueSourceArn, arn);
+  // As within one owner: the dead-letter queue's own sequence number, the message id as dedup id.
+  assert.equal(m?.Attributes?.MessageDeduplicationId, first.MessageId);
+  assert.ok(
+    m?.Attributes?.SequenceNumber !== undefined && m.Attributes.SequenceNumber !== first.SequenceNumber,
+  );
+  const after = await until(
+    'the group goes on',
+    async () =>
+      (await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }))).Messages ?? [],
+    (ms) => ms.length > 0,
+  );
+  assert.deepEqual(
+    after.map((x) => x.MessageId),
+    [second.MessageId],
+  );
+});
+
+void test('Given a dead-letter queue whose source queue another instance owns, when a move task (Query, with a rate) sends its messages back, then each arrives there once as a new message and ListMessageMoveTasks (JSON) counts them', async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('move-dlq-far', 'move-src', false);
+  const sent: string[] = [];
+  for (let n = 0; n < 3; n++) {
+    const r = await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${n}` }));
+    assert.ok(r.MessageId);
+    sent.push(r.MessageId);
+  }
+  // Each received once, then sent to the dead-letter queue by the receives after.
+  await until(
+    'every message is in the dead-letter queue',
+    async () => {
+      await sqs(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqs(a).send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
+    },
+    (n) => n === 3,
+  );
+  const started = await queryOk(b.url, {
+    Action: 'StartMessageMoveTask',
+    SourceArn: dlqArn,
+    MaxNumberOfMessagesPerSecond: '10',
+  });
+  assert.ok(xmlText(started, 'TaskHandle'));
+  const tasks = await until(
+    'the task completes',
+    async () => (await sqs(a).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [],
+    (r) => r[0]?.Status !== 'RUNNING',
+  );
+  assert.equal(tasks[0]?.Status, 'COMPLETED');
+  assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 3);
+  assert.equal(tasks[0]?.ApproximateNumberOfMessagesToMove, 3);
+  assert.equal(tasks[0]?.MaxNumberOfMessagesPerSecond, 10);
+  const back = await sqs(b).send(
+    new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 30 }),
+  );
+  assert.deepEqual((back.Messages ?? []).map((m) => m.Body).sort(), ['m0', 'm1', 'm2']);
+  for (const m of back.Messages ?? [])
+    assert.ok(!sent.includes(m.MessageId ?? ''), 'redriven: a new message id');
+  const left = await sqs(a).send(
+    new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
+  );
+  assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
+  assert.equal(left.Attributes?.ApproximateNumberOfMessagesNotVisible, '0');
+});
+
+void test("Given a move task across owners running at one message a second, when its dead-letter queue's shard moves to the other instance mid-task, then the new owner goes on and every message arrives once", async () => {
+  const [a, b] = servers as [RunningServer, RunningServer];
+  const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('mid-dlq', 'mid-src', false);
+  const bodies = ['m0', 'm1', 'm2', 'm3'];
+  for (const MessageBody of bodies) await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody }));
+  await until(
+    'every message is in the dead-letter queue',
+    async () => {
+      await sqs(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqs(a).send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
+    },
+    (n) => n === 4,
+  );
+  await sqs(a).send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }));
+  const list = async (): Promise<ListMessageMoveTasksResultEntry[]> =>
+    (await sqs(b).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [];
+  await until('one message moved', list, (r) => (r[0]?.ApproximateNumberOfMessagesMoved ?? 0) >= 1);
+
+  const shard = shardOf('000000000000', 'us-east-1', 'mid-dlq');
+  const v = await view(a);
+  const to = v.members.find((m) => m.id !== v.shards[shard]?.owner)?.id;
+  assert.ok(to);
+  const moved = await admin(a, `/admin/shards/${shard}/move`, {
+    method: 'POST',
+    body: JSON.stringify({ to }),
+  });
+  assert.equal(moved.status, 202);
+  const tasks = await until(
+    'the task completes at the new owner',
+    list,
+    (r) => r[0]?.Status !== 'RUNNING',
+    20_000,
+  );
+  assert.equal(tasks[0]?.Status, 'COMPLETED');
+  assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 4);
+  assert.equal((await view(a)).shards[shard]?.owner, to, 'the shard did change hands');
+
+  const got: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await sqs(a).send(
+      new ReceiveMessageCommand({
+        QueueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: 30,
+        WaitTimeSeconds: 1,
+      }),
+    );
+    for (const m of r.Messages ?? []) got.push(m.Body ?? '');
+  }
+  assert.deepEqual(got.sort(), bodies, 'each once');
+  const left = await sqs(b).send(
+    new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
+  );
+  assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
+  assert.equal(left.Attributes?.ApproximateNumberOfMessagesNotVisible, '0');
 });
 
 void test('Given an instance drained, then the other holds every shard and the drained one still answers by forwarding', async () => {

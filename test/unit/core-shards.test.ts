@@ -5,16 +5,18 @@
  * catalog's remote entries for the others, in listings and in the dead-letter checks.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { catalogEntry, type CatalogEntry, type CatalogRecord } from '../../src/core/catalog.js';
 import { ManualClock } from '../../src/core/clock.js';
-import type { ChangeEvent } from '../../src/core/events.js';
-import { TRANSFER_HOLD_MS, type QueueIdentity } from '../../src/core/queue.js';
+import type { ChangeEvent, MoveAway } from '../../src/core/events.js';
+import { TRANSFER_HOLD_MS, type Queue, type QueueIdentity } from '../../src/core/queue.js';
+import { redriveId } from '../../src/core/movetasks.js';
 import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { pageOfQueues } from '../../src/sqs/actions/pages.js';
+import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import { throwsCode } from '../support/assertions.js';
-import { msg } from '../support/queue.js';
+import { inGroup, msg } from '../support/queue.js';
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -354,7 +356,7 @@ void test('Given a standard queue whose dead-letter queue is remote, when a mess
   for (let i = 0; i < 3; i++) assert.equal(src.receive(1, undefined, clock.now()).length, 1);
 
   assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'the fourth receive sends it away instead');
-  assert.deepEqual(away, [{ arn: arnOf(far), uid: `uid-of-${far}`, shard: b, id: sent.id }]);
+  assert.deepEqual(away, [{ arn: arnOf(far), uid: `uid-of-${far}`, shard: b, fifo: false, id: sent.id }]);
   assert.equal(src.counts(clock.now()).inflight, 1, 'held, not delivered');
 
   assert.equal(src.completeTransfer(sent, clock.now()), true);
@@ -380,4 +382,315 @@ void test('Given a message held for a remote dead-letter queue, when no answer c
   assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'sent away again, not delivered');
   assert.equal(asked, 2);
   assert.equal(src.completeTransfer(sent, clock.now()), true, 'the answer to the second sending takes it');
+});
+
+/** A FIFO queue of shard a whose dead-letter queue is a remote FIFO queue of shard b. */
+function fifoWithRemoteDlq(): {
+  store: QueueStore;
+  clock: ManualClock;
+  src: Queue;
+  far: string;
+  away: string[];
+} {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq', true);
+  store.catalog.putRemote(remote(far));
+  const src = store.create(
+    id(nameIn(a, 'src', true)),
+    { FifoQueue: 'true', ...redrive(far), VisibilityTimeout: '0' },
+    {},
+  ).queue;
+  const away: string[] = [];
+  store.onDeadLetterAway((_q, m, t) => {
+    assert.equal(t.fifo, true);
+    away.push(m.id);
+  });
+  return { store, clock, src, far, away };
+}
+
+void test("Given a FIFO queue whose dead-letter queue is remote, when a group's first message passes its maxReceiveCount, then it is held, the group waits behind it, and the next message comes only once it has left", () => {
+  const { clock, src, away } = fifoWithRemoteDlq();
+  const first = src.sendMessage(msg('poison', inGroup('g', 'd1')), clock.now()).message;
+  const second = src.sendMessage(msg('next', inGroup('g', 'd2')), clock.now()).message;
+  assert.ok(first && second);
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual(
+      src.receive(1, undefined, clock.now()).map((m) => m.id),
+      [first.id],
+    );
+  }
+
+  assert.deepEqual(src.receive(10, undefined, clock.now()), [], 'neither the held one nor the one behind it');
+  assert.deepEqual(away, [first.id]);
+  assert.deepEqual(src.receive(10, undefined, clock.now()), [], 'the group still waits');
+
+  assert.equal(src.completeTransfer(first, clock.now()), true);
+  assert.equal(src.deadLettered, 1);
+  assert.deepEqual(
+    src.receive(10, undefined, clock.now()).map((m) => m.id),
+    [second.id],
+    'its group goes on with the next message',
+  );
+});
+
+void test('Given a FIFO message held for a remote dead-letter queue, when the hold ends unanswered, then it is sent again and the group still waits; a visibility change with its last handle is refused meanwhile', () => {
+  const { clock, src, away } = fifoWithRemoteDlq();
+  const first = src.sendMessage(msg('poison', inGroup('g', 'd1')), clock.now()).message;
+  src.sendMessage(msg('next', inGroup('g', 'd2')), clock.now());
+  assert.ok(first);
+  let handle = '';
+  for (let i = 0; i < 3; i++) {
+    const got = src.receive(1, undefined, clock.now());
+    assert.equal(got[0]?.id, first.id);
+    handle = src.receiptHandle(first);
+  }
+  assert.deepEqual(src.receive(10, undefined, clock.now()), []);
+  throwsCode(() => src.changeVisibility(handle, 0, clock.now()), 'InvalidParameterValue');
+
+  clock.advance(TRANSFER_HOLD_MS);
+  assert.deepEqual(src.receive(10, undefined, clock.now()), [], 'held again, and the next one waits');
+  assert.deepEqual(away, [first.id, first.id]);
+  assert.equal(src.completeTransfer(first, clock.now()), true, 'the answer to the second sending takes it');
+});
+
+void test('Given a FIFO queue whose remote dead-letter queue is standard, then a message past its maxReceiveCount is delivered as with no dead-letter queue', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  // Stored before such a policy was refused: the kinds differ, so nothing moves.
+  store.catalog.putRemote(remote(far));
+  const src = store.create(
+    id(nameIn(a, 'src', true)),
+    { FifoQueue: 'true', VisibilityTimeout: '0' },
+    {},
+  ).queue;
+  src.setAttributes({ RedrivePolicy: redrive(far).RedrivePolicy ?? '' }, clock.now());
+  let asked = 0;
+  store.onDeadLetterAway(() => asked++);
+  src.sendMessage(msg('m', inGroup('g', 'd')), clock.now());
+  for (let i = 0; i < 4; i++) assert.equal(src.receive(1, undefined, clock.now()).length, 1);
+  assert.equal(asked, 0);
+});
+
+/** A store owning shard a, with a dead-letter queue there whose source queue is remote, and the relays it asks for. */
+function dlqWithRemoteSource(fifo = false): {
+  store: QueueStore;
+  clock: ManualClock;
+  dlq: Queue;
+  src: string;
+  relays: MoveAway[];
+} {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const dlq = store.create(id(nameIn(a, 'dlq', fifo)), fifo ? { FifoQueue: 'true' } : {}, {}).queue;
+  const src = nameIn(b, 'src', fifo);
+  store.catalog.putRemote(remote(src, { deadLetterTargetArn: dlq.arn }));
+  const relays: MoveAway[] = [];
+  store.onMoveAway((r) => relays.push(r));
+  return { store, clock, dlq, src, relays };
+}
+
+void test('Given a dead-letter queue whose source queue is remote, when a move task steps, then each message is held and sent there under an id that is the same at every sending, and leaves only once it arrived', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  // A message dead-lettered from the remote source (through a queue of this store's, whose
+  // message it was), and one sent to the dead-letter queue directly.
+  const scratch = store.create(id(nameIn(dlq.shard, 'scratch')), {}, {}).queue;
+  const x = dlq.acceptDeadLetter(
+    scratch.sendMessage(msg('x'), clock.now()).message ?? assert.fail(),
+    arnOf(src),
+    clock.now(),
+  );
+  dlq.sendMessage(msg('y'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  assert.equal(task.toMove, 2);
+
+  assert.equal(store.stepMoveTask(task, 10), 2);
+  assert.equal(relays.length, 2);
+  const mine = relays.find((r) => r.message === x) ?? assert.fail();
+  assert.equal(mine.target.uid, `uid-of-${src}`);
+  assert.equal(mine.redriven.id, redriveId(x.id, `uid-of-${src}`));
+  assert.notEqual(mine.redriven.id, x.id, 'a new message, as AWS redrives');
+  assert.equal(mine.redriven.body, 'x');
+  assert.equal(dlq.counts(clock.now()).inflight, 2, 'held out of sight while they travel');
+  assert.equal(store.stepMoveTask(task, 10), 0);
+  assert.equal(task.status, 'RUNNING', 'not done while answers are due');
+
+  store.movedAway(mine, 'arrived');
+  assert.equal(task.moved, 1);
+  assert.equal(dlq.size, 1);
+  store.movedAway(relays.find((r) => r !== mine) ?? assert.fail(), 'arrived');
+  assert.equal(task.moved, 2);
+  assert.equal(task.status, 'COMPLETED');
+  assert.equal(dlq.size, 0);
+});
+
+void test('Given a move task whose relay gets no answer, when the hold ends, then the next step sends the same message again under the same id; a destination that is gone fails the task and shows the message again at once', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  store.stepMoveTask(task, 10);
+  store.movedAway(relays[0] ?? assert.fail(), 'unknown');
+  assert.equal(task.relays.size, 1, 'still held: the task waits for it');
+  assert.equal(store.stepMoveTask(task, 10), 0, 'held: nothing to take');
+  assert.equal(task.status, 'RUNNING');
+  clock.advance(TRANSFER_HOLD_MS);
+  assert.equal(store.stepMoveTask(task, 10), 1);
+  assert.equal(relays[1]?.redriven.id, relays[0]?.redriven.id);
+
+  store.movedAway(relays[1] ?? assert.fail(), 'gone');
+  assert.equal(task.status, 'FAILED');
+  assert.equal(task.failureReason, 'AWS.SimpleQueueService.NonExistentQueue');
+  assert.equal(task.moved, 0);
+  assert.deepEqual(dlq.counts(clock.now()), { visible: 1, inflight: 0, delayed: 0 });
+});
+
+void test('Given a move task to a remote destination with a rate, when a step has a budget of one, then one message is sent; the DestinationArn is checked against the remote entry (exists, same kind)', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  for (let i = 0; i < 3; i++) dlq.sendMessage(msg(`m${i}`), clock.now());
+  const fifo = nameIn(shardOf(ACCOUNT, REGION, src), 'other', true);
+  store.catalog.putRemote(remote(fifo));
+  throwsCode(() => store.startMoveTask(ACCOUNT, dlq.arn, arnOf(fifo), 1, REGION), 'InvalidParameterValue');
+  throwsCode(
+    () => store.startMoveTask(ACCOUNT, dlq.arn, arnOf('nowhere-at-all'), 1, REGION),
+    'ResourceNotFoundException',
+  );
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), 1, REGION);
+  assert.equal(store.stepMoveTask(task, 1), 1);
+  assert.equal(relays.length, 1);
+  assert.equal(relays[0]?.redriven.deduplicationId, undefined);
+});
+
+void test('Given a FIFO dead-letter queue whose source is remote, when a move task steps, then one message per group travels at a time, in order, with its group and deduplication id', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource(true);
+  const sent = ['a1', 'a2', 'b1'].map(
+    (body) =>
+      dlq.sendMessage(msg(body, inGroup(body.slice(0, 1), `dedup-${body}`)), clock.now()).message ??
+      assert.fail(),
+  );
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 10), 2, 'the heads of groups a and b');
+  assert.deepEqual(
+    relays.map((r) => [r.redriven.body, r.redriven.groupId, r.redriven.deduplicationId]),
+    [
+      ['a1', 'a', 'dedup-a1'],
+      ['b1', 'b', 'dedup-b1'],
+    ],
+  );
+  assert.equal(store.stepMoveTask(task, 10), 0, 'a2 waits for a1');
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(store.stepMoveTask(task, 10), 1);
+  assert.equal(relays[2]?.message, sent[1]);
+  store.movedAway(relays[1] ?? assert.fail(), 'arrived');
+  store.movedAway(relays[2] ?? assert.fail(), 'arrived');
+  assert.equal(task.status, 'COMPLETED');
+  assert.equal(task.moved, 3);
+});
+
+void test('Given a relay answered after the shard was read back, then the old task and queue are left alone', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  store.stepMoveTask(task, 10);
+  const events: ChangeEvent[] = [];
+  store.onChange((e) => events.push(e));
+  store.evictShard(dlq.shard);
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.moved, 0);
+  assert.deepEqual(events, []);
+});
+
+void test('Given a held message, then it is written as held and relayed; once relayed, a later dead-letter move to a queue held here goes by the mark too, and without anyone to relay it moves as ever', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  store.catalog.putRemote(remote(far));
+  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const away: { arn: string; id: string }[] = [];
+  store.onDeadLetterAway((_q, m, t) => away.push({ arn: t.arn, id: m.id }));
+  const puts: { state: string; relayed: boolean }[] = [];
+  store.onChange((e) => {
+    if (e.type === 'message-put') puts.push({ state: e.message.state, relayed: e.message.relayed });
+  });
+  const sent = src.sendMessage(msg('poison'), clock.now()).message ?? assert.fail();
+  for (let i = 0; i < 3; i++) src.receive(1, undefined, clock.now());
+  puts.length = 0;
+  src.receive(1, undefined, clock.now());
+  assert.deepEqual(puts, [{ state: 'inflight', relayed: true }], 'the hold is written, marked relayed');
+
+  // The dead-letter queue comes to this process (its shard taken) before the answer did.
+  clock.advance(TRANSFER_HOLD_MS);
+  store.catalog.removeRemote(ACCOUNT, REGION, far);
+  store.setOwnedShards([a, b]);
+  store.shardLoaded(b);
+  const dlq = store.create(id(far), {}, {}).queue;
+  away.length = 0;
+  assert.deepEqual(src.receive(1, undefined, clock.now()), []);
+  assert.deepEqual(away, [{ arn: dlq.arn, id: sent.id }], 'sent by way of the mark, not moved');
+  assert.equal(dlq.size, 0);
+
+  // A store nobody relays for (one process): the same message moves as ever.
+  const plain = new QueueStore(new ManualClock(), { deletedRecentlyMs: 0 });
+  const pdlq = plain.create(id('plain-dlq'), {}, {}).queue;
+  const psrc = plain.create(
+    id('plain-src'),
+    {
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: pdlq.arn, maxReceiveCount: 1 }),
+      VisibilityTimeout: '0',
+    },
+    {},
+  ).queue;
+  const m = psrc.sendMessage(msg('p'), plain.clock.now()).message ?? assert.fail();
+  psrc.receive(1, undefined, plain.clock.now());
+  m.relayed = true;
+  assert.deepEqual(psrc.receive(1, undefined, plain.clock.now()), []);
+  assert.equal(pdlq.size, 1);
+});
+
+void test('Given a move task whose message was relayed before, when its destination is a queue held here, then it goes by the mark (relayed to that queue) rather than moved', () => {
+  const { store, clock, dlq, relays } = dlqWithRemoteSource();
+  const here = store.create(id(nameIn(dlq.shard, 'here')), {}, {}).queue;
+  const fresh = dlq.sendMessage(msg('fresh'), clock.now()).message ?? assert.fail();
+  const again = dlq.sendMessage(msg('again'), clock.now()).message ?? assert.fail();
+  again.relayed = true;
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, here.arn, undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 10), 2);
+  assert.equal(here.size, 1, 'the fresh one moved at once');
+  assert.equal(fresh.state, 'deleted');
+  assert.deepEqual(
+    relays.map((r) => [r.message, r.target.uid, r.redriven.id]),
+    [[again, here.uid, redriveId(again.id, here.uid)]],
+  );
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.status, 'COMPLETED');
+  assert.equal(task.moved, 2);
+});
+
+void test('Given a driver running a task with no rate whose only message is on its way to another owner, then it steps every 50 ms while the answer is due, not in a busy loop, and the answer completes the task', async (t) => {
+  mock.timers.enable({ apis: ['setTimeout'] });
+  t.after(() => mock.timers.reset());
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m'), clock.now());
+  let steps = 0;
+  const step = store.stepMoveTask.bind(store);
+  store.stepMoveTask = (task, budget) => {
+    steps++;
+    return step(task, budget);
+  };
+  const runner = new MoveTaskRunner(store, clock);
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  runner.start(task);
+  for (let i = 0; i < 20; i++) {
+    clock.advance(10);
+    mock.timers.tick(10);
+    await Promise.resolve();
+  }
+  assert.equal(relays.length, 1);
+  assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.status, 'COMPLETED');
+  clock.advance(50);
+  mock.timers.tick(50);
+  assert.equal(runner.size, 0);
+  runner.close();
 });

@@ -52,6 +52,7 @@ const MESSAGE_PERSISTED = [
   'lastReceiveAt',
   'receiptNonce',
   'visibilityChanged',
+  'relayed',
   'body',
   'md5OfBody',
   'attributes',
@@ -154,6 +155,7 @@ function fullMessage(body: string): Message {
   m.visibilityChanged = true;
   m.sequenceNumber = '17672256001230000001';
   m.deadLetterSourceArn = 'arn:aws:sqs:eu-west-1:123456789012:orders';
+  m.relayed = true;
   m.heapIndex = 7;
   return m;
 }
@@ -232,14 +234,26 @@ test('Given a record of the version before visibilityChanged (18 header fields),
   const rec = serializeMessage(m);
   const US = '\u001f';
   const parts = rec.split(US);
-  assert.equal(parts[0], '19');
-  // The header count, 18 fields, the body: drop the 19th field and say 18.
-  const older = ['18', ...parts.slice(1, 19), ...parts.slice(20)].join(US);
+  assert.equal(parts[0], '20');
+  // The header count, 18 fields, the body: drop the 19th and 20th fields and say 18.
+  const older = ['18', ...parts.slice(1, 19), ...parts.slice(21)].join(US);
   const back = deserializeMessage(m.id, older);
   assert.equal(back.visibilityChanged, false);
+  assert.equal(back.relayed, false);
   assert.equal(back.body, 'body text');
   assert.equal(back.deadLetterSourceArn, m.deadLetterSourceArn);
   assert.equal(back.receiptNonce, m.receiptNonce);
+});
+
+test('Given a record of the version before relayed (19 header fields), when parsed, then the flag is false and visibilityChanged and the body are kept', () => {
+  const m = fullMessage('body text');
+  const US = '\u001f';
+  const parts = serializeMessage(m).split(US);
+  const older = ['19', ...parts.slice(1, 20), ...parts.slice(21)].join(US);
+  const back = deserializeMessage(m.id, older);
+  assert.equal(back.relayed, false);
+  assert.equal(back.visibilityChanged, true);
+  assert.equal(back.body, 'body text');
 });
 
 test('Given a record with a header field this version does not know, when parsed, then it is skipped and the body kept', () => {
