@@ -13,6 +13,10 @@
  *   after the send time of its last successful renewal (a monotonic clock), so a process that
  *   stalls stops answering for its shards before anyone else can take them. A lease found holding
  *   another token, or a write fenced, drops the shard at once.
+ * - Refuse: a shard that does not fit this process's memory budget (Persistence refuses it by
+ *   name: its queues 503) keeps its lease, since the map gives it to nobody else, and is read
+ *   again only after `refusedRetryMs`: reading it at every reconcile would load it in full and
+ *   throw it away again many times a second.
  * - Give (the map moved it, or the process stops): the shard stops taking requests (the routers
  *   hold them and retry at the new owner), its long polls are answered, the requests in flight
  *   finish, its writes are flushed, its queues leave the store, and only then is its lease
@@ -46,6 +50,8 @@ export interface ShardOwnerOptions {
   readonly log?: LogSink | undefined;
   /** Longest wait for a shard's requests in flight when it is given away; default 10 s. */
   readonly drainTimeoutMs?: number | undefined;
+  /** How long a shard refused for want of memory waits before it is read again; default 60 s. */
+  readonly refusedRetryMs?: number | undefined;
 }
 
 type HoldState = 'taking' | 'serving' | 'giving';
@@ -59,6 +65,8 @@ interface Hold {
   idle: (() => void)[];
   /** Given away, drained: its queues are leaving the store (Persistence.dropShard). */
   dropping?: boolean;
+  /** Monotonic ms of the last time reading it in was refused for want of memory. */
+  refusedAt?: number;
 }
 
 export class ShardOwner implements OwnedShards {
@@ -159,6 +167,7 @@ export class ShardOwner implements OwnedShards {
   async stop(): Promise<void> {
     this.stopped = true;
     this.timers.clearTimeout(this.renewTimer);
+    this.timers.clearTimeout(this.refusedTimer);
     await this.reconciling?.catch(() => undefined);
     const shards = [...this.byShard.keys()];
     await Promise.all(shards.map((s) => this.give(s)));
@@ -287,14 +296,23 @@ export class ShardOwner implements OwnedShards {
   private async readInOnce(): Promise<void> {
     const p = this.persistence;
     if (p === undefined) return;
+    const started = this.timers.now();
     const list = [...this.byShard]
-      .filter(([s, h]) => h.state === 'taking' || (h.state === 'serving' && !p.serves(s)))
+      .filter(
+        ([s, h]) =>
+          (h.state === 'taking' || (h.state === 'serving' && !p.serves(s))) &&
+          (h.refusedAt === undefined || started - h.refusedAt >= this.refusedRetryMs()),
+      )
       .map(([s]) => s);
-    if (list.length === 0) return;
+    if (list.length === 0) {
+      this.retryRefusedLater();
+      return;
+    }
     try {
       let now = 0;
       const serve = (s: number): void => {
         const h = this.byShard.get(s);
+        if (h !== undefined) delete h.refusedAt;
         if (h !== undefined && h.state === 'taking' && p.serves(s)) {
           h.state = 'serving';
           now++;
@@ -305,13 +323,22 @@ export class ShardOwner implements OwnedShards {
       for (const s of read) serve(s);
       if (now > 0)
         this.log.info({ shards: now, serving: this.counts().serving }, 'shards taken: serving their queues');
-      if (read.length < list.length) this.retrySoon();
+      let refused = 0;
+      for (const s of list) {
+        const h = this.byShard.get(s);
+        if (h === undefined || read.includes(s) || p.shardsDown.get(s) !== 'refused') continue;
+        h.refusedAt = this.timers.now();
+        refused++;
+      }
+      if (read.length + refused < list.length) this.retrySoon();
     } catch (e) {
       this.log.warn(
         { shards: list.length, error: e instanceof Error ? e.message : String(e) },
         'reading shards in failed',
       );
       this.retrySoon();
+    } finally {
+      this.retryRefusedLater();
     }
   }
 
@@ -375,6 +402,29 @@ export class ShardOwner implements OwnedShards {
       this.log.info({ shards: this.given, serving: this.counts().serving }, 'shards given away');
       this.given = 0;
     }, 0);
+  }
+
+  private refusedRetryMs(): number {
+    return this.opts.refusedRetryMs ?? 60_000;
+  }
+
+  private refusedTimer: unknown;
+  /** One timer for the refused shards, set for the first whose wait ends. */
+  private retryRefusedLater(): void {
+    if (this.refusedTimer !== undefined || this.stopped) return;
+    let wait = Infinity;
+    const now = this.timers.now();
+    for (const h of this.byShard.values()) {
+      if (h.refusedAt !== undefined) wait = Math.min(wait, h.refusedAt + this.refusedRetryMs() - now);
+    }
+    if (wait === Infinity) return;
+    this.refusedTimer = this.timers.setTimeout(
+      () => {
+        this.refusedTimer = undefined;
+        this.readIn();
+      },
+      Math.max(0, wait),
+    );
   }
 
   private retryTimer: unknown;

@@ -595,6 +595,7 @@ export class Persistence implements Durability {
   /** A shard that does not fit: its queues answer 503, the others serve; told by name. */
   private refuse(store: QueueStore, shard: number, cause: Error): void {
     store.evictShard(shard);
+    this.loaded.delete(shard);
     this.down.set(shard, 'refused');
     this.log.error(
       { shard, error: cause.message, retryInMs: REFUSED_RETRY_MS },
@@ -604,6 +605,9 @@ export class Persistence implements Durability {
   }
 
   private retryRefusedLater(): void {
+    // With `owned`, the owner reads a refused shard again (takeShards), so that it learns the
+    // outcome: loaded here, this one would stay unserved and be read in a second time.
+    if (this.opts.owned !== undefined) return;
     clearTimeout(this.refusedTimer);
     this.refusedTimer = setTimeout(() => {
       for (const [shard, why] of this.down) if (why === 'refused') this.reloadShard(shard);
@@ -657,7 +661,10 @@ export class Persistence implements Durability {
       const writer = this.current;
       const served = this.served;
       if (writer === undefined || served === undefined) return;
-      const next = [...this.down].find(([, why]) => why === 'reloading') ?? [...this.down][0];
+      // With `owned`, a refused shard is its owner's to read again (retryRefusedLater).
+      const next =
+        [...this.down].find(([, why]) => why === 'reloading') ??
+        (this.opts.owned === undefined ? [...this.down][0] : undefined);
       if (next === undefined) return;
       const [shard, why] = next;
       const keys = this.opts.layout.shards[shard];

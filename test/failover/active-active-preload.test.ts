@@ -1,5 +1,5 @@
 /**
- * Failover per shard with a backlog (docs/faults.md row 30): three --active-active processes hold
+ * Failover per shard with a backlog (docs/faults.md row 32): three --active-active processes hold
  * 1,000,000 messages of 256 B over one queue in each of the 256 shards; one process is killed
  * (SIGKILL), and each of its queues is served again, with every message it held, once a survivor
  * has taken its shard's lease (after the TTL) and read that one shard in. Only the dead owner's
@@ -114,7 +114,7 @@ async function preload(
 }
 
 test(
-  'docs/faults.md row 30: Given three active/active processes holding 1,000,000 × 256 B over all 256 shards, When one is killed (SIGKILL), Then each of its queues is served again with all its messages within lease TTL + renew interval + 1.5 s',
+  'docs/faults.md row 32: Given three active/active processes holding 1,000,000 × 256 B over all 256 shards, When one is killed (SIGKILL), Then each of its queues is served again with all its messages within lease TTL + renew interval + 1.5 s',
   { timeout: 600_000 },
   async (t) => {
     const c = await ownersFor(t);

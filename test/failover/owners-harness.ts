@@ -22,6 +22,7 @@ import { SHARD_COUNT, shardOf } from '../../src/shard/hash.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { freePort } from '../support/server.js';
 import {
+  ADMIN_TOKEN,
   FAST,
   Instance,
   loadClient,
@@ -422,4 +423,37 @@ export class FifoLoad {
   close(): void {
     this.sdk.destroy();
   }
+}
+
+/** One process's view of the shards (GET /admin/shards; src/http/admin-shards.ts). */
+export interface ShardsView {
+  readonly instanceId: string;
+  readonly shards: readonly {
+    readonly shard: number;
+    readonly owner: string | null;
+    readonly here: { readonly state: string } | null;
+    readonly queues: number;
+  }[];
+}
+
+export async function shardsOf(node: Instance): Promise<ShardsView> {
+  const res = await fetch(`${node.controlUrl}/admin/shards`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    signal: AbortSignal.timeout(5000),
+  });
+  if (res.status !== 200)
+    throw new Error(`${node.name} GET /admin/shards: ${res.status} ${await res.text()}`);
+  return (await res.json()) as ShardsView;
+}
+
+/** POST /admin/shards/{shard}/move at `via`: pins the shard to member `to`; the answer's status. */
+export async function moveShard(via: Instance, shard: number, to: string): Promise<number> {
+  const res = await fetch(`${via.controlUrl}/admin/shards/${shard}/move`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ to }),
+    signal: AbortSignal.timeout(5000),
+  });
+  await res.arrayBuffer();
+  return res.status;
 }
