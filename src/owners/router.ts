@@ -39,7 +39,14 @@ import type { Message, NewMessage } from '../core/message.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
 import { deserializeMessage, serializeMessage } from '../persistence/codec.js';
-import { RpcClient, RpcLostError, RpcUnsentError, type RpcAddress } from './rpc.js';
+import {
+  RpcCancel,
+  RpcClient,
+  RpcLostError,
+  RpcUnsentError,
+  type RpcAddress,
+  type RpcSignal,
+} from './rpc.js';
 
 /** What travels to the owner: the shard, the action, the caller's context and the decoded input. */
 interface Forwarded {
@@ -118,18 +125,17 @@ export class Router {
     // No shard to route by (ListQueues, or a malformed queue reference): answered here, from the
     // catalog or with the same validation error any instance would give.
     if (shard === undefined) return run(this.opts.services, action, ctx, input);
-    let abort: AbortController | undefined;
+    let gone: RpcCancel | undefined;
     const answer = await this.toOwner(
       shard,
       async () =>
         this.opts.owner.serves(shard) ? { o: await this.runOwned(shard, action, ctx, input) } : undefined,
       (address) => {
-        if (abort === undefined) {
-          abort = new AbortController();
-          const a = abort;
-          ctx.onAbort(() => a.abort(new Error('the client went away')));
+        if (gone === undefined) {
+          const g = (gone = new RpcCancel());
+          ctx.onAbort(() => g.abort(new Error('the client went away')));
         }
-        return this.forward(address, { s: shard, a: action, c: toForwarded(ctx), i: input }, abort.signal);
+        return this.forward(address, { s: shard, a: action, c: toForwarded(ctx), i: input }, gone);
       },
     );
     if (answer !== undefined) {
@@ -168,7 +174,7 @@ export class Router {
   }
 
   /** The forwarding channel's handler: runs a request for a shard this process serves. */
-  async handle(payload: unknown, signal: AbortSignal): Promise<Answer> {
+  async handle(payload: unknown, signal: RpcSignal): Promise<Answer> {
     const t = (payload as { t?: DeadLetter }).t;
     if (t !== undefined) return this.acceptDeadLetter(t);
     const v = (payload as { v?: MoveRelay }).v;
@@ -397,7 +403,7 @@ export class Router {
   }
 
   /** One delivery to the owner; undefined: not delivered or not the owner (try again). */
-  private forward(address: string, f: Forwarded, signal: AbortSignal): Promise<Answer | undefined> {
+  private forward(address: string, f: Forwarded, signal: RpcSignal): Promise<Answer | undefined> {
     const wait = f.a === 'ReceiveMessage' ? waitSeconds(f.i) : undefined;
     const timeoutMs = wait === undefined ? FORWARD_TIMEOUT_MS : wait * 1000 + LONG_POLL_SLACK_MS;
     return this.send(address, f, timeoutMs, f.a, signal);
@@ -408,7 +414,7 @@ export class Router {
     payload: unknown,
     timeoutMs: number,
     what: string,
-    signal?: AbortSignal,
+    signal?: RpcSignal,
   ): Promise<Answer | undefined> {
     let client = this.clients.get(address);
     if (client === undefined) {

@@ -46,6 +46,59 @@ export { RpcProtocolError } from './codec.js';
 /** Where a peer listens: TCP, or a Unix socket's path. */
 export type RpcAddress = { readonly host: string; readonly port: number } | { readonly path: string };
 
+/**
+ * What a call or a handler is told when its other end gives up: the part of AbortSignal used
+ * here, so that an AbortSignal may be passed, and {@link RpcCancel} a cheaper one: an
+ * AbortController per request (an EventTarget, and its listeners) was, with a timer per call, a
+ * good part of what the channel cost per forwarded request (docs/performance.md, "Active/active:
+ * the cost of routing").
+ */
+export interface RpcSignal {
+  readonly aborted: boolean;
+  /** Set once aborted: an Error, as everywhere here, though an AbortSignal may carry anything. */
+  readonly reason: Error | undefined;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * An AbortController and its signal in one plain object. Every listener runs once, at the
+ * abort, as with `{ once: true }`; one added after it never runs, as on an AbortSignal. A
+ * listener that throws does not keep the others from running; its error is thrown on the next
+ * microtask, where an AbortSignal's EventTarget reports it too.
+ */
+export class RpcCancel implements RpcSignal {
+  aborted = false;
+  reason: Error | undefined = undefined;
+  private listeners: (() => void)[] | undefined;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.aborted) (this.listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const i = this.listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.listeners!.splice(i, 1);
+  }
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    for (const listener of listeners ?? []) {
+      try {
+        listener();
+      } catch (e) {
+        queueMicrotask(() => {
+          throw e;
+        });
+      }
+    }
+  }
+}
+
 export interface RpcHandler {
   /**
    * Answers one request. A rejection with an Error reaches the caller as an RpcRemoteError of its
@@ -53,7 +106,7 @@ export interface RpcHandler {
    * `signal` aborts when the caller gave up (abort or timeout) or its connection closed; the
    * reply is then dropped.
    */
-  handle(payload: unknown, signal: AbortSignal): Promise<unknown>;
+  handle(payload: unknown, signal: RpcSignal): Promise<unknown>;
 }
 
 /** The request certainly did not reach a handler: safe to send again (here or elsewhere). */
@@ -80,7 +133,7 @@ export class RpcRemoteError extends Error {
 export interface CallOptions {
   /** From the call, connecting included; then unsent or lost as the table above says. */
   readonly timeoutMs: number;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: RpcSignal | undefined;
 }
 
 export interface RpcClientOptions {
@@ -184,7 +237,7 @@ export class RpcServer {
 /** One client's connection, on the server. */
 class Peer {
   /** Requests whose handler runs, by id. */
-  private readonly inflight = new Map<number, AbortController>();
+  private readonly inflight = new Map<number, RpcCancel>();
   private outbox: Buffer[] = [];
   private flushing = false;
   private closing = false;
@@ -242,11 +295,11 @@ class Peer {
   }
 
   private run(id: number, payload: unknown): void {
-    const ac = new AbortController();
+    const ac = new RpcCancel();
     this.inflight.set(id, ac);
     let result: Promise<unknown>;
     try {
-      result = this.handler.handle(payload, ac.signal);
+      result = this.handler.handle(payload, ac);
     } catch (e) {
       this.reply(id, ac, undefined, e ?? new Error(String(e)));
       return;
@@ -257,7 +310,7 @@ class Peer {
     );
   }
 
-  private reply(id: number, ac: AbortController, value: unknown, error: unknown): void {
+  private reply(id: number, ac: RpcCancel, value: unknown, error: unknown): void {
     // Cancelled, or the connection closed: nobody waits for it.
     if (this.inflight.get(id) !== ac) return;
     this.inflight.delete(id);
@@ -312,8 +365,9 @@ interface Call {
   written: boolean;
   settled: boolean;
   readonly timeoutMs: number;
-  timer: NodeJS.Timeout | undefined;
-  readonly signal: AbortSignal | undefined;
+  /** performance.now() by which it is given up (RpcClient's `sweep`). */
+  readonly deadline: number;
+  readonly signal: RpcSignal | undefined;
   onAbort: (() => void) | undefined;
   resolve(value: unknown): void;
   reject(e: unknown): void;
@@ -462,12 +516,11 @@ class Link {
   }
 }
 
-/** Resolves or rejects `call` once; unhooks its timer and signal. */
+/** Resolves or rejects `call` once; unhooks its signal. */
 function settle(call: Call, error: unknown, value?: unknown): void {
   if (call.settled) return;
   call.settled = true;
   call.frame = undefined;
-  if (call.timer !== undefined) clearTimeout(call.timer);
   if (call.onAbort !== undefined) call.signal?.removeEventListener('abort', call.onAbort);
   if (error === undefined) call.resolve(value);
   else call.reject(error);
@@ -493,6 +546,12 @@ export class RpcClient {
   private lastId = 0;
   private closed = false;
   private readonly connectTimeoutMs: number;
+  /**
+   * One timer for every call's deadline, due at the earliest, instead of one per call (see
+   * RpcSignal). Unref'd: a call pending is on a socket, which holds the process.
+   */
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
 
   constructor(
     readonly address: RpcAddress,
@@ -505,7 +564,7 @@ export class RpcClient {
   call(payload: unknown, options: CallOptions): Promise<unknown> {
     if (this.closed) return Promise.reject(new RpcUnsentError('the rpc client is closed'));
     const { signal, timeoutMs } = options;
-    if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
+    if (signal?.aborted === true) return Promise.reject(signal.reason ?? new Error('aborted'));
     // 0 marks GOAWAY.
     this.lastId = this.lastId === 0xffffffff ? 1 : this.lastId + 1;
     const id = this.lastId;
@@ -516,6 +575,8 @@ export class RpcClient {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
     const link = this.current();
+    const deadline = performance.now() + timeoutMs;
+    if (deadline < this.timerAt) this.arm(deadline, timeoutMs);
     return new Promise((resolve, reject) => {
       const call: Call = {
         id,
@@ -524,16 +585,15 @@ export class RpcClient {
         written: false,
         settled: false,
         timeoutMs,
-        timer: undefined,
+        deadline,
         signal,
         onAbort: undefined,
         resolve,
         reject,
       };
-      call.timer = setTimeout(onTimeout, timeoutMs, call);
       if (signal !== undefined) {
         call.onAbort = () => {
-          settle(call, signal.reason);
+          settle(call, signal.reason ?? new Error('aborted'));
           link.forget(call);
         };
         signal.addEventListener('abort', call.onAbort, { once: true });
@@ -545,6 +605,8 @@ export class RpcClient {
   /** Rejects every pending call (lost when written, else unsent) and ends the connections. */
   close(): Promise<void> {
     this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
     const links = [...this.links];
     for (const link of links) {
       for (const call of link.calls.values()) {
@@ -559,6 +621,35 @@ export class RpcClient {
       link.end();
     }
     return Promise.all(links.map((l) => l.closed)).then(() => undefined);
+  }
+
+  private arm(deadline: number, delayMs: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = deadline;
+    this.timer = setTimeout(() => this.sweep(), delayMs);
+    this.timer.unref();
+  }
+
+  /**
+   * Gives up the calls due by the time the timer was set for, and sets it again for the earliest
+   * left. The timer's time, not the clock's reading, says what is due: a timer may fire a little
+   * before performance.now() reaches its time (the event loop's clock is read once a turn, in
+   * milliseconds), and a mocked one long before.
+   */
+  private sweep(): void {
+    const due = this.timerAt;
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    let next = Infinity;
+    for (const link of this.links) {
+      for (const call of link.calls.values()) {
+        if (call.deadline <= due) onTimeout(call);
+        else if (call.deadline < next) next = call.deadline;
+      }
+    }
+    // Rounded up: a fraction of a millisecond short would fire before `next`, for nothing.
+    if (next !== Infinity && !this.closed)
+      this.arm(next, Math.max(0, Math.ceil(next - Math.max(due, performance.now()))));
   }
 
   private current(): Link {

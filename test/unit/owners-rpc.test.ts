@@ -16,6 +16,7 @@ import {
   type Frame,
 } from '../../src/owners/codec.js';
 import {
+  RpcCancel,
   RpcClient,
   RpcLostError,
   RpcRemoteError,
@@ -23,6 +24,7 @@ import {
   RpcUnsentError,
   type RpcAddress,
   type RpcHandler,
+  type RpcSignal,
 } from '../../src/owners/rpc.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'owners-rpc-'));
@@ -266,6 +268,31 @@ for (const { name, address } of transports) {
       }
     });
 
+    test('Given calls of different timeouts, when the shorter one, made last, is due, then only it is given up, and the other when its own is', async () => {
+      let started = 0;
+      const both = gate();
+      const { client, stop } = await pair(address(), () => {
+        if (++started === 2) both.open();
+        return new Promise(() => undefined);
+      });
+      mock.timers.enable({ apis: ['setTimeout'] });
+      try {
+        const long = client.call('long', { timeoutMs: 2000 });
+        const short = client.call('short', { timeoutMs: 1000 });
+        let longDone = false;
+        long.catch(() => undefined).finally(() => (longDone = true));
+        await both.promise;
+        mock.timers.tick(1000);
+        await assert.rejects(short, RpcLostError);
+        assert.equal(longDone, false);
+        mock.timers.tick(1000);
+        await assert.rejects(long, RpcLostError);
+      } finally {
+        mock.timers.reset();
+        await stop();
+      }
+    });
+
     test('Given a call in flight, when its signal aborts, then the handler’s signal aborts and the call rejects with the reason', async () => {
       const started = gate();
       const handlerAborted = gate();
@@ -275,7 +302,7 @@ for (const { name, address } of transports) {
         return new Promise((_resolve, reject) => {
           signal.addEventListener('abort', () => {
             handlerAborted.open();
-            reject(signal.reason as Error);
+            reject(signal.reason ?? new Error('aborted'));
           });
         });
       });
@@ -325,7 +352,7 @@ for (const { name, address } of transports) {
     test('Given a call in flight, when the server closes, then its reply still comes, later calls are unsent, and close waits for it', async () => {
       const started = gate();
       const release = gate<string>();
-      let signal: AbortSignal | undefined;
+      let signal: RpcSignal | undefined;
       const { server, client, stop } = await pair(address(), (p, s) => {
         if (p !== 'slow') return Promise.resolve(p);
         signal = s;
@@ -499,5 +526,36 @@ describe('FrameReader', () => {
     const unknown = encodeFrame(FrameType.CANCEL, 1);
     unknown[8] = 99;
     assert.throws(() => collect().reader.push(magicAnd(unknown)), RpcProtocolError);
+  });
+});
+
+describe('RpcCancel', () => {
+  test('Given listeners, when it aborts twice, then each runs once, one that throws does not stop the rest, and one added after never runs', () => {
+    const cancel = new RpcCancel();
+    const ran: string[] = [];
+    const removed = (): void => void ran.push('removed');
+    cancel.addEventListener('abort', () => {
+      ran.push('first');
+      throw new Error('a listener failed');
+    });
+    cancel.addEventListener('abort', removed);
+    cancel.addEventListener('abort', () => void ran.push(`second: ${cancel.reason?.message}`));
+    cancel.removeEventListener('abort', removed);
+    // The listener's error is thrown on a microtask of its own: caught here, not by the runner.
+    const deferred: (() => void)[] = [];
+    const queued = mock.method(globalThis, 'queueMicrotask', (fn: () => void) => void deferred.push(fn));
+    const reason = new Error('gone');
+    try {
+      cancel.abort(reason);
+      cancel.abort(new Error('again'));
+    } finally {
+      queued.mock.restore();
+    }
+    cancel.addEventListener('abort', () => void ran.push('late'));
+    assert.equal(cancel.aborted, true);
+    assert.equal(cancel.reason, reason);
+    assert.deepEqual(ran, ['first', 'second: gone']);
+    assert.equal(deferred.length, 1);
+    assert.throws(deferred[0]!, /a listener failed/);
   });
 });
