@@ -5,7 +5,8 @@
  * - membership, the shard map and the coordinator that writes it (instance.ts);
  * - the ShardOwner that takes and gives away this process's shards as the map says, with a
  *   Persistence that reads in only those (owner.ts, src/persistence/persistence.ts `owned`);
- * - the catalog mirror that lists the other processes' queues (src/persistence/catalog-mirror.ts);
+ * - the catalog mirror that lists the other processes' queues (src/persistence/catalog-mirror.ts),
+ *   and the tenants mirror that brings their tenant and key changes (tenants-mirror.ts);
  * - the Router, the data plane's executor, and the forwarding channel it answers on (router.ts,
  *   rpc.ts).
  *
@@ -24,6 +25,7 @@ import { ShardOwner } from '../owners/owner.js';
 import { Router } from '../owners/router.js';
 import { RpcServer } from '../owners/rpc.js';
 import { CatalogMirror } from '../persistence/catalog-mirror.js';
+import { TenantsMirror } from '../persistence/tenants-mirror.js';
 import type { Layout } from '../persistence/layout.js';
 import { Persistence } from '../persistence/persistence.js';
 import { createClient, type RedisTarget } from '../persistence/redis.js';
@@ -115,7 +117,19 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
     });
   };
 
-  const persistence = new Persistence({
+  // Declared before the Persistence whose onStore uses it; reads only while a store is served.
+  const served = (): QueueStore | undefined => (persistence.serving ? stores.services.store : undefined);
+  const tenants: TenantsMirror = new TenantsMirror({
+    redis: data,
+    channels: instance.channels,
+    layout,
+    store: () => served(),
+    commit: () => persistence.commit(),
+    onApplied: (n) => log.info({ tenants: n }, 'tenants changed at another instance: read again'),
+    onError: (e) => log.warn({ error: e.message }, 'reading the tenants failed'),
+  });
+
+  const persistence: Persistence = new Persistence({
     redis: data,
     layout,
     createStore: stores.newStore,
@@ -129,6 +143,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
       store.onDeadLetterAway((queue, message, target) =>
         routing.router?.relayDeadLetter(queue, message, target),
       );
+      tenants.watch(store);
       stores.replace(store);
       mirrorFor(store);
     },
@@ -223,6 +238,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         log.warn({ error: e instanceof Error ? e.message : String(e) }, 'joining failed; retrying');
       });
       await persistence.start();
+      tenants.start();
       owner.start(persistence);
       log.info(
         { address, members: instance.membership.members.length },
@@ -234,6 +250,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         await instance.coordinator.stop().catch(() => undefined);
         await instance.membership.leave().catch(() => undefined);
         await owner.stop();
+        await tenants.stop();
         instance.map.stop();
         instance.channels.close();
         clearTimeout(mirrorRead);
