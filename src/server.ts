@@ -95,6 +95,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     logger,
     executor: owners?.router,
     shards: owners?.admin,
+    ready: owners?.ready,
     controlHost: options.controlHost,
   });
   // Loads prom-client and starts its process metrics, which nothing needed before (metrics.ts).

@@ -51,6 +51,12 @@ export interface Owners {
   readonly instance: OwnersInstance;
   /** The admin API's shard routes. */
   readonly admin: ShardsAdmin;
+  /**
+   * /ready: a member the others count as live, with a shard map to route by and its store
+   * served; false from the moment it leaves (a stop, a drain). Owning shards is not asked: an
+   * instance that owns none still answers every request by routing it.
+   */
+  readonly ready: () => boolean;
   /** Joins, loads and starts following the map; after both planes listen. */
   start(): Promise<void>;
   /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
@@ -229,6 +235,12 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
   let stopping: Promise<void> | undefined;
   return {
     admin,
+    ready: () =>
+      stopping === undefined &&
+      draining === undefined &&
+      persistence.serving &&
+      instance.membership.isLive &&
+      instance.map.version > 0,
     persistence,
     router,
     owner,

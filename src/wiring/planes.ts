@@ -27,6 +27,8 @@ export interface PlanesOptions {
   readonly executor?: Executor | undefined;
   /** --active-active: the admin API's shard routes (src/http/admin-shards.ts). */
   readonly shards?: ShardsAdmin | undefined;
+  /** --active-active: what /ready answers (src/wiring/owners.ts); else the durability's serving. */
+  readonly ready?: (() => boolean) | undefined;
   /** Where the control plane listens instead of --host: a worker's private one is on 127.0.0.1. */
   readonly controlHost?: string | undefined;
 }
@@ -75,7 +77,7 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
     metrics,
-    isReady: () => durability.serving,
+    isReady: opts.ready ?? (() => durability.serving),
   });
   registerAdmin(control, {
     adminToken: config.adminToken,
