@@ -75,7 +75,13 @@ export function shardOfUrl(queueUrl: string): number {
 }
 
 export async function startOwners(
-  opts: { n?: number; timing?: HaTiming; extraArgs?: readonly string[] } = {},
+  opts: {
+    n?: number;
+    timing?: HaTiming;
+    extraArgs?: readonly string[];
+    /** The nginx configuration in front; default nginx/shared-sqs.conf. */
+    nginxConf?: string;
+  } = {},
 ): Promise<OwnersCluster> {
   const n = opts.n ?? 3;
   const timing = opts.timing ?? FAST;
@@ -112,7 +118,10 @@ export async function startOwners(
       ]),
     );
   }
-  const nginx = await startNginx(nodes.map((x) => x.port)).catch(async (e: unknown) => {
+  const nginx = await startNginx(
+    nodes.map((x) => x.port),
+    opts.nginxConf,
+  ).catch(async (e: unknown) => {
     await redis.stop();
     throw e;
   });
