@@ -2,8 +2,8 @@
  * Active/active at N = 3 (docs/operations.md, "Active/active"; docs/architecture.md, "Many
  * owners"): three real processes with `--active-active` on one Redis, nginx in front of all three,
  * and the faults of docs/faults.md rows 27 to 29 (kill -9 one of them, SIGSTOP one past its lease
- * TTL, a rolling SIGTERM), plus routing over both protocols. One test runs the two-VM kit instead:
- * two processes behind nginx/shared-sqs-active-active.conf, one killed and started again.
+ * TTL, a rolling SIGTERM), plus routing over both protocols. One test runs the two-VM kit instead
+ * (row 30): two processes behind nginx/shared-sqs-active-active.conf, one killed and started again.
  *
  * Who owns a queue is read from Redis (the lease of its shard), never from the processes' logs.
  * Protocols: the loads are @aws-sdk/client-sqs (JSON) with a raw Query probe (test/failover/
@@ -390,7 +390,7 @@ for (const which of ['the coordinator', 'not the coordinator'] as const) {
 }
 
 test(
-  'Two-VM kit, active/active (nginx/shared-sqs-active-active.conf): Given two processes behind nginx with both upstreams serving, under load through nginx alone (standard and FIFO queues on both owners), When one is killed (SIGKILL) and then started again, Then lost = unexpected = resurrected = 0, FIFO order is kept, every error a client saw was a 503 (never an HTML 502), nginx took the dead one out of rotation, its queues were served again within ttl + interval, and nginx sends to it again once it is back',
+  'docs/faults.md row 30: Two-VM kit, active/active (nginx/shared-sqs-active-active.conf): Given two processes behind nginx with both upstreams serving, under load through nginx alone (standard and FIFO queues on both owners), When one is killed (SIGKILL) and then started again, Then lost = unexpected = resurrected = 0, FIFO order is kept, every error a client saw was a 503 (never an HTML 502), nginx took the dead one out of rotation, its queues were served again within ttl + interval, and nginx sends to it again once it is back',
   { timeout: 300_000 },
   async (t) => {
     const c = await ownersFor(t, { n: 2, nginxConf: NGINX_ACTIVE_ACTIVE_CONF });
