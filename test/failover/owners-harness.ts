@@ -2,7 +2,8 @@
  * The active/active harness (docs/operations.md, "Active/active"): one private redis-server (AOF
  * always), N shared-sqs processes with `--active-active` on fixed free loopback ports (data,
  * control and internal: a restarted process comes back where nginx and its peers expect it), and
- * nginx in front of all N (nginx/shared-sqs.conf, its upstream given one server line per process).
+ * nginx in front of all N (nginx/shared-sqs.conf, or the `nginxConf` asked for, its upstream given
+ * one server line per process).
  *
  * Who owns a queue is read from Redis itself: the shard of the queue (src/shard/hash.ts) and the
  * holder of that shard's lease (`{ssq:sNNN:x}lease`, a token `<epoch>:<hostname>-<pid>`), checked
