@@ -186,9 +186,10 @@ export async function mastersConnected(c: RedisClient): Promise<void> {
 }
 
 /**
- * Connects `c` when it is idle and resolves once it is ready, or after `ms` without it (then the
- * caller's next command fails and says why). The clients are lazy and keep no offline queue, so a
- * command sent before 'ready' fails at once: whoever must not log that expected failure waits here.
+ * Connects `c` when it is idle and resolves once it is ready; false when connecting failed (an
+ * 'error') or `ms` passed first, and then the caller's next command fails and says why. The
+ * clients are lazy and keep no offline queue, so a command sent before 'ready' fails at once:
+ * whoever must not log that expected failure waits here.
  */
 export async function readyWithin(c: RedisClient, ms: number): Promise<boolean> {
   if (c.status === 'wait' || c.status === 'end') c.connect().catch(() => undefined);

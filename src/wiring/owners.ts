@@ -123,13 +123,13 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
     });
   };
 
-  // Declared before the Persistence whose onStore uses it; reads only while a store is served.
-  const served = (): QueueStore | undefined => (persistence.serving ? stores.services.store : undefined);
+  // Made before the Persistence, whose onStore hands it each store; while none is served (a load
+  // in progress reads the tenants itself) it reads nothing.
   const tenants: TenantsMirror = new TenantsMirror({
     redis: data,
     channels: instance.channels,
     layout,
-    store: () => served(),
+    store: () => (persistence.serving ? stores.services.store : undefined),
     commit: () => persistence.commit(),
     onApplied: (n) => log.info({ tenants: n }, 'tenants changed at another instance: read again'),
     onError: (e) => log.warn({ error: e.message }, 'reading the tenants failed'),
