@@ -154,6 +154,18 @@ export class Tenants {
     this.index(tenant);
   }
 
+  /**
+   * Makes the tenants exactly `tenants`, as read from storage where another process changed them
+   * (src/persistence/tenants-mirror.ts); emits nothing. Indexed afresh rather than patched, so a
+   * key that moved from one tenant to another cannot be dropped with its old tenant.
+   */
+  replaceAll(tenants: readonly Tenant[]): void {
+    this.byName.clear();
+    this.byAccount.clear();
+    this.byKey.clear();
+    for (const t of tenants) this.index(t);
+  }
+
   private index(tenant: Tenant): void {
     this.byName.set(tenant.name, tenant);
     this.byAccount.set(tenant.accountId, tenant);

@@ -2,7 +2,8 @@
  * The control plane (default :4101): what operators and load balancers talk to.
  *
  * - GET /health   200 {"status":"ok"} while the process runs (liveness: never restart a follower)
- * - GET /ready    200 {"ready":true} when this instance serves traffic, else 503 {"ready":false}
+ * - GET /ready    200 {"ready":true} when this instance serves traffic (with --active-active: a live
+ *                 member with a shard map, src/wiring/owners.ts), else 503 {"ready":false}
  * - GET /metrics  Prometheus text of this instance's metrics (metrics.ts)
  *
  * Other routes (the admin API and page) are added by their owners on the returned instance before

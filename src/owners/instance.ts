@@ -8,7 +8,7 @@ import { quietLog, type LogSink } from '../log.js';
 import type { ElectorTimers } from '../ha/elector.js';
 import { RedisLock } from '../ha/lock.js';
 import type { Layout } from '../persistence/layout.js';
-import type { RedisClient } from '../persistence/redis.js';
+import { readyWithin, type RedisClient } from '../persistence/redis.js';
 import { Channels } from './channels.js';
 import { Coordinator, coordinatorLockKeys } from './coordinator.js';
 import { Membership } from './members.js';
@@ -39,7 +39,7 @@ export class OwnersInstance {
   readonly coordinator: Coordinator;
   readonly store: RedisOwnersStore;
 
-  constructor(opts: OwnersInstanceOptions) {
+  constructor(private readonly opts: OwnersInstanceOptions) {
     const log = opts.log ?? quietLog;
     const { redis, layout, intervalMs, timers } = opts;
     this.channels = new Channels(opts.sub);
@@ -79,6 +79,9 @@ export class OwnersInstance {
    */
   async start(): Promise<void> {
     this.channels.start();
+    // The first heartbeat would otherwise go out before the connection is up and fail, logged as
+    // a failure at every start. A Redis still not there after one TTL is worth the warning.
+    await readyWithin(this.opts.redis, this.opts.memberTtlMs);
     // Each part goes on trying by itself when Redis is not there yet: start them all, then tell.
     let failure: Error | undefined;
     const keep = (e: unknown): void => {

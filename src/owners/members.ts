@@ -95,6 +95,8 @@ export class Membership {
   private running = false;
   private unlisten: (() => void)[] = [];
   private beats = 0;
+  /** When the last heartbeat that succeeded was sent (timers.now()). */
+  private lastBeatSent: number | undefined;
 
   constructor(private readonly opts: MembershipOptions) {
     if (!(opts.ttlMs > 0 && opts.intervalMs > 0 && opts.intervalMs < opts.ttlMs)) {
@@ -118,6 +120,18 @@ export class Membership {
   /** Heartbeats that succeeded so far. */
   get beatCount(): number {
     return this.beats;
+  }
+
+  /**
+   * The others count this instance as live: it is beating, and its last heartbeat was sent less
+   * than a TTL ago (measured from the send, so a late reply cannot stretch it).
+   */
+  get isLive(): boolean {
+    return (
+      this.running &&
+      this.lastBeatSent !== undefined &&
+      this.timers.now() - this.lastBeatSent < this.opts.ttlMs
+    );
   }
 
   /** Calls `fn` with every change seen from now on; the returned function stops it. */
@@ -218,12 +232,14 @@ export class Membership {
 
   private async beat(): Promise<void> {
     const { redis, layout, ttlMs } = this.opts;
+    const sent = this.timers.now();
     const joined = await memberScripts.beat.run(
       redis,
       [layout.meta.members, layout.meta.member(this.id)],
       [this.id, JSON.stringify(this.record), ttlMs, layout.meta.membersChannel],
     );
     this.beats++;
+    this.lastBeatSent = sent;
     if (joined === 1) this.log.info({ id: this.id, address: this.record.address }, 'joined the membership');
   }
 

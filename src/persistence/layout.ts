@@ -26,6 +26,8 @@
  * |                         |        | how a reader finds them all, on a Cluster too (no SCAN)  |
  * | `catalog-feed`          | channel| PUBLISHed `<account>:<region>:<name>` lines, one message |
  * |                         |        | per meta write that changed catalog records (writer.ts)  |
+ * | `tenants-feed`          | channel| many owners: PUBLISHed tenant names, one a line, after   |
+ * |                         |        | each meta write of tenants (tenants-mirror.ts re-reads)  |
  * | `leader`, `epoch`, `leader:info` | | the leader lock of --leader-election (src/ha/lock.ts) |
  * | `commit`                | string | the meta writer's chain                                 |
  * | `migration`             | hash   | progress of a v1 → v2 migration (migrate.ts)            |
@@ -63,6 +65,8 @@ export interface MetaKeys extends Keys {
   readonly catalogIndex: string;
   /** The pub/sub channel of catalog changes: `<account>:<region>:<name>` lines (see catalogChange). */
   readonly catalogFeed: string;
+  /** The pub/sub channel of tenant changes (many owners): the names written, one a line. */
+  readonly tenantsFeed: string;
   readonly migration: string;
   /** Instance id → its member record; pruned of the ids whose `member(id)` key expired. */
   readonly members: string;
@@ -104,6 +108,7 @@ export function layoutFor(prefix: string = DEFAULT_PREFIX): Layout {
     catalog: (accountId, region) => `${metaPrefix}cat:${accountId}:${region}`,
     catalogIndex: `${metaPrefix}catalogs`,
     catalogFeed: `${metaPrefix}catalog-feed`,
+    tenantsFeed: `${metaPrefix}tenants-feed`,
     migration: `${metaPrefix}migration`,
     members: `${metaPrefix}members`,
     member: (id) => `${metaPrefix}member:${id}`,

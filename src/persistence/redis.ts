@@ -10,6 +10,7 @@
  * outcome is unknown and the request gets a 503. Reconnection itself goes on in the background,
  * with a backoff capped at 2 s.
  */
+import { once } from 'node:events';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { keySlot } from '../shard/slot.js';
 
@@ -182,6 +183,22 @@ export async function mastersConnected(c: RedisClient): Promise<void> {
       });
     }),
   );
+}
+
+/**
+ * Connects `c` when it is idle and resolves once it is ready; false when connecting failed (an
+ * 'error') or `ms` passed first, and then the caller's next command fails and says why. The
+ * clients are lazy and keep no offline queue, so a command sent before 'ready' fails at once:
+ * whoever must not log that expected failure waits here.
+ */
+export async function readyWithin(c: RedisClient, ms: number): Promise<boolean> {
+  if (c.status === 'wait' || c.status === 'end') c.connect().catch(() => undefined);
+  if (c.status !== 'ready') {
+    await once(c, 'ready', { signal: AbortSignal.timeout(ms) }).catch(() => undefined);
+  }
+  if (c.status !== 'ready') return false;
+  await mastersConnected(c);
+  return true;
 }
 
 /** A client that is connected (for tools and tests; the server lets Persistence wait for Redis). */

@@ -892,15 +892,18 @@ export class Writer {
     this.opts.onFailure?.(st.id, cause);
   }
 
-  /** Publishes applied catalog changes on the feed (see "The catalog feed" above); a failure is left to the mirrors' full reads. */
-  private announce(changes: readonly string[]): void {
+  /**
+   * Publishes applied changes on a feed (see "The catalog feed" above; the tenants' likewise); a
+   * failure is left to the mirrors' full reads.
+   */
+  private announce(channel: string, changes: readonly string[]): void {
     let redis: Redis;
     try {
       redis = this.opts.connectionFor(this.opts.layout.meta);
     } catch {
       return;
     }
-    redis.publish(this.opts.layout.meta.catalogFeed, changes.join('\n')).catch(() => undefined);
+    redis.publish(channel, changes.join('\n')).catch(() => undefined);
   }
 
   /**
@@ -1039,6 +1042,7 @@ export class Writer {
     for (const [cb, g] of tasks) cb.hash('tasks', g.puts, g.dels);
 
     const meta = to(this.meta);
+    const metaPart = parts.get(this.meta);
     if (meta !== undefined && b.tenants.size > 0) {
       const puts: string[] = [];
       const dels: string[] = [];
@@ -1049,8 +1053,17 @@ export class Writer {
         else if (live === undefined) dels.push(t.name);
       }
       meta.hash('tenants', puts, dels);
+      // Many owners: the others hold the tenants in memory too, and re-read them on this
+      // (tenants-mirror.ts); a lost message is made up for by their periodic read.
+      if (this.opts.sharedMeta === true && metaPart !== undefined && puts.length + dels.length > 0) {
+        const names = [...dels];
+        for (let i = 0; i < puts.length; i += 2) names.push(puts[i] as string);
+        metaPart.done.then(
+          () => this.announce(this.opts.layout.meta.tenantsFeed, names),
+          () => undefined,
+        );
+      }
     }
-    const metaPart = parts.get(this.meta);
     if (meta !== undefined && metaPart !== undefined && b.catalog.size > 0) {
       const metaKeys = this.opts.layout.meta;
       // Per catalog hash, each name once, as the store holds that name now: a queue deleted and
@@ -1086,7 +1099,7 @@ export class Writer {
       }
       if (indexed.length > 0) meta.hash(metaKeys.catalogIndex.slice(metaKeys.prefix.length), indexed, []);
       metaPart.done.then(
-        () => this.announce(changes),
+        () => this.announce(this.opts.layout.meta.catalogFeed, changes),
         () => undefined,
       );
     }

@@ -5,7 +5,8 @@
  * - membership, the shard map and the coordinator that writes it (instance.ts);
  * - the ShardOwner that takes and gives away this process's shards as the map says, with a
  *   Persistence that reads in only those (owner.ts, src/persistence/persistence.ts `owned`);
- * - the catalog mirror that lists the other processes' queues (src/persistence/catalog-mirror.ts);
+ * - the catalog mirror that lists the other processes' queues (src/persistence/catalog-mirror.ts),
+ *   and the tenants mirror that brings their tenant and key changes (tenants-mirror.ts);
  * - the Router, the data plane's executor, and the forwarding channel it answers on (router.ts,
  *   rpc.ts).
  *
@@ -26,6 +27,7 @@ import { Router } from '../owners/router.js';
 import { runHere, type AdminCall, type AdminRoute } from '../http/admin-route.js';
 import { RpcServer } from '../owners/rpc.js';
 import { CatalogMirror } from '../persistence/catalog-mirror.js';
+import { TenantsMirror } from '../persistence/tenants-mirror.js';
 import type { Layout } from '../persistence/layout.js';
 import { Persistence } from '../persistence/persistence.js';
 import { createClient, type RedisTarget } from '../persistence/redis.js';
@@ -55,6 +57,12 @@ export interface Owners {
   readonly adminRoute: AdminRoute;
   /** Runs the admin calls other members pass here on `app`, this instance's control plane. */
   serveAdmin(app: FastifyInstance): void;
+  /**
+   * /ready: a member the others count as live, with a shard map to route by and its store
+   * served; false from the moment it leaves (a stop, a drain). Owning shards is not asked: an
+   * instance that owns none still answers every request by routing it.
+   */
+  readonly ready: () => boolean;
   /** Joins, loads and starts following the map; after both planes listen. */
   start(): Promise<void>;
   /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
@@ -132,7 +140,19 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
     });
   };
 
-  const persistence = new Persistence({
+  // Made before the Persistence, whose onStore hands it each store; while none is served (a load
+  // in progress reads the tenants itself) it reads nothing.
+  const tenants: TenantsMirror = new TenantsMirror({
+    redis: data,
+    channels: instance.channels,
+    layout,
+    store: () => (persistence.serving ? stores.services.store : undefined),
+    commit: () => persistence.commit(),
+    onApplied: (n) => log.info({ tenants: n }, 'tenants changed at another instance: read again'),
+    onError: (e) => log.warn({ error: e.message }, 'reading the tenants failed'),
+  });
+
+  const persistence: Persistence = new Persistence({
     redis: data,
     layout,
     createStore: stores.newStore,
@@ -148,6 +168,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         routing.router?.relayDeadLetter(queue, message, target),
       );
       store.onMoveAway((away) => routing.router?.relayMove(store, away));
+      tenants.watch(store);
       stores.replace(store);
       mirrorFor(store);
     },
@@ -245,6 +266,12 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
     serveAdmin(app) {
       routing.admin = app;
     },
+    ready: () =>
+      stopping === undefined &&
+      draining === undefined &&
+      persistence.serving &&
+      instance.membership.isLive &&
+      instance.map.version > 0,
     persistence,
     router,
     owner,
@@ -254,6 +281,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         log.warn({ error: e instanceof Error ? e.message : String(e) }, 'joining failed; retrying');
       });
       await persistence.start();
+      tenants.start();
       owner.start(persistence);
       log.info(
         { address, members: instance.membership.members.length },
@@ -265,6 +293,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         await instance.coordinator.stop().catch(() => undefined);
         await instance.membership.leave().catch(() => undefined);
         await owner.stop();
+        await tenants.stop();
         instance.map.stop();
         instance.channels.close();
         clearTimeout(mirrorRead);

@@ -27,9 +27,9 @@ export interface PlanesOptions {
   readonly executor?: Executor | undefined;
   /**
    * --active-active: the admin API's shard routes (src/http/admin-shards.ts), and where its queue
-   * calls run (src/http/admin-route.ts).
+   * calls run (src/http/admin-route.ts), and what /ready answers (else the durability's serving).
    */
-  readonly owners?: Pick<Owners, 'admin' | 'adminRoute' | 'serveAdmin'> | undefined;
+  readonly owners?: Pick<Owners, 'admin' | 'adminRoute' | 'serveAdmin' | 'ready'> | undefined;
   /** Where the control plane listens instead of --host: a worker's private one is on 127.0.0.1. */
   readonly controlHost?: string | undefined;
 }
@@ -78,7 +78,7 @@ export async function listenPlanes(config: Config, opts: PlanesOptions): Promise
   const control = buildControlPlane({
     logger: logger.child({ plane: 'control' }),
     metrics,
-    isReady: () => durability.serving,
+    isReady: opts.owners?.ready ?? (() => durability.serving),
   });
   registerAdmin(control, {
     adminToken: config.adminToken,

@@ -2,7 +2,8 @@
  * Active/active at N = 3 (docs/operations.md, "Active/active"; docs/architecture.md, "Many
  * owners"): three real processes with `--active-active` on one Redis, nginx in front of all three,
  * and the faults of docs/faults.md rows 27 to 29 (kill -9 one of them, SIGSTOP one past its lease
- * TTL, a rolling SIGTERM), plus routing over both protocols.
+ * TTL, a rolling SIGTERM), plus routing over both protocols. One test runs the two-VM kit instead
+ * (row 30): two processes behind nginx/shared-sqs-active-active.conf, one killed and started again.
  *
  * Who owns a queue is read from Redis (the lease of its shard), never from the processes' logs.
  * Protocols: the loads are @aws-sdk/client-sqs (JSON) with a raw Query probe (test/failover/
@@ -28,7 +29,15 @@ import { layoutFor } from '../../src/persistence/layout.js';
 import { awsCli, awsCliOk, uniqueName } from '../support/server.js';
 import { queryPost, xmlTexts } from '../support/wire.js';
 import { testsRequiring } from '../support/requires.js';
-import { createQueue, loadClient, monitor, pause, until, type Instance } from './harness.js';
+import {
+  createQueue,
+  loadClient,
+  monitor,
+  NGINX_ACTIVE_ACTIVE_CONF,
+  pause,
+  until,
+  type Instance,
+} from './harness.js';
 import {
   FifoLoad,
   logStatuses,
@@ -380,6 +389,73 @@ for (const which of ['the coordinator', 'not the coordinator'] as const) {
       await killOne(t, which);
     },
   );
+}
+
+test(
+  'docs/faults.md row 33: Two-VM kit, active/active (nginx/shared-sqs-active-active.conf): Given two processes behind nginx with both upstreams serving, under load through nginx alone (standard and FIFO queues on both owners), When one is killed (SIGKILL) and then started again, Then lost = unexpected = resurrected = 0, FIFO order is kept, every error a client saw was a 503 (never an HTML 502), nginx took the dead one out of rotation, its queues were served again within ttl + interval, and nginx sends to it again once it is back',
+  { timeout: 300_000 },
+  async (t) => {
+    const c = await ownersFor(t, { n: 2, nginxConf: NGINX_ACTIVE_ACTIVE_CONF });
+    const { ttlMs, intervalMs } = c.timing;
+    const victim = c.nodes[1] as Instance;
+    // `direct: []`: every client goes through nginx, which picks the instance.
+    const loads = await spreadLoad(t, c, 'kit', { perOwner: 3, direct: [], fifo: true });
+    await moreAcks(loads, 20);
+
+    await victim.kill9();
+    const deadAt = Date.now();
+    const theirs = loads.standard.filter((s) => s.owner === victim);
+    const gaps = await Promise.all(
+      theirs.map(async (s) => (await s.w.firstOkAfter(deadAt, ttlMs + intervalMs + 30_000)) - deadAt),
+    );
+    await c.settled(30_000);
+    await moreAcks(loads, 20);
+
+    // What systemd's Restart=always does: the same ports, a new process that takes its share again.
+    await victim.start();
+    await c.settled(30_000);
+    await moreAcks(loads, 20);
+    await until(
+      'nginx sends to the restarted instance again',
+      async () => (await requestsServed(victim)) > 0,
+      30_000,
+    );
+    await stopAndDrain(loads);
+
+    for (const s of loads.standard) {
+      t.diagnostic(
+        `${s.name} (owner ${s.owner.name}): ${summary(s.w.report())}, errors seen ${JSON.stringify(countBy(errorsOf(s)))}`,
+      );
+    }
+    for (const q of loads.fifo)
+      t.diagnostic(
+        `${q.name} (FIFO, owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${JSON.stringify(countBy(q.statuses.bad))}`,
+      );
+    t.diagnostic(
+      `kill -9 of ${victim.name}: first probe 200 on each of its queues ${gaps.join(', ')} ms after the kill (ttl ${ttlMs}, interval ${intervalMs})`,
+    );
+    assertCleanCounts(loads);
+    const errors = [...loads.standard, ...loads.fifo].flatMap((s) => errorsOf(s));
+    for (const e of errors) {
+      assert.equal(e.status, 503, `${JSON.stringify(e)}: a client saw only 503s, which the SDKs retry`);
+      assert.notEqual(e.name, 'SyntaxError', 'never an HTML page');
+    }
+    assert.match(
+      c.nginx.errorLog(),
+      /upstream server temporarily disabled/,
+      'passive health: the dead instance was taken out of rotation',
+    );
+    for (const g of gaps)
+      assert.ok(g <= ttlMs + intervalMs + SLACK_MS, `served again ${g} ms after the kill`);
+  },
+);
+
+/** The SQS requests an instance's data plane answered (forwarded ones, which arrive on the internal port, are not counted). */
+async function requestsServed(i: Instance): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${i.controlPort}/metrics`)).text();
+  let n = 0;
+  for (const m of text.matchAll(/^sqs_requests_total\{[^}]*\} (\d+)$/gm)) n += Number(m[1]);
+  return n;
 }
 
 async function killOne(t: TestContext, which: 'the coordinator' | 'not the coordinator'): Promise<void> {

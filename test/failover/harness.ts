@@ -22,6 +22,10 @@ import { freePort, spawnMain, type ExitStatus } from '../support/server.js';
 /** Found on PATH, where test/support/requires.ts looks for it. */
 export const NGINX = 'nginx';
 export const NGINX_CONF = fileURLToPath(new URL('../../nginx/shared-sqs.conf', import.meta.url));
+/** The active/active layout's (docs/operations.md, "Active/active"). */
+export const NGINX_ACTIVE_ACTIVE_CONF = fileURLToPath(
+  new URL('../../nginx/shared-sqs-active-active.conf', import.meta.url),
+);
 
 export interface HaTiming {
   readonly ttlMs: number;
@@ -216,12 +220,16 @@ export interface Nginx {
 }
 
 /**
- * nginx/shared-sqs.conf with the test's addresses: `listen` on a free loopback port, the two
- * `server` lines of the upstream pointed at the instances (more instances: more lines like the
- * last). Nothing else is changed.
+ * nginx/shared-sqs.conf (or `conf`) with the test's addresses: `listen` on a free loopback port,
+ * the two `server` lines of the upstream pointed at the instances (more instances: more lines like
+ * the last). Nothing else is changed.
  */
-export function renderNginxSnippet(listenPort: number, upstreams: readonly number[]): string {
-  const text = readFileSync(NGINX_CONF, 'utf8');
+export function renderNginxSnippet(
+  listenPort: number,
+  upstreams: readonly number[],
+  conf: string = NGINX_CONF,
+): string {
+  const text = readFileSync(conf, 'utf8');
   const lines = [...text.matchAll(/^(\s*)server\s+10\.0\.0\.\d+:4100(.*);$/gm)].length;
   let i = 0;
   const rendered = text
@@ -235,7 +243,7 @@ export function renderNginxSnippet(listenPort: number, upstreams: readonly numbe
       i += more.length;
       return [port, ...more].map((p) => `${indent}server 127.0.0.1:${p}${rest};`).join('\n');
     });
-  if (i !== upstreams.length) throw new Error(`nginx/shared-sqs.conf has ${i} upstream servers`);
+  if (i !== upstreams.length) throw new Error(`${conf} has ${i} upstream servers`);
   if (!rendered.includes(`listen 127.0.0.1:${listenPort};`)) throw new Error('no `listen 80;` to render');
   return rendered;
 }
@@ -272,7 +280,7 @@ export function run(
 }
 
 /** `nginx -t` on the rendered config must pass before nginx runs. */
-export async function startNginx(upstreams: readonly number[]): Promise<Nginx> {
+export async function startNginx(upstreams: readonly number[], conf: string = NGINX_CONF): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), 'ssq-nginx-'));
   // nginx's workers may run as another user (nobody, www-data): they buffer bodies in tmp/.
   chmodSync(dir, 0o755);
@@ -282,13 +290,13 @@ export async function startNginx(upstreams: readonly number[]): Promise<Nginx> {
     const port = await freePort();
     const snippet = join(dir, 'shared-sqs.conf');
     const mainConf = join(dir, 'nginx.conf');
-    writeFileSync(snippet, renderNginxSnippet(port, upstreams));
+    writeFileSync(snippet, renderNginxSnippet(port, upstreams, conf));
     writeFileSync(mainConf, renderNginxMain(dir, snippet));
     const global = `pid ${dir}/nginx.pid;`;
     const check = await run(NGINX, ['-t', '-q', '-p', dir, '-c', mainConf, '-g', global]);
     if (check.code !== 0) {
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`nginx -t failed on the rendered nginx/shared-sqs.conf:\n${check.stderr}`);
+      throw new Error(`nginx -t failed on the rendered ${conf}:\n${check.stderr}`);
     }
     const proc = spawn(NGINX, ['-p', dir, '-c', mainConf, '-g', `daemon off; ${global}`], {
       stdio: ['ignore', 'ignore', 'pipe'],

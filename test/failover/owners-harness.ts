@@ -2,7 +2,8 @@
  * The active/active harness (docs/operations.md, "Active/active"): one private redis-server (AOF
  * always), N shared-sqs processes with `--active-active` on fixed free loopback ports (data,
  * control and internal: a restarted process comes back where nginx and its peers expect it), and
- * nginx in front of all N (nginx/shared-sqs.conf, its upstream given one server line per process).
+ * nginx in front of all N (nginx/shared-sqs.conf, or the `nginxConf` asked for, its upstream given
+ * one server line per process).
  *
  * Who owns a queue is read from Redis itself: the shard of the queue (src/shard/hash.ts) and the
  * holder of that shard's lease (`{ssq:sNNN:x}lease`, a token `<epoch>:<hostname>-<pid>`), checked
@@ -76,7 +77,13 @@ export function shardOfUrl(queueUrl: string): number {
 }
 
 export async function startOwners(
-  opts: { n?: number; timing?: HaTiming; extraArgs?: readonly string[] } = {},
+  opts: {
+    n?: number;
+    timing?: HaTiming;
+    extraArgs?: readonly string[];
+    /** The nginx configuration in front; default nginx/shared-sqs.conf. */
+    nginxConf?: string;
+  } = {},
 ): Promise<OwnersCluster> {
   const n = opts.n ?? 3;
   const timing = opts.timing ?? FAST;
@@ -113,7 +120,10 @@ export async function startOwners(
       ]),
     );
   }
-  const nginx = await startNginx(nodes.map((x) => x.port)).catch(async (e: unknown) => {
+  const nginx = await startNginx(
+    nodes.map((x) => x.port),
+    opts.nginxConf,
+  ).catch(async (e: unknown) => {
     await redis.stop();
     throw e;
   });

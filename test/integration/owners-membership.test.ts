@@ -18,6 +18,7 @@ import { RedisOwnersStore, ShardMap, type ShardMapChange } from '../../src/owner
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { startRedisCluster, type TestRedisCluster } from '../support/redis-cluster.js';
 import { testsRequiring } from '../support/requires.js';
+import { watchedLog } from '../support/log.js';
 import { sleep } from '../support/process.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -159,6 +160,36 @@ test('Given three instances, When they start, Then one coordinates and every map
   );
   assert.ok(live.every((m) => m.startedAt > 0));
   assert.equal(await redis.client.hlen(layout.meta.owners), SHARD_COUNT + 1, 'every shard and the version');
+});
+
+test('Given a connection not yet made, When an instance starts on it, Then it joins at its first heartbeat and logs no failure', async () => {
+  const layout = layoutFor(uniquePrefix());
+  // As the server makes them (src/wiring/owners.ts): lazy, no offline queue, not connected.
+  const client = createClient({ url: redis.url });
+  const sub = createClient({ url: redis.url });
+  client.on('error', () => undefined);
+  const log = watchedLog();
+  const inst = new OwnersInstance({
+    redis: client,
+    sub,
+    layout,
+    id: 'host-fresh-1',
+    address: '127.0.0.1:4199',
+    memberTtlMs: MEMBER_TTL,
+    intervalMs: INTERVAL,
+    log,
+  });
+  closers.push(async () => {
+    await inst.stop();
+    client.disconnect();
+  });
+  await inst.start();
+  assert.equal(inst.membership.beatCount >= 1, true, 'joined by the time start() resolved');
+  assert.deepEqual(
+    log.lines.filter((l) => /fail|cannot/.test(l)),
+    [],
+    'a start on a connection still being made is no failure',
+  );
 });
 
 test('Given three converged instances, When one leaves, Then only its shards move, to the other two, the version is bumped and a reader hears it by pub/sub', async () => {

@@ -187,3 +187,23 @@ void test('Given an interval not under the TTL, When a member is made, Then it i
       }),
   );
 });
+
+void test('Given a member, When Redis stops answering its heartbeats, Then it counts itself live until one TTL after the last heartbeat sent, and not after it leaves', async () => {
+  const clock = new FakeTimers();
+  const r = new FakeRedis(clock);
+  const { m } = member(r, clock, 'host-a-101');
+  assert.equal(m.isLive, false, 'not before its first heartbeat');
+  await m.start();
+  assert.equal(m.isLive, true);
+  r.down = true;
+  // The last heartbeat that went through was sent at 0: the others drop it at TTL.
+  await clock.advance(TTL - 1);
+  assert.equal(m.isLive, true, "still live in the others' eyes");
+  await clock.advance(1);
+  assert.equal(m.isLive, false, 'its key has expired: the others no longer count it');
+  r.down = false;
+  await clock.advance(INTERVAL);
+  assert.equal(m.isLive, true, 'a heartbeat that goes through makes it live again');
+  await m.leave();
+  assert.equal(m.isLive, false, 'a member that left is not live');
+});
