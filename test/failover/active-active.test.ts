@@ -3,7 +3,7 @@
  * owners"): three real processes with `--active-active` on one Redis, nginx in front of all three,
  * and the faults of docs/faults.md rows 27 to 29 (kill -9 one of them, SIGSTOP one past its lease
  * TTL, a rolling SIGTERM), plus routing over both protocols. One test runs the two-VM kit instead
- * (row 30): two processes behind nginx/shared-sqs-active-active.conf, one killed and started again.
+ * (row 33): two processes behind nginx/shared-sqs-active-active.conf, one killed and started again.
  *
  * Who owns a queue is read from Redis (the lease of its shard), never from the processes' logs.
  * Protocols: the loads are @aws-sdk/client-sqs (JSON) with a raw Query probe (test/failover/
