@@ -135,9 +135,6 @@ export async function checkReplicaWait(redis: Redis, wait: ReplicaWait | undefin
 /** A chunk is a few MiB: this is for a Redis that is busy (an AOF rewrite, a slow disk), not slow. */
 export const LOAD_COMMAND_TIMEOUT_MS = 60_000;
 
-/** Shards a take reads in at once (takeShards). */
-const LOADS_AT_ONCE = 4;
-
 export class Persistence implements Durability {
   readonly kind = 'redis';
   private current: Writer | undefined;
@@ -203,8 +200,8 @@ export class Persistence implements Durability {
   }
 
   /**
-   * With `owned`: reads shards whose leases were just taken into the store served, a few at once
-   * on one connection, then settles the transfers into and out of them. While no store is
+   * With `owned`: reads shards whose leases were just taken into the store served, one after the
+   * other on one connection, then settles the transfers into and out of them. While no store is
    * served this does nothing: the load that serves next reads every owned shard. Resolves with
    * the shards read in (or found read in already); rejects when reading failed (the caller tries
    * again). A shard that does not fit is refused by name instead (`shardsDown`). `onRead` hears of
@@ -224,57 +221,37 @@ export class Persistence implements Durability {
     this.own(served.store);
     try {
       await connectReader(reader);
-      let next = 0;
-      let stale = false;
-      // A few at once on the one connection: one shard's records decode while the next one's are
-      // on their way (each load checks the budget with what the store holds then, so those in
-      // flight together may pass it by a shard or two; docs/architecture.md, "Many owners").
-      const worker = async (): Promise<void> => {
-        while (next < todo.length && !stale) {
-          const shard = todo[next++] as number;
-          const keys = this.opts.layout.shards[shard];
-          if (keys === undefined || this.opts.owned?.has(shard) !== true) continue;
-          await served.conns.refresh(keys);
-          // A fresh chain: what this process wrote to the shard before (an earlier hold) is not its now.
-          writer.resetShard(shard);
-          try {
-            const stats = await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
-            // Before shardLoaded: a queue created after it would be taken for a stray record. (An
-            // empty shard's stray records, if a crash left any, stay until it holds a queue again.)
-            if (stats.queues > 0) {
-              await repairCatalog(reader, this.opts.layout, shard, shardQueues(served.store, shard));
-            }
-          } catch (e) {
-            if (e instanceof FencedError) {
-              this.opts.onShardFenced?.(shard);
-              this.own(served.store);
-              continue;
-            }
-            if (!(e instanceof StoreTooBigError)) throw e;
-            this.refuse(served.store, shard, e);
-            this.retryRefusedLater();
+      for (const shard of todo) {
+        const keys = this.opts.layout.shards[shard];
+        if (keys === undefined || this.opts.owned?.has(shard) !== true) continue;
+        await served.conns.refresh(keys);
+        // A fresh chain: what this process wrote to the shard before (an earlier hold) is not its now.
+        writer.resetShard(shard);
+        try {
+          const stats = await loadShard(reader, keys, served.store, { token: this.shardToken(shard) });
+          // Before shardLoaded: a queue created after it would be taken for a stray record. (An
+          // empty shard's stray records, if a crash left any, stay until it holds a queue again.)
+          if (stats.queues > 0) {
+            await repairCatalog(reader, this.opts.layout, shard, shardQueues(served.store, shard));
+          }
+        } catch (e) {
+          if (e instanceof FencedError) {
+            this.opts.onShardFenced?.(shard);
+            this.own(served.store);
             continue;
           }
-          if (this.current !== writer) {
-            stale = true;
-            return;
-          }
-          served.store.shardLoaded(shard);
-          this.down.delete(shard);
-          this.loaded.add(shard);
-          taken.push(shard);
-          onRead?.(shard);
+          if (!(e instanceof StoreTooBigError)) throw e;
+          this.refuse(served.store, shard, e);
+          this.retryRefusedLater();
+          continue;
         }
-      };
-      // One failing ends the others too: the caller tries them all again.
-      const stopAll = (e: unknown): never => {
-        stale = true;
-        throw e;
-      };
-      await Promise.all(
-        Array.from({ length: Math.min(LOADS_AT_ONCE, todo.length) }, () => worker().catch(stopAll)),
-      );
-      if (stale) return done;
+        if (this.current !== writer) return done;
+        served.store.shardLoaded(shard);
+        this.down.delete(shard);
+        this.loaded.add(shard);
+        taken.push(shard);
+        onRead?.(shard);
+      }
       if (taken.length > 0) await this.replayTransfers(writer, served.store, new Set(taken));
       return [...done, ...taken];
     } finally {
