@@ -109,11 +109,14 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       // The leader drains, flushes, releases the lock and announces it before the planes close.
       await ha?.stop();
       // Leaves, and gives every shard away while the planes still take requests (and route them).
-      await owners?.stop();
+      await owners?.handOver();
       logger.info('stopping: answering long polls, then closing both planes');
       // Waiting polls are answered first (with no messages), so close() does not wait 20 s on them.
       stores.close();
+      // The router outlives the data plane: what still arrives on open connections meanwhile is
+      // forwarded to the shards' new owners (src/http/serve.ts), not refused.
       await data.close();
+      await owners?.stop();
       await persistence?.close();
       await control.close();
       await flushLogger(logger);

@@ -76,10 +76,15 @@ export function dispatcher(
   };
 
   const serve = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (state.closing) {
+    // An executor (--active-active) still routes while the plane closes (src/server.ts); without
+    // one this instance's store is going away: refused.
+    if (state.closing && executor === undefined) {
       refuse(req, reply);
       return;
     }
+    // Leaving: the connection ends after this reply, so a proxy opens its next one to another
+    // instance rather than losing a request to the plane's close.
+    if (state.closing || executor?.leaving === true) void reply.header('connection', 'close');
     const started = performance.now();
     const requestId = uuid();
     const protocol = detectProtocol(req.headers);

@@ -14,4 +14,10 @@ export interface Executor {
    * answered InternalFailure and logged. `ctx.onAbort` is the client's socket's.
    */
   execute(action: ActionName, ctx: RequestContext, input: unknown): Promise<unknown>;
+  /**
+   * True once this instance is leaving (a stop has begun): each reply closes its connection, so
+   * that a proxy's keep-alive connections end cleanly after a reply, not under a request, when the
+   * plane closes.
+   */
+  readonly leaving?: boolean;
 }

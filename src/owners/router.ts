@@ -114,6 +114,8 @@ export class Router {
   private readonly accepting = new Set<string>();
   private readonly log: LogSink;
   private closed = false;
+  /** A stop has begun (src/wiring/owners.ts handOver): replies close their connections. */
+  leaving = false;
 
   constructor(private readonly opts: RouterOptions) {
     this.log = opts.log ?? quietLog;

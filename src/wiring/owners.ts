@@ -65,7 +65,12 @@ export interface Owners {
   readonly ready: () => boolean;
   /** Joins, loads and starts following the map; after both planes listen. */
   start(): Promise<void>;
-  /** Leaves, gives every shard away, closes the forwarding channel and the connections. */
+  /**
+   * Leaves and gives every shard away; goes on routing (to the shards' next owners) until stop(),
+   * so that requests still arriving while the data plane closes are answered, not refused.
+   */
+  handOver(): Promise<void>;
+  /** Hands over (if not done yet), then closes the router, the forwarding channel and the connections. */
   stop(): Promise<void>;
 }
 
@@ -252,6 +257,16 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
   };
 
   let stopping: Promise<void> | undefined;
+  let handingOver: Promise<void> | undefined;
+  const handOver = (): Promise<void> => {
+    handingOver ??= (async () => {
+      router.leaving = true;
+      await instance.coordinator.stop().catch(() => undefined);
+      await instance.membership.leave().catch(() => undefined);
+      await owner.stop();
+    })();
+    return handingOver;
+  };
   return {
     admin,
     adminRoute: {
@@ -267,6 +282,7 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
       routing.admin = app;
     },
     ready: () =>
+      handingOver === undefined &&
       stopping === undefined &&
       draining === undefined &&
       persistence.serving &&
@@ -288,11 +304,10 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
         'active/active: serving and routing',
       );
     },
+    handOver,
     stop() {
       stopping ??= (async () => {
-        await instance.coordinator.stop().catch(() => undefined);
-        await instance.membership.leave().catch(() => undefined);
-        await owner.stop();
+        await handOver();
         await tenants.stop();
         instance.map.stop();
         instance.channels.close();

@@ -727,6 +727,8 @@ test(
     }
     assertCleanCounts(loads);
     const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
+    const told = new Set(all.flatMap((s) => s.statuses.bad.map((b) => b.message ?? '')));
+    if (e503.length > 0) t.diagnostic(`what the clients were told: ${JSON.stringify([...told])}`);
     assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');
   },
 );
