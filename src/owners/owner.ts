@@ -81,6 +81,8 @@ export class ShardOwner implements OwnedShards {
   private stopped = false;
   /** Shards whose lease is being asked for: one attempt at a time each. */
   private readonly acquiring = new Set<number>();
+  /** Requests waiting for a shard being read in (whenServing), by shard. */
+  private readonly waiting = new Map<number, (() => void)[]>();
   private reading: Promise<void> | undefined;
   private readAgain = false;
 
@@ -108,6 +110,32 @@ export class ShardOwner implements OwnedShards {
   // ---- what the router asks ----------------------------------------------------------------
 
   /** This process answers for the shard now. */
+  /** The lease is held here and the shard is being read in: it serves in a moment. */
+  taking(shard: number): boolean {
+    return this.byShard.get(shard)?.state === 'taking';
+  }
+
+  /**
+   * Resolves once the shard serves here, or after `ms` (whatever happened to it meanwhile: the
+   * caller asks serves() again). A request that reached the new owner of a shard being read in
+   * waits for it here rather than going back to its router to try again later.
+   */
+  whenServing(shard: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const list = this.waiting.get(shard) ?? [];
+      this.waiting.set(shard, list);
+      const timer = this.timers.setTimeout(done, ms);
+      const timers = this.timers;
+      function done(): void {
+        timers.clearTimeout(timer);
+        const i = list.indexOf(done);
+        if (i >= 0) list.splice(i, 1);
+        resolve();
+      }
+      list.push(done);
+    });
+  }
+
   serves(shard: number): boolean {
     const h = this.byShard.get(shard);
     return (
@@ -316,6 +344,8 @@ export class ShardOwner implements OwnedShards {
         if (h !== undefined && h.state === 'taking' && p.serves(s)) {
           h.state = 'serving';
           now++;
+          for (const done of [...(this.waiting.get(s) ?? [])]) done();
+          this.waiting.delete(s);
         }
       };
       // Each shard serves once it is read in, not when the last of a takeover's is.
@@ -436,7 +466,7 @@ export class ShardOwner implements OwnedShards {
         this.retryTimer = undefined;
         this.reconcile();
       },
-      Math.min(100, this.opts.intervalMs),
+      Math.min(50, this.opts.intervalMs),
     );
   }
 

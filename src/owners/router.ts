@@ -103,6 +103,8 @@ export interface RouterOptions {
 
 /** Requests other than long polls: how long the owner may take (a slow Redis, a 1 MiB batch). */
 const FORWARD_TIMEOUT_MS = 30_000;
+/** How long a request waits at an owner for a shard it is reading in before it answers "not the owner". */
+const TAKING_WAIT_MS = 2_000;
 /** A long poll is answered within its wait; the owner gets this much more before it is given up. */
 const LONG_POLL_SLACK_MS = 5_000;
 
@@ -131,7 +133,7 @@ export class Router {
     const answer = await this.toOwner(
       shard,
       async () =>
-        this.opts.owner.serves(shard) ? { o: await this.runOwned(shard, action, ctx, input) } : undefined,
+        (await this.servesSoon(shard)) ? { o: await this.runOwned(shard, action, ctx, input) } : undefined,
       (address) => {
         if (gone === undefined) {
           const g = (gone = new RpcCancel());
@@ -185,7 +187,7 @@ export class Router {
     if (typeof f.s !== 'number' || !Object.hasOwn(actions, f.a) || !isForwardedContext(f.c)) {
       return { e: errorToWire(new SqsError('InvalidAction', 'The forwarded request names no action.')) };
     }
-    if (!this.opts.owner.serves(f.s)) return { n: 1 };
+    if (!(await this.servesSoon(f.s))) return { n: 1 };
     const ctx = fromForwarded(f.c, (fn) => signal.addEventListener('abort', fn, { once: true }));
     try {
       return { o: await this.runOwned(f.s, f.a, ctx, f.i) };
@@ -303,6 +305,18 @@ export class Router {
     } catch (e) {
       return notServed(e instanceof Error ? e.message : String(e));
     }
+  }
+
+  /**
+   * Serves the shard, now or once it is read in here (a planned move's new owner, a takeover):
+   * a request waits for that where it is, not at its router's next try.
+   */
+  private async servesSoon(shard: number): Promise<boolean> {
+    const { owner } = this.opts;
+    if (owner.serves(shard)) return true;
+    if (!owner.taking(shard)) return false;
+    await owner.whenServing(shard, TAKING_WAIT_MS);
+    return owner.serves(shard);
   }
 
   /** Stops forwarding; what is pending at the peers is failed as unknown (503). */

@@ -23,6 +23,9 @@ const REGION = 'us-east-1';
 /** The shards each instance serves, and a map the routers read: shard → instance id. */
 const owners = new Map<number, string>();
 const served = { A: new Set<number>(), B: new Set<number>() };
+/** Shards an instance holds and is reading in, and the requests waiting for them there. */
+const taking = { A: new Set<number>(), B: new Set<number>() };
+const waiting: (() => void)[] = [];
 const commits: { A: number[]; B: number[] } = { A: [], B: [] };
 let mapReads = 0;
 
@@ -50,6 +53,8 @@ async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
     serves: (s: number) => served[id].has(s),
     holds: (s: number) => served[id].has(s),
     enter: () => () => undefined,
+    taking: (s: number) => taking[id].has(s),
+    whenServing: () => new Promise<void>((resolve) => waiting.push(resolve)),
   } as unknown as ShardOwner;
   const persistence = {
     commit: (shard?: number) => {
@@ -222,4 +227,30 @@ void test('Given a forwarded request for a shard this instance does not serve, t
   );
   assert.deepEqual(answer, { n: 1 });
   assert.equal(a.store.get(ACCOUNT, 'not-here', REGION), undefined);
+});
+
+void test('Given B holds a shard it is still reading in, when A forwards a request for it, then B runs it once the shard serves, with no "not the owner" and no retry', async () => {
+  const s = shardOfName('being-read');
+  owners.set(s, 'B');
+  served.B.add(s);
+  await a.router.execute('CreateQueue', ctx(), { QueueName: 'being-read' });
+  served.B.delete(s);
+  taking.B.add(s);
+  const before = { ...a.router.forwarded };
+  const sent = a.router.execute('SendMessage', ctx(), {
+    QueueUrl: 'http://localhost:4100/000000000000/being-read',
+    MessageBody: 'waited',
+  });
+  const deadline = Date.now() + 5000;
+  while (waiting.length === 0) {
+    assert.ok(Date.now() < deadline, 'the request waits at B for the shard');
+    await new Promise((r) => setImmediate(r));
+  }
+  taking.B.delete(s);
+  served.B.add(s);
+  for (const done of waiting.splice(0)) done();
+  await sent;
+  assert.equal(a.router.forwarded.not_owner, before.not_owner, 'B never answered "not the owner"');
+  assert.equal(a.router.forwarded.answered, before.answered + 1, 'one forwarded request, answered');
+  assert.equal(b.store.get(ACCOUNT, 'being-read', REGION)?.size, 1);
 });
