@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './core/clock.js';
@@ -115,6 +115,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
       stores.close();
       // The router outlives the data plane: what still arrives on open connections meanwhile is
       // forwarded to the shards' new owners (src/http/serve.ts), not refused.
+      if (owners !== undefined) await connectionsEnded(data, LEAVE_GRACE_MS);
       await data.close();
       await owners?.stop();
       await persistence?.close();
@@ -144,6 +145,27 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     stop,
     metrics,
   };
+}
+
+/**
+ * --active-active: how long a leaving instance goes on taking requests on its open connections,
+ * each reply closing its connection, before the data plane closes. A proxy's idle keep-alive
+ * connections are closed by the proxy in that time (nginx/shared-sqs-active-active.conf:
+ * `keepalive_timeout 2s`), not by us under a request it may just be sending, which it could not
+ * send again (docs/operations.md, "Active/active").
+ */
+const LEAVE_GRACE_MS = 3000;
+
+/** Resolves once the plane has no connection open, or after `ms`. */
+async function connectionsEnded(data: { server: NetServer }, ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  for (;;) {
+    const open = await new Promise<number>((resolve) =>
+      data.server.getConnections((e, n) => resolve(e === null ? n : 0)),
+    );
+    if (open === 0 || performance.now() >= until) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 function logStarted(logger: Logger, config: Config, { durability, ha, instanceId }: Durable): void {

@@ -652,86 +652,110 @@ test(
   },
 );
 
-test(
-  'docs/faults.md row 29: Given three active/active processes under load through nginx, When each in turn gets SIGTERM, exits and is started again (waiting for /ready before the next), Then every exit is 0, lost = unexpected = resurrected = 0, FIFO order is kept, and no 503 reaches the clients',
-  { timeout: 400_000 },
-  async (t) => {
-    const c = await ownersFor(t);
-    const loads = await spreadLoad(t, c, 'rr', { perOwner: 2, direct: [], fifo: true });
-    await moreAcks(loads, 20);
-    const steps: string[] = [];
-    const origin = Date.now();
-    for (const node of c.nodes) {
-      const t0 = Date.now();
-      const status = await node.terminate();
-      const exitMs = Date.now() - t0;
-      const startAt = Date.now();
-      assert.deepEqual(status, { code: 0, signal: null }, `${node.name}: a graceful exit`);
-      await node.start();
-      await c.settled(60_000);
-      steps.push(
-        `${node.name}: SIGTERM at +${t0 - origin} ms, exit ${exitMs} ms after it, started again at +${startAt - origin} ms, back and settled ${Date.now() - t0} ms after the SIGTERM`,
-      );
-      await moreAcks(loads, 10);
-    }
-    await stopAndDrain(loads);
+/**
+ * Row 29 through each nginx layout. shared-sqs.conf sends a request answered 503 to the other
+ * instance; shared-sqs-active-active.conf never sends one twice, so what reaches its clients is
+ * what the instances answer, and a request nginx had just sent on a connection that closed under
+ * it (its 503 page). A stopping instance goes on serving its open connections for 3 s, each reply
+ * closing its connection, while nginx closes its idle ones (keepalive_timeout 2s): measured on the
+ * 2-core machine, 0 or 1 such 503 in a rolling restart (225 to 405 before that grace, when the
+ * router closed before the data plane).
+ */
+const ROLLING_503_AT_MOST = { 'shared-sqs.conf': 0, 'shared-sqs-active-active.conf': 5 } as const;
 
-    const all = [...loads.standard, ...loads.fifo];
-    for (const s of loads.standard) {
-      const ok = s.w.probeOk;
-      let gap = 0;
-      for (let i = 1; i < ok.length; i++) gap = Math.max(gap, (ok[i] ?? 0) - (ok[i - 1] ?? 0));
-      t.diagnostic(
-        `${s.name} (first owner ${s.owner.name}): ${summary(s.w.report())}, longest gap between probe 200s ${gap} ms, errors seen ${JSON.stringify(countBy(errorsOf(s)))}`,
-      );
-    }
-    for (const q of loads.fifo)
-      t.diagnostic(
-        `${q.name} (FIFO, first owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${JSON.stringify(countBy(q.statuses.bad))}`,
-      );
-    for (const s of steps) t.diagnostic(s);
-    const lines: string[] = [];
-    for (const s of loads.standard) {
-      for (const line of timelines(s.w, origin))
-        lines.push(`${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): ${line}`);
-      for (const body of s.w.report().lost) {
-        lines.push(
-          `${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): lost ${body}, acknowledged at +${(s.w.ackedAt.get(body) ?? 0) - origin} ms`,
-        );
-      }
-    }
-    for (const q of loads.fifo) {
-      const r = q.f.report();
-      for (const body of r.lost) {
-        lines.push(
-          `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): lost ${body}, acknowledged at +${(q.f.ackedAt.get(body) ?? 0) - origin} ms`,
-        );
-      }
-      for (const id of r.resurrected) {
-        const at = q.f.receivedById.get(id) ?? [];
-        lines.push(
-          `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): resurrected ${q.f.bodyOf(id)} (${id}): receives began at ${at.map((x) => `+${x - origin}`).join(', ')} ms, DeleteMessage 200 at +${(q.f.deletedAt.get(id) ?? 0) - origin} ms`,
-        );
-      }
-    }
-    for (const line of lines) t.diagnostic(line);
-    if (lines.length > 0) {
-      // What the processes said meanwhile (warnings, errors, shards taken and given), for the report.
+for (const conf of ['shared-sqs.conf', 'shared-sqs-active-active.conf'] as const)
+  test(
+    `docs/faults.md row 29: Given three active/active processes under load through nginx (nginx/${conf}), When each in turn gets SIGTERM, exits and is started again (waiting for /ready before the next), Then every exit is 0, lost = unexpected = resurrected = 0, FIFO order is kept, and ${conf === 'shared-sqs.conf' ? 'no 503 reaches the clients' : 'no 503 of an instance reaches the clients (at most a few of nginx, for a request on a connection closed under it)'}`,
+    { timeout: 400_000 },
+    async (t) => {
+      const c = await ownersFor(t, conf === 'shared-sqs.conf' ? {} : { nginxConf: NGINX_ACTIVE_ACTIVE_CONF });
+      const loads = await spreadLoad(t, c, 'rr', { perOwner: 2, direct: [], fifo: true });
+      await moreAcks(loads, 20);
+      const steps: string[] = [];
+      const origin = Date.now();
       for (const node of c.nodes) {
-        for (const line of node.history.join('').split('\n')) {
-          if (/"level":"(warn|error|fatal)"|shards (taken|given)|draining|every shard/.test(line)) {
-            t.diagnostic(`${node.name}: ${line.slice(0, 400)}`);
+        const t0 = Date.now();
+        const status = await node.terminate();
+        const exitMs = Date.now() - t0;
+        const startAt = Date.now();
+        assert.deepEqual(status, { code: 0, signal: null }, `${node.name}: a graceful exit`);
+        await node.start();
+        await c.settled(60_000);
+        steps.push(
+          `${node.name}: SIGTERM at +${t0 - origin} ms, exit ${exitMs} ms after it, started again at +${startAt - origin} ms, back and settled ${Date.now() - t0} ms after the SIGTERM`,
+        );
+        await moreAcks(loads, 10);
+      }
+      await stopAndDrain(loads);
+
+      const all = [...loads.standard, ...loads.fifo];
+      for (const s of loads.standard) {
+        const ok = s.w.probeOk;
+        let gap = 0;
+        for (let i = 1; i < ok.length; i++) gap = Math.max(gap, (ok[i] ?? 0) - (ok[i - 1] ?? 0));
+        t.diagnostic(
+          `${s.name} (first owner ${s.owner.name}): ${summary(s.w.report())}, longest gap between probe 200s ${gap} ms, errors seen ${JSON.stringify(countBy(errorsOf(s)))}`,
+        );
+      }
+      for (const q of loads.fifo)
+        t.diagnostic(
+          `${q.name} (FIFO, first owner ${q.owner.name}): ${fifoSummary(q)}, errors seen ${JSON.stringify(countBy(q.statuses.bad))}`,
+        );
+      for (const s of steps) t.diagnostic(s);
+      const lines: string[] = [];
+      for (const s of loads.standard) {
+        for (const line of timelines(s.w, origin))
+          lines.push(`${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): ${line}`);
+        for (const body of s.w.report().lost) {
+          lines.push(
+            `${s.name} (shard ${shardOfUrl(s.w.queueUrl)}): lost ${body}, acknowledged at +${(s.w.ackedAt.get(body) ?? 0) - origin} ms`,
+          );
+        }
+      }
+      for (const q of loads.fifo) {
+        const r = q.f.report();
+        for (const body of r.lost) {
+          lines.push(
+            `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): lost ${body}, acknowledged at +${(q.f.ackedAt.get(body) ?? 0) - origin} ms`,
+          );
+        }
+        for (const id of r.resurrected) {
+          const at = q.f.receivedById.get(id) ?? [];
+          lines.push(
+            `${q.name} (shard ${shardOfUrl(q.f.queueUrl)}): resurrected ${q.f.bodyOf(id)} (${id}): receives began at ${at.map((x) => `+${x - origin}`).join(', ')} ms, DeleteMessage 200 at +${(q.f.deletedAt.get(id) ?? 0) - origin} ms`,
+          );
+        }
+      }
+      for (const line of lines) t.diagnostic(line);
+      if (lines.length > 0) {
+        // What the processes said meanwhile (warnings, errors, shards taken and given), for the report.
+        for (const node of c.nodes) {
+          for (const line of node.history.join('').split('\n')) {
+            if (/"level":"(warn|error|fatal)"|shards (taken|given)|draining|every shard/.test(line)) {
+              t.diagnostic(`${node.name}: ${line.slice(0, 400)}`);
+            }
           }
         }
       }
-    }
-    assertCleanCounts(loads);
-    const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
-    const told = new Set(all.flatMap((s) => s.statuses.bad.map((b) => b.message ?? '')));
-    if (e503.length > 0) t.diagnostic(`what the clients were told: ${JSON.stringify([...told])}`);
-    assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');
-  },
-);
+      assertCleanCounts(loads);
+      const e503 = all.flatMap((s) => errorsOf(s).filter((e) => e.status === 503));
+      const told = new Set(all.flatMap((s) => s.statuses.bad.map((b) => b.message ?? '')));
+      if (e503.length > 0) t.diagnostic(`what the clients were told: ${JSON.stringify([...told])}`);
+      if (conf === 'shared-sqs.conf') {
+        assert.deepEqual(countBy(e503), {}, 'no 503 reached a client (SDK attempts and probes)');
+      } else {
+        assert.deepEqual(
+          [...told].filter((m) => m !== '' && m !== 'No shared-sqs instance could answer; retry.'),
+          [],
+          "every 503 a client saw was nginx's own, none an instance's",
+        );
+        assert.ok(
+          e503.length <= ROLLING_503_AT_MOST[conf],
+          `${e503.length} 503s reached the clients (at most ${ROLLING_503_AT_MOST[conf]})`,
+        );
+      }
+    },
+  );
 
 for (const where of ['another process', 'the same process'] as const) {
   test(
