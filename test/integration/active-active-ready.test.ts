@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { startServer, type RunningServer } from '../../src/index.js';
+import type { RunningServer } from '../../src/index.js';
 import { until } from '../support/layout-v1.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { ADMIN_TOKEN, startPair } from '../support/active-active.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
-const TOKEN = 'active-active-ready-token';
 const TTL_MS = 2000;
 
 let redis: TestRedis | undefined;
@@ -21,15 +21,7 @@ let servers: RunningServer[] = [];
 
 before(async () => {
   redis = await startRedis({ aof: false });
-  const options = {
-    redisUrl: redis.url,
-    redisPrefix: uniquePrefix(),
-    activeActive: true,
-    leaderTtl: TTL_MS,
-    leaderInterval: '500ms',
-    adminToken: TOKEN,
-  };
-  servers = [await startServer(options), await startServer(options)];
+  servers = await startPair(redis, { leaderTtl: TTL_MS }, { settle: false });
 });
 
 after(async () => {
@@ -51,7 +43,7 @@ test('Given two instances, When both have joined, Then both are ready; When one 
   );
   const drained = await fetch(`${b.controlUrl}/admin/shards/drain`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}` },
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
   assert.equal(drained.status, 200);
   assert.equal(await ready(b), 503, 'a drained instance is no member: not ready');

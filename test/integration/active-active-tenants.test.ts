@@ -11,13 +11,13 @@
 import assert from 'node:assert/strict';
 import { ListQueuesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { TENANTS_MIRROR_INTERVAL_MS } from '../../src/persistence/tenants-mirror.js';
-import { startServer, type RunningServer } from '../../src/index.js';
+import type { RunningServer } from '../../src/index.js';
 import { until } from '../support/layout-v1.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { ADMIN_TOKEN, startPair } from '../support/active-active.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
-const TOKEN = 'active-active-tenants-token';
 /** Bounded well below the fallback read, so that only the message can make it in time. */
 const WAIT_MS = TENANTS_MIRROR_INTERVAL_MS / 3;
 
@@ -32,28 +32,7 @@ const clients: SQSClient[] = [];
 
 before(async () => {
   redis = await startRedis({ aof: false });
-  const options = {
-    redisUrl: redis.url,
-    redisPrefix: uniquePrefix(),
-    activeActive: true,
-    auth: 'on' as const,
-    leaderTtl: '2s',
-    leaderInterval: '500ms',
-    adminToken: TOKEN,
-  };
-  servers = [await startServer(options), await startServer(options)];
-  await until(
-    'both instances are members and ready',
-    () =>
-      Promise.all(
-        servers.map(async (s) => {
-          const shards = (await (await admin(s, '/admin/shards')).json()) as { members: unknown[] };
-          return shards.members.length === 2 && (await fetch(`${s.controlUrl}/ready`)).status === 200;
-        }),
-      ),
-    (ok) => ok.every(Boolean),
-    20_000,
-  );
+  servers = await startPair(redis, { auth: 'on' });
 });
 
 after(async () => {
@@ -70,7 +49,7 @@ function admin(
   return fetch(`${s.controlUrl}${path}`, {
     method: init.method ?? 'GET',
     headers: {
-      authorization: `Bearer ${TOKEN}`,
+      authorization: `Bearer ${ADMIN_TOKEN}`,
       ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
     },
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),

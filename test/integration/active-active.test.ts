@@ -13,60 +13,24 @@ import {
   ListQueuesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
-  SQSClient,
   StartMessageMoveTaskCommand,
   type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
-import { startServer, type RunningServer } from '../../src/index.js';
+import type { RunningServer } from '../../src/index.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { until } from '../support/layout-v1.js';
-import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
+import { admin, shardsView, sqsAt, startPair } from '../support/active-active.js';
+import { startRedis, type TestRedis } from '../support/redis.js';
 import { testsRequiring } from '../support/requires.js';
 import { queryOk, xmlText } from '../support/wire.js';
 
 const { after, before, test } = testsRequiring('redis-server');
 let redis: TestRedis | undefined;
-const TOKEN = 'active-active-admin-token';
-
-interface ShardsView {
-  activeActive: boolean;
-  instanceId: string;
-  mapVersion: number;
-  members: { id: string }[];
-  shards: {
-    shard: number;
-    owner: string | null;
-    pinnedTo: string | null;
-    here: { state: string } | null;
-    queues: number;
-  }[];
-}
-
 let servers: RunningServer[] = [];
-const prefix = uniquePrefix();
 
 before(async () => {
   redis = await startRedis({ aof: false });
-  const options = {
-    redisUrl: redis.url,
-    redisPrefix: prefix,
-    activeActive: true,
-    leaderTtl: '2s',
-    leaderInterval: '500ms',
-    adminToken: TOKEN,
-    queueDeletedRecently: false,
-  };
-  servers = [await startServer(options), await startServer(options)];
-  // Both started in this one process: their ids differ by what the wiring adds, so read them back.
-  await until(
-    'both instances serve shards',
-    () => Promise.all(servers.map(view)),
-    (vs) =>
-      vs.every(
-        (v) => v.members.length === 2 && v.shards.filter((s) => s.here?.state === 'serving').length > 0,
-      ),
-    20_000,
-  );
+  servers = await startPair(redis);
 });
 
 after(async () => {
@@ -74,33 +38,9 @@ after(async () => {
   await redis?.stop();
 });
 
-async function admin(s: RunningServer, path: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${s.controlUrl}${path}`, {
-    ...init,
-    headers: {
-      authorization: `Bearer ${TOKEN}`,
-      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-  });
-}
-
-async function view(s: RunningServer): Promise<ShardsView> {
-  const r = await admin(s, '/admin/shards');
-  assert.equal(r.status, 200);
-  return (await r.json()) as ShardsView;
-}
-
-function sqs(s: RunningServer): SQSClient {
-  return new SQSClient({
-    endpoint: s.url,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  });
-}
-
 void test("Given two instances, then they split the 256 shards and each answers for the other's queues", async () => {
   const [a, b] = servers as [RunningServer, RunningServer];
-  const [va, vb] = [await view(a), await view(b)];
+  const [va, vb] = [await shardsView(a), await shardsView(b)];
   const heldA = va.shards.filter((s) => s.here !== null).length;
   const heldB = vb.shards.filter((s) => s.here !== null).length;
   assert.equal(heldA + heldB, 256);
@@ -108,7 +48,7 @@ void test("Given two instances, then they split the 256 shards and each answers 
   // Queues until one is owned by each instance; all made through a, then used through b.
   const urls: string[] = [];
   for (let i = 0; i < 6; i++) {
-    const { QueueUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: `split-${i}` }));
+    const { QueueUrl } = await sqsAt(a).send(new CreateQueueCommand({ QueueName: `split-${i}` }));
     assert.ok(QueueUrl);
     urls.push(QueueUrl);
   }
@@ -116,9 +56,9 @@ void test("Given two instances, then they split the 256 shards and each answers 
     urls.map((_, i) => va.shards[shardOf('000000000000', 'us-east-1', `split-${i}`)]?.owner),
   );
   assert.equal(owners.size, 2, 'the queues have both owners');
-  for (const QueueUrl of urls) await sqs(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
+  for (const QueueUrl of urls) await sqsAt(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'x' }));
   for (const QueueUrl of urls) {
-    const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
+    const got = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 1 }));
     assert.equal(got.Messages?.[0]?.Body, 'x');
   }
   // Half the sends went through b to a's queues (or the other way): counted as forwarded.
@@ -127,7 +67,7 @@ void test("Given two instances, then they split the 256 shards and each answers 
     'the serving gauge matches the shards b serves',
     async () => {
       const text = await (await fetch(`${b.controlUrl}/metrics`)).text();
-      const held = (await view(b)).shards.filter((x) => x.here?.state === 'serving').length;
+      const held = (await shardsView(b)).shards.filter((x) => x.here?.state === 'serving').length;
       return { text, held };
     },
     ({ text, held }) => Number(/^sqs_owner_shards\{state="serving"\} (\d+)$/m.exec(text)?.[1]) === held,
@@ -136,17 +76,17 @@ void test("Given two instances, then they split the 256 shards and each answers 
   assert.match(metrics, /^sqs_owner_members 2$/m);
   await until(
     'b lists every queue',
-    async () => (await sqs(b).send(new ListQueuesCommand({ QueueNamePrefix: 'split-' }))).QueueUrls ?? [],
+    async () => (await sqsAt(b).send(new ListQueuesCommand({ QueueNamePrefix: 'split-' }))).QueueUrls ?? [],
     (listed) => listed.length === 6,
   );
 });
 
 void test('Given a queue with messages, when its shard is moved to the other instance, then the other serves it with its messages', async () => {
   const [a, b] = servers as [RunningServer, RunningServer];
-  const { QueueUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: 'mover' }));
-  for (let i = 0; i < 5; i++) await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
+  const { QueueUrl } = await sqsAt(a).send(new CreateQueueCommand({ QueueName: 'mover' }));
+  for (let i = 0; i < 5; i++) await sqsAt(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${i}` }));
   const shard = shardOf('000000000000', 'us-east-1', 'mover');
-  const before = await view(a);
+  const before = await shardsView(a);
   const from = before.shards[shard]?.owner;
   const to = before.members.find((m) => m.id !== from)?.id;
   assert.ok(from && to);
@@ -155,15 +95,15 @@ void test('Given a queue with messages, when its shard is moved to the other ins
     body: JSON.stringify({ to }),
   });
   assert.equal(moved.status, 202);
-  const target = (await view(a)).instanceId === to ? a : b;
+  const target = (await shardsView(a)).instanceId === to ? a : b;
   await until(
     'the new owner serves the shard',
-    async () => (await view(target)).shards[shard],
+    async () => (await shardsView(target)).shards[shard],
     (row) => row?.here?.state === 'serving' && row.pinnedTo === to,
   );
   const bodies: string[] = [];
   for (let i = 0; i < 5 && bodies.length < 5; i++) {
-    const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+    const got = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
     for (const m of got.Messages ?? []) bodies.push(m.Body ?? '');
   }
   assert.deepEqual(bodies.sort(), ['m0', 'm1', 'm2', 'm3', 'm4']);
@@ -176,19 +116,19 @@ void test('Given a queue with messages, when its shard is moved to the other ins
 
 void test('Given a queue whose dead-letter queue another instance owns, when a message passes its maxReceiveCount, then it moves there once', async () => {
   const [a, b] = servers as [RunningServer, RunningServer];
-  const v = await view(a);
+  const v = await shardsView(a);
   const ownerOf = (name: string): string | null | undefined =>
     v.shards[shardOf('000000000000', 'us-east-1', name)]?.owner;
   let i = 0;
   while (ownerOf(`dlq-src-${i}`) === ownerOf('dlq-far')) i++;
-  const { QueueUrl: dlqUrl } = await sqs(a).send(new CreateQueueCommand({ QueueName: 'dlq-far' }));
+  const { QueueUrl: dlqUrl } = await sqsAt(a).send(new CreateQueueCommand({ QueueName: 'dlq-far' }));
   assert.ok(dlqUrl);
   const dlqArn = `arn:aws:sqs:us-east-1:000000000000:dlq-far`;
   // The source's owner learns of the DLQ through the catalog mirror: retried until it does.
   const { QueueUrl } = await until(
     'the source can name the remote dead-letter queue',
     () =>
-      sqs(b)
+      sqsAt(b)
         .send(
           new CreateQueueCommand({
             QueueName: `dlq-src-${i}`,
@@ -202,17 +142,17 @@ void test('Given a queue whose dead-letter queue another instance owns, when a m
     (r) => r.QueueUrl !== undefined,
   );
   assert.ok(QueueUrl);
-  const sent = await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: 'poison' }));
-  const first = await sqs(b).send(new ReceiveMessageCommand({ QueueUrl }));
+  const sent = await sqsAt(a).send(new SendMessageCommand({ QueueUrl, MessageBody: 'poison' }));
+  const first = await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.equal(first.Messages?.[0]?.MessageId, sent.MessageId);
   // Received once already: the next receive sends it to the dead-letter queue instead.
-  const second = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  const second = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.deepEqual(second.Messages ?? [], []);
   const moved = await until(
     'the message is in the dead-letter queue',
     async () =>
       (
-        await sqs(b).send(
+        await sqsAt(b).send(
           new ReceiveMessageCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'], VisibilityTimeout: 30 }),
         )
       ).Messages ?? [],
@@ -225,7 +165,7 @@ void test('Given a queue whose dead-letter queue another instance owns, when a m
     moved[0]?.Attributes?.DeadLetterQueueSourceArn,
     `arn:aws:sqs:us-east-1:000000000000:dlq-src-${i}`,
   );
-  const left = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  const left = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.deepEqual(left.Messages ?? [], [], 'gone from the source');
 });
 
@@ -240,14 +180,14 @@ async function pairAcrossOwners(
   fifo: boolean,
 ): Promise<{ dlqUrl: string; dlqArn: string; url: string; arn: string }> {
   const [a, b] = servers as [RunningServer, RunningServer];
-  const v = await view(a);
+  const v = await shardsView(a);
   const ownerOf = (name: string): string | null | undefined =>
     v.shards[shardOf('000000000000', 'us-east-1', name)]?.owner;
   const suffix = fifo ? '.fifo' : '';
   let i = 0;
   while (ownerOf(`${stem}-${i}${suffix}`) === ownerOf(dlq)) i++;
   const kind: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
-  const { QueueUrl: dlqUrl } = await sqs(a).send(
+  const { QueueUrl: dlqUrl } = await sqsAt(a).send(
     new CreateQueueCommand({ QueueName: dlq, Attributes: kind }),
   );
   assert.ok(dlqUrl);
@@ -256,7 +196,7 @@ async function pairAcrossOwners(
   const { QueueUrl: url } = await until(
     'the source can name the remote dead-letter queue',
     () =>
-      sqs(b)
+      sqsAt(b)
         .send(
           new CreateQueueCommand({
             QueueName: name,
@@ -277,7 +217,7 @@ async function pairAcrossOwners(
 void test("Given a FIFO queue whose FIFO dead-letter queue another instance owns, when a group's first message passes its maxReceiveCount, then it moves there once with its group, and the group goes on after it, in order", async () => {
   const [a, b] = servers as [RunningServer, RunningServer];
   const { dlqUrl, url: QueueUrl, arn } = await pairAcrossOwners('fifo-dlq-far.fifo', 'fifo-src', true);
-  const first = await sqs(a).send(
+  const first = await sqsAt(a).send(
     new SendMessageCommand({
       QueueUrl,
       MessageBody: 'poison',
@@ -285,7 +225,7 @@ void test("Given a FIFO queue whose FIFO dead-letter queue another instance owns
       MessageDeduplicationId: 'p',
     }),
   );
-  const second = await sqs(b).send(
+  const second = await sqsAt(b).send(
     new SendMessageCommand({
       QueueUrl,
       MessageBody: 'next',
@@ -293,16 +233,16 @@ void test("Given a FIFO queue whose FIFO dead-letter queue another instance owns
       MessageDeduplicationId: 'n',
     }),
   );
-  const got = await sqs(b).send(new ReceiveMessageCommand({ QueueUrl }));
+  const got = await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.equal(got.Messages?.[0]?.MessageId, first.MessageId);
   // Received once already: this receive sends it away, and the group waits for it meanwhile.
-  const during = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+  const during = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
   assert.deepEqual(during.Messages ?? [], [], 'neither the message sent away nor the one behind it');
   const moved = await until(
     'the message is in the dead-letter queue',
     async () =>
       (
-        await sqs(b).send(
+        await sqsAt(b).send(
           new ReceiveMessageCommand({
             QueueUrl: dlqUrl,
             MessageSystemAttributeNames: ['All'],
@@ -326,7 +266,7 @@ void test("Given a FIFO queue whose FIFO dead-letter queue another instance owns
   const after = await until(
     'the group goes on',
     async () =>
-      (await sqs(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }))).Messages ?? [],
+      (await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }))).Messages ?? [],
     (ms) => ms.length > 0,
   );
   assert.deepEqual(
@@ -340,7 +280,7 @@ void test('Given a dead-letter queue whose source queue another instance owns, w
   const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('move-dlq-far', 'move-src', false);
   const sent: string[] = [];
   for (let n = 0; n < 3; n++) {
-    const r = await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${n}` }));
+    const r = await sqsAt(a).send(new SendMessageCommand({ QueueUrl, MessageBody: `m${n}` }));
     assert.ok(r.MessageId);
     sent.push(r.MessageId);
   }
@@ -348,8 +288,8 @@ void test('Given a dead-letter queue whose source queue another instance owns, w
   await until(
     'every message is in the dead-letter queue',
     async () => {
-      await sqs(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-      const attrs = await sqs(a).send(
+      await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqsAt(a).send(
         new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
       );
       return Number(attrs.Attributes?.ApproximateNumberOfMessages);
@@ -364,20 +304,20 @@ void test('Given a dead-letter queue whose source queue another instance owns, w
   assert.ok(xmlText(started, 'TaskHandle'));
   const tasks = await until(
     'the task completes',
-    async () => (await sqs(a).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [],
+    async () => (await sqsAt(a).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [],
     (r) => r[0]?.Status !== 'RUNNING',
   );
   assert.equal(tasks[0]?.Status, 'COMPLETED');
   assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 3);
   assert.equal(tasks[0]?.ApproximateNumberOfMessagesToMove, 3);
   assert.equal(tasks[0]?.MaxNumberOfMessagesPerSecond, 10);
-  const back = await sqs(b).send(
+  const back = await sqsAt(b).send(
     new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 30 }),
   );
   assert.deepEqual((back.Messages ?? []).map((m) => m.Body).sort(), ['m0', 'm1', 'm2']);
   for (const m of back.Messages ?? [])
     assert.ok(!sent.includes(m.MessageId ?? ''), 'redriven: a new message id');
-  const left = await sqs(a).send(
+  const left = await sqsAt(a).send(
     new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
   );
   assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
@@ -388,25 +328,27 @@ void test("Given a move task across owners running at one message a second, when
   const [a, b] = servers as [RunningServer, RunningServer];
   const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('mid-dlq', 'mid-src', false);
   const bodies = ['m0', 'm1', 'm2', 'm3'];
-  for (const MessageBody of bodies) await sqs(a).send(new SendMessageCommand({ QueueUrl, MessageBody }));
+  for (const MessageBody of bodies) await sqsAt(a).send(new SendMessageCommand({ QueueUrl, MessageBody }));
   await until(
     'every message is in the dead-letter queue',
     async () => {
-      await sqs(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-      const attrs = await sqs(a).send(
+      await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqsAt(a).send(
         new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
       );
       return Number(attrs.Attributes?.ApproximateNumberOfMessages);
     },
     (n) => n === 4,
   );
-  await sqs(a).send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }));
+  await sqsAt(a).send(
+    new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }),
+  );
   const list = async (): Promise<ListMessageMoveTasksResultEntry[]> =>
-    (await sqs(b).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [];
+    (await sqsAt(b).send(new ListMessageMoveTasksCommand({ SourceArn: dlqArn }))).Results ?? [];
   await until('one message moved', list, (r) => (r[0]?.ApproximateNumberOfMessagesMoved ?? 0) >= 1);
 
   const shard = shardOf('000000000000', 'us-east-1', 'mid-dlq');
-  const v = await view(a);
+  const v = await shardsView(a);
   const to = v.members.find((m) => m.id !== v.shards[shard]?.owner)?.id;
   assert.ok(to);
   const moved = await admin(a, `/admin/shards/${shard}/move`, {
@@ -422,11 +364,11 @@ void test("Given a move task across owners running at one message a second, when
   );
   assert.equal(tasks[0]?.Status, 'COMPLETED');
   assert.equal(tasks[0]?.ApproximateNumberOfMessagesMoved, 4);
-  assert.equal((await view(a)).shards[shard]?.owner, to, 'the shard did change hands');
+  assert.equal((await shardsView(a)).shards[shard]?.owner, to, 'the shard did change hands');
 
   const got: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = await sqs(a).send(
+    const r = await sqsAt(a).send(
       new ReceiveMessageCommand({
         QueueUrl,
         MaxNumberOfMessages: 10,
@@ -437,7 +379,7 @@ void test("Given a move task across owners running at one message a second, when
     for (const m of r.Messages ?? []) got.push(m.Body ?? '');
   }
   assert.deepEqual(got.sort(), bodies, 'each once');
-  const left = await sqs(b).send(
+  const left = await sqsAt(b).send(
     new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['All'] }),
   );
   assert.equal(left.Attributes?.ApproximateNumberOfMessages, '0');
@@ -450,13 +392,13 @@ void test('Given an instance drained, then the other holds every shard and the d
   assert.equal(drained.status, 200);
   await until(
     'a holds all 256 shards',
-    async () => (await view(a)).shards.filter((s) => s.here?.state === 'serving').length,
+    async () => (await shardsView(a)).shards.filter((s) => s.here?.state === 'serving').length,
     (n) => n === 256,
     20_000,
   );
-  assert.equal((await view(b)).shards.filter((s) => s.here !== null).length, 0);
-  const { QueueUrl } = await sqs(b).send(new CreateQueueCommand({ QueueName: 'after-drain' }));
-  await sqs(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'routed' }));
-  const got = await sqs(a).send(new ReceiveMessageCommand({ QueueUrl }));
+  assert.equal((await shardsView(b)).shards.filter((s) => s.here !== null).length, 0);
+  const { QueueUrl } = await sqsAt(b).send(new CreateQueueCommand({ QueueName: 'after-drain' }));
+  await sqsAt(b).send(new SendMessageCommand({ QueueUrl, MessageBody: 'routed' }));
+  const got = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.equal(got.Messages?.[0]?.Body, 'routed');
 });

@@ -24,8 +24,15 @@ export interface ShardsView {
   }[];
 }
 
-/** Two instances on `redis`, returned once both are members and each serves some shards. */
-export async function startPair(redis: TestRedis, extra: ServerOptions = {}): Promise<RunningServer[]> {
+/**
+ * Two instances on `redis`, returned once both are members, each serves some shards and both
+ * answer /ready 200 (`settle: false`: as soon as both listen).
+ */
+export async function startPair(
+  redis: TestRedis,
+  extra: ServerOptions = {},
+  { settle = true }: { settle?: boolean } = {},
+): Promise<RunningServer[]> {
   const options: ServerOptions = {
     redisUrl: redis.url,
     redisPrefix: uniquePrefix(),
@@ -37,6 +44,7 @@ export async function startPair(redis: TestRedis, extra: ServerOptions = {}): Pr
     ...extra,
   };
   const servers = [await startServer(options), await startServer(options)];
+  if (!settle) return servers;
   // Until then /admin/shards may answer 503 (not serving yet): read as not ready.
   await until(
     'both instances serve shards',
@@ -44,7 +52,8 @@ export async function startPair(redis: TestRedis, extra: ServerOptions = {}): Pr
       Promise.all(
         servers.map(async (s) => {
           const r = await admin(s, '/admin/shards');
-          return r.status === 200 ? ((await r.json()) as ShardsView) : undefined;
+          const ready = (await fetch(`${s.controlUrl}/ready`)).status === 200;
+          return r.status === 200 && ready ? ((await r.json()) as ShardsView) : undefined;
         }),
       ),
     (vs) =>
