@@ -110,9 +110,13 @@ export class ShardOwner implements OwnedShards {
   // ---- what the router asks ----------------------------------------------------------------
 
   /** This process answers for the shard now. */
-  /** The lease is held here and the shard is being read in: it serves in a moment. */
+  /**
+   * The lease is held here and the shard is being read in: it serves in a moment. Not a shard
+   * refused for want of memory, which waits a minute before it is read again.
+   */
   taking(shard: number): boolean {
-    return this.byShard.get(shard)?.state === 'taking';
+    const h = this.byShard.get(shard);
+    return h?.state === 'taking' && h.refusedAt === undefined;
   }
 
   /**
