@@ -8,23 +8,11 @@ import assert from 'node:assert/strict';
 import { CreateQueueCommand, GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { RunningServer } from '../../src/index.js';
 import { shardOf } from '../../src/shard/hash.js';
-import { admin, shardsView, sqsAt, startPair } from '../support/active-active.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
+import { admin, shardsView, sqsAt, pairFor } from '../support/active-active.js';
 import { testsRequiring } from '../support/requires.js';
 
 const { after, before, test } = testsRequiring('redis-server');
-let redis: TestRedis | undefined;
-let servers: RunningServer[] = [];
-
-before(async () => {
-  redis = await startRedis({ aof: false });
-  servers = await startPair(redis);
-});
-
-after(async () => {
-  for (const s of servers) await s.close();
-  await redis?.stop();
-});
+const servers = pairFor({ before, after });
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';

@@ -19,24 +19,12 @@ import {
 import type { RunningServer } from '../../src/index.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { until } from '../support/layout-v1.js';
-import { admin, shardsView, sqsAt, startPair } from '../support/active-active.js';
-import { startRedis, type TestRedis } from '../support/redis.js';
+import { admin, shardsView, sqsAt, pairFor } from '../support/active-active.js';
 import { testsRequiring } from '../support/requires.js';
 import { queryOk, xmlText } from '../support/wire.js';
 
 const { after, before, test } = testsRequiring('redis-server');
-let redis: TestRedis | undefined;
-let servers: RunningServer[] = [];
-
-before(async () => {
-  redis = await startRedis({ aof: false });
-  servers = await startPair(redis);
-});
-
-after(async () => {
-  for (const s of servers) await s.close();
-  await redis?.stop();
-});
+const servers = pairFor({ before, after });
 
 void test("Given two instances, then they split the 256 shards and each answers for the other's queues", async () => {
   const [a, b] = servers as [RunningServer, RunningServer];

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/index.js';
 import { until } from './layout-v1.js';
-import { uniquePrefix, type TestRedis } from './redis.js';
+import { startRedis, uniquePrefix, type TestRedis } from './redis.js';
 
 export const ADMIN_TOKEN = 'active-active-admin-token';
 
@@ -91,4 +91,24 @@ export function sqsAt(s: RunningServer): SQSClient {
     region: 'us-east-1',
     credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   });
+}
+
+type Hook = (fn: () => Promise<void>) => unknown;
+
+/**
+ * A pair on a redis-server of its own for one test file: started in its `before` hook, closed
+ * with its Redis in its `after` hook. The array is filled in `before`.
+ */
+export function pairFor(hooks: { before: Hook; after: Hook }, extra: ServerOptions = {}): RunningServer[] {
+  const servers: RunningServer[] = [];
+  let redis: TestRedis | undefined;
+  hooks.before(async () => {
+    redis = await startRedis({ aof: false });
+    servers.push(...(await startPair(redis, extra)));
+  });
+  hooks.after(async () => {
+    for (const s of servers) await s.close();
+    await redis?.stop();
+  });
+  return servers;
 }
