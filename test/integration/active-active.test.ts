@@ -273,17 +273,7 @@ void test('Given a dead-letter queue whose source queue another instance owns, w
     sent.push(r.MessageId);
   }
   // Each received once, then sent to the dead-letter queue by the receives after.
-  await until(
-    'every message is in the dead-letter queue',
-    async () => {
-      await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-      const attrs = await sqsAt(a).send(
-        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
-      );
-      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
-    },
-    (n) => n === 3,
-  );
+  await deadLettered(b, QueueUrl, a, dlqUrl, 3);
   const started = await queryOk(b.url, {
     Action: 'StartMessageMoveTask',
     SourceArn: dlqArn,
@@ -317,17 +307,7 @@ void test("Given a move task across owners running at one message a second, when
   const { dlqUrl, dlqArn, url: QueueUrl } = await pairAcrossOwners('mid-dlq', 'mid-src', false);
   const bodies = ['m0', 'm1', 'm2', 'm3'];
   for (const MessageBody of bodies) await sqsAt(a).send(new SendMessageCommand({ QueueUrl, MessageBody }));
-  await until(
-    'every message is in the dead-letter queue',
-    async () => {
-      await sqsAt(b).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-      const attrs = await sqsAt(a).send(
-        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
-      );
-      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
-    },
-    (n) => n === 4,
-  );
+  await deadLettered(b, QueueUrl, a, dlqUrl, 4);
   await sqsAt(a).send(
     new StartMessageMoveTaskCommand({ SourceArn: dlqArn, MaxNumberOfMessagesPerSecond: 1 }),
   );
@@ -390,3 +370,27 @@ void test('Given an instance drained, then the other holds every shard and the d
   const got = await sqsAt(a).send(new ReceiveMessageCommand({ QueueUrl }));
   assert.equal(got.Messages?.[0]?.Body, 'routed');
 });
+
+/**
+ * Receives from the source (maxReceiveCount 1) through `via` until the dead-letter queue, read
+ * through `at`, holds `count` messages.
+ */
+async function deadLettered(
+  via: RunningServer,
+  QueueUrl: string,
+  at: RunningServer,
+  dlqUrl: string,
+  count: number,
+): Promise<void> {
+  await until(
+    'every message is in the dead-letter queue',
+    async () => {
+      await sqsAt(via).send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      const attrs = await sqsAt(at).send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+      );
+      return Number(attrs.Attributes?.ApproximateNumberOfMessages);
+    },
+    (n) => n === count,
+  );
+}
