@@ -45,6 +45,7 @@ import {
   type LoadStats,
 } from './loader.js';
 import { repairCatalog } from './catalog-repair.js';
+import { MarkPruner, type MarkedQueue, type PruneStep } from './marks.js';
 import { migrateV1, MigrationProgress } from './migrate.js';
 import { FencedError } from './scripts.js';
 import { writeConnections, type WriteConnections } from './write-connections.js';
@@ -94,6 +95,13 @@ export interface PersistenceOptions {
   readonly onShardFenced?: ((shard: number) => void) | undefined;
   /** With `owned`: the shards the store served owns changed (taken or given away). */
   readonly onOwnedChanged?: ((changed: readonly number[]) => void) | undefined;
+  /**
+   * While serving, one step of pruning the transfer marks too old to answer anything (marks.ts)
+   * every this many ms; undefined: none but those {@link Persistence.pruneMarks} is asked for.
+   */
+  readonly pruneMarksEveryMs?: number | undefined;
+  /** Marks one pruning step looks at (HSCAN's COUNT); default marks.ts PRUNE_COUNT. */
+  readonly pruneMarksCount?: number | undefined;
 }
 
 /** The shards a process owns among many (src/owners/owner.ts), as its Persistence asks. */
@@ -152,9 +160,21 @@ export class Persistence implements Durability {
   /** With `owned`: the shards read into the store served (owned, and loaded or found empty). */
   private loaded = new Set<number>();
   private refusedTimer: NodeJS.Timeout | undefined;
+  private readonly pruner: MarkPruner;
+  /** Set from a step's start until the next one is due, so that two never overlap. */
+  private pruneTimer: NodeJS.Timeout | undefined;
+  /** What the pruning pass under way did so far, logged when it ends. */
+  private pruned = { visited: 0, deleted: 0, stamped: 0 };
 
   constructor(private readonly opts: PersistenceOptions) {
     this.log = opts.log ?? quietLog;
+    this.pruner = new MarkPruner({
+      redis: opts.redis,
+      layout: opts.layout,
+      // Fenced as the shard's writes are: only the shard's holder prunes its marks.
+      token: (shard) => this.shardToken(shard),
+      count: opts.pruneMarksCount,
+    });
     // Without a listener ioredis prints every connection error; the loop below reports them.
     if (opts.redis.listenerCount('error') === 0) opts.redis.on('error', () => undefined);
   }
@@ -287,6 +307,29 @@ export class Persistence implements Durability {
     this.current?.acceptedTransfer(dest, id);
   }
 
+  /**
+   * One step of pruning the transfer marks of the queues served here (marks.ts, MarkPruner): one
+   * bounded script call on one queue's marks. The time is the store's clock's, which is the one
+   * the writer's marks carry. Undefined while nothing is served, or no queue is.
+   */
+  async pruneMarks(): Promise<PruneStep | undefined> {
+    const served = this.served;
+    if (served === undefined || this.stateNow !== 'serving') return undefined;
+    const { store } = served;
+    const step = await this.pruner.step(store.clock.now(), () => this.markedQueues(store));
+    if (step === undefined) return undefined;
+    this.pruned.visited += step.visited;
+    this.pruned.deleted += step.deleted;
+    this.pruned.stamped += step.stamped;
+    if (step.passEnded) {
+      if (this.pruned.deleted + this.pruned.stamped > 0) {
+        this.log.info(this.pruned, 'transfer marks too old to answer a sending pruned');
+      }
+      this.pruned = { visited: 0, deleted: 0, stamped: 0 };
+    }
+    return step;
+  }
+
   /** Resolves when every change so far is in Redis; rejects with `unavailable` otherwise. */
   commit(shard?: number): Promise<void> {
     const w = this.current;
@@ -302,6 +345,7 @@ export class Persistence implements Durability {
     this.stateNow = 'closed';
     this.stopping.abort();
     clearTimeout(this.refusedTimer);
+    clearTimeout(this.pruneTimer);
     const w = this.current;
     this.current = undefined;
     this.served = undefined;
@@ -355,6 +399,7 @@ export class Persistence implements Durability {
         if (this.current !== writer) return;
         this.stateNow = 'serving';
         if (this.down.size > 0) this.retryRefusedLater();
+        this.schedulePrune();
         this.log.info(
           {
             queues: stats.queues,
@@ -567,6 +612,36 @@ export class Persistence implements Durability {
     } finally {
       reader.disconnect();
     }
+  }
+
+  /** The queues a pruning pass goes over: those of the shards served here. */
+  private *markedQueues(store: QueueStore): Iterable<MarkedQueue> {
+    for (const q of store.all()) if (this.serves(q.shard)) yield { shard: q.shard, uid: q.uid };
+  }
+
+  /**
+   * The next pruning step, `pruneMarksEveryMs` after this one ended: paced, so that however many
+   * marks there are, pruning takes a bounded share of Redis. A step that fails is only logged:
+   * the next one goes on from the same place.
+   */
+  private schedulePrune(): void {
+    const every = this.opts.pruneMarksEveryMs;
+    if (every === undefined || this.pruneTimer !== undefined || this.stateNow === 'closed') return;
+    this.pruneTimer = setTimeout(() => {
+      void this.pruneMarks()
+        .catch((e: unknown) => {
+          if (this.stateNow === 'closed') return;
+          this.log.warn(
+            { error: e instanceof Error ? e.message : String(e) },
+            'pruning transfer marks failed; trying again at the next step',
+          );
+        })
+        .finally(() => {
+          this.pruneTimer = undefined;
+          this.schedulePrune();
+        });
+    }, every);
+    this.pruneTimer.unref();
   }
 
   /** A shard that does not fit: its queues answer 503, the others serve; told by name. */

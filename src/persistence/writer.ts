@@ -104,6 +104,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
+import { systemClock } from '../core/clock.js';
 import type { ChangeEvent } from '../core/events.js';
 import type { Message } from '../core/message.js';
 import type { MoveTask } from '../core/movetasks.js';
@@ -123,6 +124,7 @@ import {
 } from './codec.js';
 import type { Keys } from './keys.js';
 import { catalogChange, catalogScope, type Layout } from './layout.js';
+import { markValue } from './marks.js';
 import { FencedError, ScriptCode, scripts, type ScriptArg } from './scripts.js';
 
 /** Limits of one script call, so that it runs well within the command timeout (measured: docs/decisions/001-group-commit.md). */
@@ -164,7 +166,8 @@ interface Batch {
   /**
    * Messages another process (many owners) sent to a queue here, by the id the queue knows them
    * by: the mark (`in:<uid>`, field `<id>`) is written after the message, in the same call, and
-   * left, since the source is not this writer's to clean; it goes with the queue.
+   * left, since the source is not this writer's to clean: it goes with the queue, or once it is
+   * too old to answer a sending (marks.ts, MarkPruner).
    */
   readonly marks: { readonly dest: Queue; readonly id: string }[];
   /** The scopes it touched. */
@@ -175,7 +178,8 @@ interface Batch {
  * A message that left a queue of one shard for a queue of another: the source's call writes the
  * removal and an outbox entry holding the message as the destination has it (`out`, field
  * `<dest uid>:<id>`); the destination's call writes the message and marks it received
- * (`in:<dest uid>`, field `<id>`). Once both are applied the outbox entry is deleted, and once
+ * (`in:<dest uid>`, field `<id>`, value the source scope and the time: marks.ts, which also
+ * prunes the marks nobody settles). Once both are applied the outbox entry is deleted, and once
  * that is applied the mark. Whatever a crash or a failed write leaves in between, the next load
  * of either shard settles (persistence.ts, replayTransfers): an entry whose mark is there was
  * applied; one whose mark is not is applied now, so the message is never lost, and the mark is
@@ -1108,6 +1112,8 @@ export class Writer {
     // chained calls, a call is applied only if those before it were, so an entry is never
     // missing where its removal was written, and a mark never stands for a missing message.
     const outbox = this.outbox(b, to);
+    // When the marks below were written: what their pruning goes by (marks.ts).
+    const now = (this.store?.clock ?? systemClock).now();
 
     // Per queue: [id, record, id, record...] written and [id...] deleted. Most ticks touch one queue.
     const groups = new Map<Queue, { cb: CallBuilder; puts: string[]; dels: string[] }>();
@@ -1144,7 +1150,7 @@ export class Writer {
       const srcPart = parts.get(t.source);
       const dstPart = parts.get(destScope);
       if (dst === undefined || dstPart === undefined || (t.writeOut && srcPart === undefined)) continue;
-      dst.hash(`in:${t.dest.uid}`, [t.message.id, String(t.source.id)], []);
+      dst.hash(`in:${t.dest.uid}`, [t.message.id, markValue(t.source.id as number, now)], []);
       this.transfers.add(t.field);
       const settled =
         t.writeOut && srcPart !== undefined ? Promise.all([srcPart.done, dstPart.done]) : dstPart.done;
@@ -1163,7 +1169,7 @@ export class Writer {
       const scope = this.shardOf(dest);
       const dst = to(scope);
       if (dest.deleted || dst === undefined || !parts.has(scope)) continue;
-      dst.hash(`in:${dest.uid}`, [id, String(scope.id)], []);
+      dst.hash(`in:${dest.uid}`, [id, markValue(scope.id as number, now)], []);
     }
     this.cleanupsInto(parts, to);
     const out: Call[][] = [];

@@ -29,6 +29,7 @@ import { RpcServer } from '../owners/rpc.js';
 import { CatalogMirror } from '../persistence/catalog-mirror.js';
 import { TenantsMirror } from '../persistence/tenants-mirror.js';
 import type { Layout } from '../persistence/layout.js';
+import { PRUNE_EVERY_MS } from '../persistence/marks.js';
 import { Persistence } from '../persistence/persistence.js';
 import { createClient, type RedisTarget } from '../persistence/redis.js';
 import type { ReplicaWait } from '../persistence/writer.js';
@@ -188,6 +189,8 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
       mirrorRead = setTimeout(() => void mirror?.owned([]).catch(() => undefined), 200);
     },
     log: log.child({ component: 'persistence' }),
+    // The marks of messages other owners sent here are settled by nothing else (marks.ts).
+    pruneMarksEveryMs: PRUNE_EVERY_MS,
   });
 
   const router: Router = new Router({
