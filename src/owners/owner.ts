@@ -14,9 +14,9 @@
  *   stalls stops answering for its shards before anyone else can take them. A lease found holding
  *   another token, or a write fenced, drops the shard at once.
  * - Refuse: a shard that does not fit this process's memory budget (Persistence refuses it by
- *   name: its queues 503) keeps its lease, since the map gives it to nobody else, and is read
- *   again only after `refusedRetryMs`: reading it at every reconcile would load it in full and
- *   throw it away again many times a second.
+ *   name: its queues 503, at once at every router: see refused()) keeps its lease, since the map
+ *   gives it to nobody else, and is read again only after `refusedRetryMs`: reading it at every
+ *   reconcile would load it in full and throw it away again many times a second.
  * - Give (the map moved it, or the process stops): the shard stops taking requests (the routers
  *   hold them and retry at the new owner), its long polls are answered, the requests in flight
  *   finish, its writes are flushed, its queues leave the store, and only then is its lease
