@@ -37,7 +37,8 @@
  * - sqs_owner_members, sqs_owner_coordinator,             gauges: live members it knows of; 1 while it
  *   sqs_owner_map_version                                 coordinates; the shard map's version
  * - sqs_forwarded_requests_total{outcome}                 counter, requests sent to another owner:
- *                                                         answered | not_owner | unsent | lost
+ *                                                         answered | not_owner | refused | unsent |
+ *                                                         lost
  * - sqs_memory_budget_bytes                               gauge, the memory budget (--max-memory)
  * - sqs_memory_used_bytes                                 gauge, what the store holds against it
  * - sqs_memory_refusing                                   gauge, 1 while sends are refused (until
@@ -158,7 +159,7 @@ export interface OwnersStats {
   readonly members: number;
   readonly coordinator: boolean;
   readonly mapVersion: number;
-  readonly forwarded: Readonly<Record<'answered' | 'not_owner' | 'unsent' | 'lost', number>>;
+  readonly forwarded: Readonly<Record<'answered' | 'not_owner' | 'refused' | 'unsent' | 'lost', number>>;
 }
 
 export interface MetricsOptions {
@@ -547,7 +548,7 @@ export class Metrics {
     out.family(
       'sqs_forwarded_requests_total',
       'counter',
-      "Requests sent to their shard's owner: answered, not_owner (retried), unsent (retried), lost (503)",
+      "Requests sent to their shard's owner: answered, not_owner (retried), refused (503: too big for the owner's memory), unsent (retried), lost (503)",
     );
     for (const [outcome, n] of Object.entries(o.forwarded))
       out.sample('sqs_forwarded_requests_total', `outcome="${outcome}"`, n);

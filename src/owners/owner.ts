@@ -14,9 +14,9 @@
  *   stalls stops answering for its shards before anyone else can take them. A lease found holding
  *   another token, or a write fenced, drops the shard at once.
  * - Refuse: a shard that does not fit this process's memory budget (Persistence refuses it by
- *   name: its queues 503) keeps its lease, since the map gives it to nobody else, and is read
- *   again only after `refusedRetryMs`: reading it at every reconcile would load it in full and
- *   throw it away again many times a second.
+ *   name: its queues 503, at once at every router: see refused()) keeps its lease, since the map
+ *   gives it to nobody else, and is read again only after `refusedRetryMs`: reading it at every
+ *   reconcile would load it in full and throw it away again many times a second.
  * - Give (the map moved it, or the process stops): the shard stops taking requests (the routers
  *   hold them and retry at the new owner), its long polls are answered, the requests in flight
  *   finish, its writes are flushed, its queues leave the store, and only then is its lease
@@ -109,7 +109,6 @@ export class ShardOwner implements OwnedShards {
 
   // ---- what the router asks ----------------------------------------------------------------
 
-  /** This process answers for the shard now. */
   /**
    * The lease is held here and the shard is being read in: it serves in a moment. Not a shard
    * refused for want of memory, which waits a minute before it is read again.
@@ -117,6 +116,20 @@ export class ShardOwner implements OwnedShards {
   taking(shard: number): boolean {
     const h = this.byShard.get(shard);
     return h?.state === 'taking' && h.refusedAt === undefined;
+  }
+
+  /**
+   * The shard is this process's (the map gives it here, its lease is held and not being given
+   * away) but does not fit its memory budget: nobody else will serve it before it is read again
+   * here, a minute later, so its requests are answered 503 now instead of being tried again
+   * (src/owners/router.ts). Also while a try to read it again runs: that try may refuse it again.
+   * Persistence's refusal counts before the hold hears of it (a shard refused while it was
+   * read back after a failed write, or by a full load).
+   */
+  refused(shard: number): boolean {
+    const h = this.byShard.get(shard);
+    if (h === undefined || h.state === 'giving' || this.timers.now() >= h.deadline) return false;
+    return h.refusedAt !== undefined || this.persistence?.shardsDown.get(shard) === 'refused';
   }
 
   /**
@@ -140,6 +153,7 @@ export class ShardOwner implements OwnedShards {
     });
   }
 
+  /** This process answers for the shard now. */
   serves(shard: number): boolean {
     const h = this.byShard.get(shard);
     return (
@@ -363,6 +377,9 @@ export class ShardOwner implements OwnedShards {
         if (h === undefined || read.includes(s) || p.shardsDown.get(s) !== 'refused') continue;
         h.refusedAt = this.timers.now();
         refused++;
+        // The requests waiting for it to serve (whenServing) are answered 503 now, not at their timeout.
+        for (const done of [...(this.waiting.get(s) ?? [])]) done();
+        this.waiting.delete(s);
       }
       if (read.length + refused < list.length) this.retrySoon();
     } catch (e) {

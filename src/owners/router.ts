@@ -11,6 +11,12 @@
  *   same one, until the shard is served somewhere or {@link RouterOptions.holdMs} has passed (one
  *   lease TTL and a renewal: by then a dead owner's shard has been taken). A request that could
  *   not be delivered at all (the connection refused) is retried the same way.
+ * - The owner answers "refused" (nothing was run): it holds the shard but the shard does not fit
+ *   its memory budget (ShardOwner.refused). No other process will serve it before that owner
+ *   reads it again a minute later, so the 503 is answered at once; holding the request for
+ *   holdMs would only make every request for those queues hang first. The same when the map
+ *   names this process for a shard it refused.
+ * - Any other answer is not a success: only an output is.
  * - Anything after the request was delivered (the connection closed, the reply late) has an
  *   unknown outcome: 503, never a retry and never a guessed success. SQS clients retry a 503; a
  *   send retried that way may be stored twice, as with any 503 of a standard queue.
@@ -82,10 +88,18 @@ interface MoveRelay {
 }
 
 /**
- * The owner's answer: an output, an SQS error, "not the owner" (nothing was run), or, to a dead
- * letter or a move, "that queue is gone".
+ * The owner's answer: an output, an SQS error, "not the owner" (nothing was run; try again),
+ * "refused" (nothing was run: the shard is the owner's but does not fit its memory; do not try
+ * again), or, to a dead letter or a move, "that queue is gone".
  */
-type Answer = { readonly o: unknown } | { readonly e: WireError } | { readonly n: 1 } | { readonly g: 1 };
+type Answer =
+  | { readonly o: unknown }
+  | { readonly e: WireError }
+  | { readonly n: 1 }
+  | { readonly r: 1 }
+  | { readonly g: 1 };
+
+const REFUSED: Answer = { r: 1 };
 
 export interface RouterOptions {
   readonly instanceId: string;
@@ -110,7 +124,7 @@ const LONG_POLL_SLACK_MS = 5_000;
 
 export class Router {
   /** Requests forwarded to another owner, by how they ended (sqs_forwarded_requests_total). */
-  readonly forwarded = { answered: 0, not_owner: 0, unsent: 0, lost: 0 };
+  readonly forwarded = { answered: 0, not_owner: 0, refused: 0, unsent: 0, lost: 0 };
   private readonly clients = new Map<string, RpcClient>();
   /** Dead letters being taken here now, `<uid>:<id>`. */
   private readonly accepting = new Set<string>();
@@ -132,8 +146,11 @@ export class Router {
     let gone: RpcCancel | undefined;
     const answer = await this.toOwner(
       shard,
-      async () =>
-        (await this.servesSoon(shard)) ? { o: await this.runOwned(shard, action, ctx, input) } : undefined,
+      async () => {
+        const here = await this.servesSoon(shard);
+        if (here === 'serves') return { o: await this.runOwned(shard, action, ctx, input) };
+        return here === 'refused' ? REFUSED : undefined;
+      },
       (address) => {
         if (gone === undefined) {
           const g = (gone = new RpcCancel());
@@ -145,14 +162,21 @@ export class Router {
     if (answer !== undefined) {
       if ('o' in answer) return answer.o;
       if ('e' in answer) throw errorFromWire(answer.e);
+      if ('r' in answer) {
+        throw new SqsError(
+          'ServiceUnavailable',
+          "The queue's shard does not fit its owner's memory budget now; please retry later.",
+        );
+      }
     }
     throw new SqsError('ServiceUnavailable', `The queue's shard is not served now; please retry.`);
   }
 
   /**
    * Asks whoever the map names for `shard`, this process (`here`) or another (`there`), until
-   * one answers other than "not the owner"; the map is read again between tries, for up to
-   * {@link RouterOptions.holdMs}. Undefined: nobody did in time (or the router closed).
+   * one answers other than "not the owner" ("refused" included); the map is read again between
+   * tries, for up to {@link RouterOptions.holdMs}. Undefined: nobody did in time (or the router
+   * closed).
    */
   private async toOwner(
     shard: number,
@@ -187,7 +211,9 @@ export class Router {
     if (typeof f.s !== 'number' || !Object.hasOwn(actions, f.a) || !isForwardedContext(f.c)) {
       return { e: errorToWire(new SqsError('InvalidAction', 'The forwarded request names no action.')) };
     }
-    if (!(await this.servesSoon(f.s))) return { n: 1 };
+    const here = await this.servesSoon(f.s);
+    if (here === 'refused') return REFUSED;
+    if (here !== 'serves') return { n: 1 };
     const ctx = fromForwarded(f.c, (fn) => signal.addEventListener('abort', fn, { once: true }));
     try {
       return { o: await this.runOwned(f.s, f.a, ctx, f.i) };
@@ -284,12 +310,16 @@ export class Router {
    */
   async adminAtOwner(shard: number, call: AdminCall): Promise<AdminAnswer | 'here'> {
     try {
+      const { owner } = this.opts;
       const answer = await this.toOwner(
         shard,
-        () => Promise.resolve(this.opts.owner.serves(shard) ? { o: 'here' } : undefined),
+        () =>
+          Promise.resolve(owner.serves(shard) ? { o: 'here' } : owner.refused(shard) ? REFUSED : undefined),
         (address) => this.send(address, { h: call, s: shard }, FORWARD_TIMEOUT_MS, 'Admin'),
       );
       if (answer !== undefined && 'o' in answer) return answer.o as AdminAnswer | 'here';
+      if (answer !== undefined && 'r' in answer)
+        return notServed("the queue's shard does not fit its owner's memory budget now");
       return notServed("the queue's shard is not served now");
     } catch (e) {
       return notServed(e instanceof Error ? e.message : String(e));
@@ -309,14 +339,16 @@ export class Router {
 
   /**
    * Serves the shard, now or once it is read in here (a planned move's new owner, a takeover):
-   * a request waits for that where it is, not at its router's next try.
+   * a request waits for that where it is, not at its router's next try. 'refused': held here but
+   * refused for want of memory, before or while it was waited for; 'no': not this process's now.
    */
-  private async servesSoon(shard: number): Promise<boolean> {
+  private async servesSoon(shard: number): Promise<'serves' | 'refused' | 'no'> {
     const { owner } = this.opts;
-    if (owner.serves(shard)) return true;
-    if (!owner.taking(shard)) return false;
+    if (owner.serves(shard)) return 'serves';
+    if (owner.refused(shard)) return 'refused';
+    if (!owner.taking(shard)) return 'no';
     await owner.whenServing(shard, TAKING_WAIT_MS);
-    return owner.serves(shard);
+    return owner.serves(shard) ? 'serves' : owner.refused(shard) ? 'refused' : 'no';
   }
 
   /** Stops forwarding; what is pending at the peers is failed as unknown (503). */
@@ -370,7 +402,10 @@ export class Router {
     put: (q: Queue, now: number) => unknown,
   ): Promise<Answer> {
     const { owner, persistence, services } = this.opts;
-    if (typeof s !== 'number' || !owner.serves(s)) return { n: 1 };
+    if (typeof s !== 'number') return { n: 1 };
+    // Refused: the relay gives up now and its message is sent again after its hold, rather than
+    // keeping the source's shard busy (a request in flight there) for holdMs first.
+    if (!owner.serves(s)) return owner.refused(s) ? REFUSED : { n: 1 };
     const key = `${uid}:${id}`;
     // The same message sent twice at once: the second waits for the first's outcome, then asks again.
     if (this.accepting.has(key)) return { n: 1 };
@@ -443,7 +478,8 @@ export class Router {
         this.forwarded.not_owner++;
         return undefined;
       }
-      this.forwarded.answered++;
+      if ('r' in answer) this.forwarded.refused++;
+      else this.forwarded.answered++;
       return answer;
     } catch (e) {
       if (e instanceof RpcUnsentError) {

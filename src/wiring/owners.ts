@@ -102,7 +102,8 @@ export async function ownersFor(config: Config, opts: OwnersOptions): Promise<Ow
   // `s`, run only while that shard is served here; without `s`, about what this instance holds.
   const adminHere = async (p: { h: AdminCall; s?: number }): Promise<unknown> => {
     if (routing.admin === undefined) return { n: 1 };
-    if (p.s !== undefined && !owner.serves(p.s)) return { n: 1 };
+    // Refused for want of memory: answered at once, as the router answers its requests.
+    if (p.s !== undefined && !owner.serves(p.s)) return owner.refused(p.s) ? { r: 1 } : { n: 1 };
     return { o: await runHere(routing.admin, p.h) };
   };
   const listening = await rpc.listen({ host: config.host, port: config.internalPort });

@@ -438,9 +438,23 @@ test(
       60_000,
     );
     const settledMs = Date.now() - secondAt;
+    const counter = async (x: Instance, outcome: string): Promise<number> => {
+      const n = await x.metric(`sqs_forwarded_requests_total{outcome="${outcome}"}`);
+      assert.ok(n !== undefined, `${x.name} exposes sqs_forwarded_requests_total{outcome="${outcome}"}`);
+      return n;
+    };
+    const forwarded = (): Promise<{ notOwner: number; refused: number }[]> =>
+      Promise.all(
+        rest.map(async (x) => ({
+          notOwner: await counter(x, 'not_owner'),
+          refused: await counter(x, 'refused'),
+        })),
+      );
+    const forwardedBefore = await forwarded();
     const askedAt = Date.now();
     const final = await answers();
     const answeredMs = Date.now() - askedAt;
+    const forwardedAfter = await forwarded();
     const lines = new Map(rest.map((x) => [x, refusalLines(x)] as const));
     const refusedAll = new Set([...refused.values()].flatMap((x) => [...x]));
     const after80 = await levels();
@@ -449,8 +463,18 @@ test(
     );
     const statuses: Record<string, number> = {};
     for (const a of final) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+    const refusedForwarded = forwardedAfter.reduce(
+      (n, f, i) => n + f.refused - (forwardedBefore[i]?.refused ?? 0),
+      0,
+    );
     t.diagnostic(
-      `answers of the 256 queues: ${JSON.stringify(statuses)}, all in ${answeredMs} ms (a refused shard's requests wait at the routers for ttl + interval, ${c.timing.ttlMs + c.timing.intervalMs} ms here, before their 503)`,
+      `answers of the 256 queues: ${JSON.stringify(statuses)}, all in ${answeredMs} ms; ${refusedForwarded} of the refused shards' requests were forwarded and answered "refused" by their owner, a 503 at once (a shard nobody serves is held at the routers for ttl + interval, ${c.timing.ttlMs + c.timing.intervalMs} ms here)`,
+    );
+    // A refused shard's requests are not retried at the routers: nobody answered "not the owner".
+    assert.deepEqual(
+      forwardedAfter.map((f) => f.notOwner),
+      forwardedBefore.map((f) => f.notOwner),
+      'no request of the 256 queues was told "not the owner" and retried',
     );
 
     assert.ok(refusedAll.size > 0, 'some shard did not fit the survivors');

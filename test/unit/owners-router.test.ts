@@ -2,11 +2,12 @@
  * The router (src/owners/router.ts) between two "instances" in one process: each has a store of
  * its own, a forwarding channel on loopback (rpc.ts) and an owner whose shards the test sets. A
  * request runs where its shard is served; elsewhere it is forwarded; "not the owner" is retried
- * until the shard is served somewhere or the hold time is up; an answer lost after delivery is a
- * 503, never a retry.
+ * until the shard is served somewhere or the hold time is up; "refused" (a shard its owner holds
+ * but cannot fit in memory) is a 503 at once, never a retry; an answer lost after delivery, or one
+ * the router does not know, is a 503, never a retry.
  */
 import assert from 'node:assert/strict';
-import { after, test } from 'node:test';
+import { after, test, type TestContext } from 'node:test';
 import { QueueStore } from '../../src/core/store.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { ShardOwner } from '../../src/owners/owner.js';
@@ -25,6 +26,8 @@ const owners = new Map<number, string>();
 const served = { A: new Set<number>(), B: new Set<number>() };
 /** Shards an instance holds and is reading in, and the requests waiting for them there. */
 const taking = { A: new Set<number>(), B: new Set<number>() };
+/** Shards an instance holds but refused for want of memory (ShardOwner.refused). */
+const refused = { A: new Set<number>(), B: new Set<number>() };
 const waiting: (() => void)[] = [];
 const commits: { A: number[]; B: number[] } = { A: [], B: [] };
 let mapReads = 0;
@@ -54,6 +57,7 @@ async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
     holds: (s: number) => served[id].has(s),
     enter: () => () => undefined,
     taking: (s: number) => taking[id].has(s),
+    refused: (s: number) => refused[id].has(s),
     whenServing: () => new Promise<void>((resolve) => waiting.push(resolve)),
   } as unknown as ShardOwner;
   const persistence = {
@@ -253,4 +257,182 @@ void test('Given B holds a shard it is still reading in, when A forwards a reque
   assert.equal(a.router.forwarded.not_owner, before.not_owner, 'B never answered "not the owner"');
   assert.equal(a.router.forwarded.answered, before.answered + 1, 'one forwarded request, answered');
   assert.equal(b.store.get(ACCOUNT, 'being-read', REGION)?.size, 1);
+});
+
+/**
+ * A router for A that would hold a request for 10 minutes: a request it held instead of
+ * answering would outlast its test's own timeout. Registered as A while `fn` runs; closed when the
+ * test ends, timed out too, so that a held request does not keep the file running.
+ */
+async function withLongHold(t: TestContext, fn: (long: Instance) => Promise<void>): Promise<void> {
+  const long = await instance('A', 600_000);
+  t.signal.addEventListener('abort', () => void long.router.close(), { once: true });
+  try {
+    await fn(long);
+  } finally {
+    await long.router.close();
+    await long.rpc.close();
+    instances.A = a;
+  }
+}
+
+void test(
+  'Given B holds a shard it refused for want of memory, when A forwards a request for it, then B answers "refused" and A answers 503 at once, with no retry',
+  { timeout: 20_000 },
+  async (t) => {
+    const s = shardOfName('refused-at-b');
+    owners.set(s, 'B');
+    served.B.delete(s);
+    refused.B.add(s);
+    try {
+      await withLongHold(t, async (long) => {
+        const reads = mapReads;
+        await assert.rejects(
+          long.router.execute('CreateQueue', ctx(), { QueueName: 'refused-at-b' }),
+          (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+        );
+        assert.deepEqual(long.router.forwarded, {
+          answered: 0,
+          not_owner: 0,
+          refused: 1,
+          unsent: 0,
+          lost: 0,
+        });
+        assert.equal(mapReads, reads, 'the map was not read again: no retry');
+        assert.equal(b.store.get(ACCOUNT, 'refused-at-b', REGION), undefined, 'nothing ran');
+      });
+    } finally {
+      refused.B.delete(s);
+    }
+  },
+);
+
+void test(
+  'Given the map names A for a shard A refused for want of memory, when A is asked, then it answers 503 at once, forwarding nothing',
+  { timeout: 20_000 },
+  async (t) => {
+    const s = shardOfName('refused-at-a');
+    owners.set(s, 'A');
+    served.A.delete(s);
+    refused.A.add(s);
+    try {
+      await withLongHold(t, async (long) => {
+        const reads = mapReads;
+        await assert.rejects(
+          long.router.execute('CreateQueue', ctx(), { QueueName: 'refused-at-a' }),
+          (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+        );
+        assert.deepEqual(long.router.forwarded, {
+          answered: 0,
+          not_owner: 0,
+          refused: 0,
+          unsent: 0,
+          lost: 0,
+        });
+        assert.equal(mapReads, reads, 'the map was not read again: no retry');
+        assert.equal(long.store.get(ACCOUNT, 'refused-at-a', REGION), undefined, 'nothing ran');
+        // The admin API's calls about its queues are answered so too.
+        const admin = await long.router.adminAtOwner(s, { method: 'GET', url: '/admin/queues/x' });
+        assert.notEqual(admin, 'here');
+        assert.equal(admin === 'here' ? 0 : admin.status, 503);
+      });
+    } finally {
+      refused.A.delete(s);
+    }
+  },
+);
+
+void test('Given a forwarded request for a shard this instance refused for want of memory, then it answers "refused" without running it', async () => {
+  const s = shardOfName('refused-here');
+  served.A.delete(s);
+  refused.A.add(s);
+  try {
+    const answer = await a.router.handle(
+      {
+        s,
+        a: 'CreateQueue',
+        c: {
+          requestId: 'r',
+          accountId: ACCOUNT,
+          region: REGION,
+          defaultRegion: REGION,
+          baseUrl: 'http://x',
+          senderId: ACCOUNT,
+        },
+        i: { QueueName: 'refused-here' },
+      },
+      new AbortController().signal,
+    );
+    assert.deepEqual(answer, { r: 1 });
+    assert.equal(a.store.get(ACCOUNT, 'refused-here', REGION), undefined);
+  } finally {
+    refused.A.delete(s);
+  }
+});
+
+void test(
+  'Given a request waiting at B for a shard B is reading in, when B refuses the shard for want of memory, then A answers 503 with no "not the owner" and no retry',
+  { timeout: 20_000 },
+  async (t) => {
+    const s = shardOfName('refused-while-read');
+    owners.set(s, 'B');
+    served.B.delete(s);
+    taking.B.add(s);
+    try {
+      await withLongHold(t, async (long) => {
+        const reads = mapReads;
+        const sent = long.router.execute('CreateQueue', ctx(), { QueueName: 'refused-while-read' });
+        const deadline = Date.now() + 5000;
+        while (waiting.length === 0) {
+          assert.ok(Date.now() < deadline, 'the request waits at B for the shard');
+          await new Promise((r) => setImmediate(r));
+        }
+        // What ShardOwner does when the read is refused: the hold is marked, its waiters woken.
+        taking.B.delete(s);
+        refused.B.add(s);
+        for (const done of waiting.splice(0)) done();
+        await assert.rejects(
+          sent,
+          (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+        );
+        assert.deepEqual(long.router.forwarded, {
+          answered: 0,
+          not_owner: 0,
+          refused: 1,
+          unsent: 0,
+          lost: 0,
+        });
+        assert.equal(mapReads, reads, 'the map was not read again: no retry');
+      });
+    } finally {
+      taking.B.delete(s);
+      refused.B.delete(s);
+    }
+  },
+);
+
+void test('Given an owner whose answer the router does not know, when A forwards to it, then A answers 503 and does not send it again', async () => {
+  const s = shardOfName('unknown-answer');
+  owners.set(s, 'B');
+  served.B.add(s);
+  let calls = 0;
+  const real = b.address;
+  const other = new RpcServer({
+    handle: () => {
+      calls++;
+      return Promise.resolve({ x: 1 });
+    },
+  });
+  const at = await other.listen({ host: '127.0.0.1', port: 0 });
+  b.address = `127.0.0.1:${'port' in at ? at.port : 0}`;
+  try {
+    await assert.rejects(
+      a.router.execute('CreateQueue', ctx(), { QueueName: 'unknown-answer' }),
+      (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+    );
+    assert.equal(calls, 1, 'delivered once');
+  } finally {
+    b.address = real;
+    await other.close();
+  }
 });
