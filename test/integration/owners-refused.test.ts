@@ -19,6 +19,7 @@ import { SqsError } from '../../src/sqs/errors.js';
 import { servicesFor, type RequestContext } from '../../src/sqs/service.js';
 import { layoutFor, type Layout } from '../../src/persistence/layout.js';
 import { sendOne } from '../support/queue.js';
+import { requestContext } from '../support/services.js';
 import { uniquePrefix } from '../support/redis.js';
 import { until } from '../support/layout-v1.js';
 import { shardKeysOf, watchedPersistence, type WatchedPersistence } from '../support/persistence.js';
@@ -121,16 +122,7 @@ async function ownerProcess(
 }
 
 function ctx(): RequestContext {
-  return {
-    requestId: 'r',
-    accountId: ACCOUNT,
-    region: REGION,
-    defaultRegion: REGION,
-    baseUrl: 'http://localhost:4100',
-    anyAccount: true,
-    senderId: ACCOUNT,
-    onAbort: () => undefined,
-  };
+  return requestContext({ accountId: ACCOUNT, region: REGION, defaultRegion: REGION, anyAccount: true });
 }
 
 /** A router's answer to GetQueueAttributes of `name`: the message count, or the SQS error's name. */

@@ -17,6 +17,7 @@ import type { Persistence } from '../../src/persistence/persistence.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { SqsError } from '../../src/sqs/errors.js';
 import { servicesFor, type RequestContext } from '../../src/sqs/service.js';
+import { requestContext } from '../support/services.js';
 
 const ACCOUNT = '000000000000';
 const REGION = 'us-east-1';
@@ -92,16 +93,7 @@ after(async () => {
 });
 
 function ctx(): RequestContext {
-  return {
-    requestId: 'r',
-    accountId: ACCOUNT,
-    region: REGION,
-    defaultRegion: REGION,
-    baseUrl: 'http://localhost:4100',
-    anyAccount: true,
-    senderId: ACCOUNT,
-    onAbort: () => undefined,
-  };
+  return requestContext({ accountId: ACCOUNT, region: REGION, defaultRegion: REGION, anyAccount: true });
 }
 
 function shardOfName(name: string): number {

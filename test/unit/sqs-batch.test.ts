@@ -11,17 +11,9 @@ import { encodeJson } from '../../src/protocol/json.js';
 import { actions } from '../../src/sqs/actions/index.js';
 import type { ActionName, ActionTypes } from '../../src/sqs/model.generated.js';
 import type { RequestContext, SqsServices } from '../../src/sqs/service.js';
-import { memoryServices } from '../support/services.js';
+import { memoryServices, requestContext } from '../support/services.js';
 
-const ctx: RequestContext = {
-  requestId: 'r',
-  accountId: '000000000000',
-  region: 'us-east-1',
-  defaultRegion: 'us-east-1',
-  baseUrl: 'http://h',
-  senderId: '000000000000',
-  onAbort: () => undefined,
-};
+const ctx: RequestContext = requestContext({ baseUrl: 'http://h' });
 
 async function call<A extends ActionName>(
   svc: SqsServices,

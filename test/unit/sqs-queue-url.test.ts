@@ -4,7 +4,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Queue } from '../../src/core/queue.js';
 import { parseQueueUrl, queueUrlOf, resolveQueue, type RequestContext } from '../../src/sqs/service.js';
-import { memoryServices } from '../support/services.js';
+import { memoryServices, requestContext } from '../support/services.js';
 
 test('parseQueueUrl: the path names the queue, and the account when it is 12 digits', () => {
   const cases: Array<[string, string | undefined, string]> = [
@@ -69,15 +69,7 @@ test('parseQueueUrl: a URL without a path segment names no queue', () => {
 });
 
 function ctxOf(accountId: string, region = 'us-east-1'): RequestContext {
-  return {
-    requestId: 'r',
-    accountId,
-    region,
-    defaultRegion: 'us-east-1',
-    baseUrl: 'http://h',
-    senderId: accountId,
-    onAbort: () => undefined,
-  };
+  return requestContext({ accountId, region, baseUrl: 'http://h' });
 }
 
 test('resolveQueue: a URL resolved before names a new queue made under the same name, and no other caller its queue', () => {
