@@ -6,8 +6,9 @@
  * it from the hash (`live-1.lua`). A graceful stop leaves at once (`leave-2.lua`).
  *
  * Every join, leave and expiry is published on `members:changed`, and every instance also reads the
- * live members every interval (pub/sub drops messages while a connection is down): `onChange`
- * reports the difference between two reads, however it was learnt, once.
+ * live members every interval (pub/sub drops messages while a connection is down), and again
+ * when a member's key is due to expire before that: `onChange` reports the difference between
+ * two reads, however it was learnt, once.
  *
  * Time and timers are injected (`ElectorTimers`, src/ha/elector.ts) as in the elector.
  */
@@ -71,13 +72,25 @@ export function parseMember(json: string): MemberRecord | undefined {
 
 /** The live members in Redis, pruning the expired ones; any instance (or tool) may call it. */
 export async function readLiveMembers(redis: RedisClient, layout: Layout): Promise<MemberRecord[]> {
+  return (await readLive(redis, layout)).members;
+}
+
+/** The live members, and in how many ms the first of their keys expires (undefined: none live). */
+async function readLive(
+  redis: RedisClient,
+  layout: Layout,
+): Promise<{ members: MemberRecord[]; expiresInMs: number | undefined }> {
   const { members, membersChannel } = layout.meta;
   const reply = await memberScripts.live.run(redis, [members], [layout.meta.member(''), membersChannel]);
-  if (!Array.isArray(reply)) throw new Error(`live script returned ${String(reply)}`);
-  return reply
-    .map((r) => parseMember(String(r)))
-    .filter((m): m is MemberRecord => m !== undefined)
-    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const [records, soonest] = Array.isArray(reply) ? (reply as unknown[]) : [];
+  if (!Array.isArray(records)) throw new Error(`live script returned ${String(reply)}`);
+  return {
+    members: records
+      .map((r) => parseMember(String(r)))
+      .filter((m): m is MemberRecord => m !== undefined)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+    expiresInMs: typeof soonest === 'number' && soonest >= 0 ? soonest : undefined,
+  };
 }
 
 export class Membership {
@@ -91,6 +104,7 @@ export class Membership {
   private readApplied = 0;
   private beatTimer: unknown;
   private nudgeTimer: unknown;
+  private expiryTimer: unknown;
   private nudged = false;
   private running = false;
   private unlisten: (() => void)[] = [];
@@ -165,10 +179,11 @@ export class Membership {
    */
   async live(): Promise<readonly MemberRecord[]> {
     const seq = ++this.readsSent;
-    const members = await readLiveMembers(this.opts.redis, this.opts.layout);
+    const { members, expiresInMs } = await readLive(this.opts.redis, this.opts.layout);
     if (seq > this.readApplied) {
       this.readApplied = seq;
       this.apply(members);
+      this.readAtExpiry(expiresInMs);
     }
     return members;
   }
@@ -178,6 +193,7 @@ export class Membership {
     this.running = false;
     this.timers.clearTimeout(this.beatTimer);
     this.timers.clearTimeout(this.nudgeTimer);
+    this.timers.clearTimeout(this.expiryTimer);
     this.nudged = false;
     for (const u of this.unlisten) u();
     this.unlisten = [];
@@ -208,6 +224,21 @@ export class Membership {
         this.log.warn({ id: this.id, error: errorText(e) }, 'membership: reading the members failed'),
       );
     }, 0);
+  }
+
+  /**
+   * A member's key expires before the next round's read: read again just after it would, so that
+   * a crashed member is found gone (and its shards moved) at its TTL rather than up to an interval
+   * later. A live member's key is renewed every interval, so in a steady state this never fires
+   * before the round's read.
+   */
+  private readAtExpiry(expiresInMs: number | undefined): void {
+    if (!this.running || expiresInMs === undefined || expiresInMs >= this.opts.intervalMs) return;
+    this.timers.clearTimeout(this.expiryTimer);
+    this.expiryTimer = this.timers.setTimeout(() => {
+      this.expiryTimer = undefined;
+      this.nudge();
+    }, expiresInMs + 1);
   }
 
   /** One heartbeat and one read, then the next round an interval on. */

@@ -428,18 +428,20 @@ async function loadQueues(
       const chunkOf = (perRecord: number): number =>
         Math.max(1, Math.min(maxChunk, Math.floor(chunkBytes / Math.max(perRecord, 1))));
       // No sample (a queue emptied since): ask for one, it may be the largest there is.
-      let next = prefetch(redis.hscan(key, '0', 'COUNT', size.max > 0 ? chunkOf(size.max) : 1));
+      let next = prefetch(redis.hscanBuffer(key, '0', 'COUNT', size.max > 0 ? chunkOf(size.max) : 1));
       for (;;) {
-        const [cursor, flat] = await next;
+        const [cursorBytes, flat] = await next;
+        const cursor = cursorBytes.toString('latin1');
         if (cursor !== '0') {
           const perRecord = read > 0 ? readBytes / read : size.mean;
-          next = prefetch(redis.hscan(key, cursor, 'COUNT', chunkOf(perRecord)));
+          next = prefetch(redis.hscanBuffer(key, cursor, 'COUNT', chunkOf(perRecord)));
         }
         let bytes = 0;
         for (let i = 0; i + 1 < flat.length; i += 2) {
-          const id = flat[i] as string;
-          const rec = flat[i + 1] as string;
-          bytes += Buffer.byteLength(rec);
+          // As Buffers: the codec reads each field from the record's bytes (codec.ts, Cursor).
+          const id = (flat[i] as Buffer).toString();
+          const rec = flat[i + 1] as Buffer;
+          bytes += rec.length;
           let m;
           try {
             m = deserializeMessage(id, rec);

@@ -55,15 +55,19 @@ class FakeRedis {
       if (sha === memberScripts.live.sha) {
         const [prefix = '', channel = ''] = args;
         const live: string[] = [];
+        let soonest = -1;
         for (const id of [...this.hash.keys()]) {
           const record = this.get(prefix + id);
-          if (record !== undefined) live.push(record);
-          else {
+          if (record !== undefined) {
+            live.push(record);
+            const ttl = (this.strings.get(prefix + id)?.expiresAt ?? 0) - this.clock.now();
+            if (soonest < 0 || ttl < soonest) soonest = ttl;
+          } else {
             this.hash.delete(id);
             this.published.push(`${channel} expired ${id}`);
           }
         }
-        return Promise.resolve(live);
+        return Promise.resolve([live, soonest]);
       }
       return Promise.reject(new Error(`unexpected script ${sha}`));
     };
@@ -129,6 +133,32 @@ void test('Given two members, When one stops beating, Then the other keeps it un
   );
   assert.deepEqual(a.changes.map(ids).at(-1), [[], ['host-b-202']]);
   assert.equal(r.hash.has('host-b-202'), false);
+  assert.equal(r.published.filter((p) => p.endsWith('expired host-b-202')).length, 1);
+  a.m.halt();
+});
+
+void test('Given two members beating out of step, When one stops, Then the other reads again when its key expires and drops it then, not at its own next read', async () => {
+  const clock = new FakeTimers();
+  const r = new FakeRedis(clock);
+  const a = member(r, clock, 'host-a-101');
+  const b = member(r, clock, 'host-b-202');
+  await a.m.start(); // a reads at 0, INTERVAL, 2 INTERVAL, ...
+  await clock.advance(1000);
+  await b.m.start();
+  await clock.advance(INTERVAL);
+  b.m.halt();
+  // b's last beat was at INTERVAL + 1000: its key expires at INTERVAL + 1000 + TTL, between two
+  // of a's rounds (4 INTERVAL and 5 INTERVAL with these figures).
+  const expiresAt = INTERVAL + 1000 + TTL;
+  assert.ok(expiresAt % INTERVAL !== 0);
+  await clock.advance(expiresAt - clock.now() - 1);
+  assert.equal(a.m.members.length, 2, 'not dropped before its TTL');
+  await clock.advance(2);
+  assert.deepEqual(
+    a.m.members.map((x) => x.id),
+    ['host-a-101'],
+    'dropped at its expiry, before the next round',
+  );
   assert.equal(r.published.filter((p) => p.endsWith('expired host-b-202')).length, 1);
   a.m.halt();
 });

@@ -17,16 +17,24 @@
     ARGV[2] channel to announce an expiry on
 
   Output:
-    the records of the live members, in the hash's order
+    { the records of the live members, in the hash's order; the least time to live of their keys
+      in ms, -1 when none is live }: the readers read again when that one would expire, so a
+      crashed member is found gone at its expiry, not up to an interval later
 ]]
 local live = {}
+local soonest = -1
 for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
-  local record = redis.call('GET', ARGV[1] .. id)
+  local key = ARGV[1] .. id
+  local record = redis.call('GET', key)
   if record then
     live[#live + 1] = record
+    local ttl = redis.call('PTTL', key)
+    if ttl >= 0 and (soonest < 0 or ttl < soonest) then
+      soonest = ttl
+    end
   else
     redis.call('HDEL', KEYS[1], id)
     redis.call('PUBLISH', ARGV[2], 'expired ' .. id)
   end
 end
-return live
+return { live, soonest }
