@@ -17,7 +17,9 @@
  * A destination another process holds (many owners) is sent the message through `relay` instead:
  * the message is held out of sight in the source (Queue.holdForMove, so a FIFO group waits for
  * it) and leaves it, counted as moved, only when that process has it durably (`relayed`). While
- * relays are unanswered the task does not complete.
+ * relays are unanswered the task does not complete. Nor does a task read back (its shard taken
+ * from a process that died, or read in again) while its source still holds messages the process
+ * before it held for such relays: they come back when their hold ends, and are sent again.
  */
 import { createHash } from 'node:crypto';
 import { uuid } from './ids.js';
@@ -60,6 +62,15 @@ export class MoveTask implements MoveTaskState {
    * arrived.
    */
   readonly relays = new Set<Message>();
+  /**
+   * Messages of its source that a hold made before this task object was read back keeps out of
+   * sight (the process before it sent them, and its answer will never come here), with the end
+   * of that hold: the task waits for them as for its relays, and a step takes each again once it
+   * is back (the destination's mark answers one that had arrived). Found at its first step.
+   */
+  readonly inherited = new Map<Message, number>();
+  /** Read back from storage: its first step looks for {@link inherited}. */
+  lookForHolds = false;
 
   constructor(s: MoveTaskState) {
     this.taskId = s.taskId;
@@ -80,6 +91,11 @@ export class MoveTask implements MoveTaskState {
 
   get active(): boolean {
     return this.status === 'RUNNING' || this.status === 'CANCELLING';
+  }
+
+  /** Messages of its source it waits for before it may complete: its relays and those it inherited. */
+  get awaiting(): number {
+    return this.relays.size + this.inherited.size;
   }
 }
 
@@ -207,6 +223,14 @@ export class MoveTasks {
     }
     // A relay whose answer never came is over when its message's hold is: a later step takes it.
     for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
+    if (task.lookForHolds) {
+      task.lookForHolds = false;
+      for (const m of source.heldBefore(now)) task.inherited.set(m, m.heapKey);
+    }
+    // Likewise for a hold inherited: back in sight, received or gone.
+    for (const [m, until] of task.inherited) {
+      if (m.state !== 'inflight' || m.heapKey !== until || until <= now) task.inherited.delete(m);
+    }
     let n = 0;
     let moved = 0;
     while (n < budget && task.moved + task.relays.size < task.toMove && task.relays.size < MAX_RELAYING) {
@@ -245,7 +269,7 @@ export class MoveTasks {
       moved++;
     }
     // Not done while messages it sent away are unanswered: they may come back to be taken again.
-    if (task.relays.size === 0 && (task.moved >= task.toMove || source.nextToMove(now) === undefined)) {
+    if (task.awaiting === 0 && (task.moved >= task.toMove || source.nextToMove(now) === undefined)) {
       this.finish(task, 'COMPLETED');
     } else if (moved > 0) this.emit({ type: 'move-task-put', task });
     return n;
@@ -262,7 +286,7 @@ export class MoveTasks {
     task.relays.delete(msg);
     if (outcome === 'arrived') {
       task.moved++;
-      if (task.status === 'RUNNING' && task.relays.size === 0 && task.moved >= task.toMove) {
+      if (task.status === 'RUNNING' && task.awaiting === 0 && task.moved >= task.toMove) {
         this.finish(task, 'COMPLETED');
       } else this.emit({ type: 'move-task-put', task });
     } else if (task.status === 'RUNNING') {
@@ -275,8 +299,12 @@ export class MoveTasks {
     this.bySource.delete(sourceArn);
   }
 
-  /** Puts back a task read from storage; emits nothing. */
+  /**
+   * Puts back a task read from storage; emits nothing. Its first step looks in its source for the
+   * holds of whoever ran it before (MoveTask.inherited).
+   */
   restore(task: MoveTask): void {
+    task.lookForHolds = true;
     this.add(task, false);
   }
 

@@ -477,6 +477,17 @@ export class Queue {
     this.hold(msg, now);
   }
 
+  /**
+   * The messages in flight, marked relayed, whose deadline is at most a hold's length from `now`:
+   * what the holds (see hold) of the process that had this queue before it was read back here
+   * left, whose answers will not come here. (A relayed message a consumer received, back as soon,
+   * may be among them.)
+   */
+  *heldBefore(now: number): IterableIterator<Message> {
+    this.tick(now);
+    for (const m of this.inflight) if (m.relayed && m.heapKey <= now + TRANSFER_HOLD_MS) yield m;
+  }
+
   /** Whether `msg` is held for another process (hold), its hold not over at `now`. */
   holds(msg: Message, now: number): boolean {
     return msg.state === 'inflight' && this.away?.get(msg.id) === msg.heapKey && msg.heapKey > now;

@@ -15,7 +15,8 @@ import type { QueueStore } from '../core/store.js';
  * - CancelMessageMoveTask sets the task CANCELLING; `wake` runs its next step at once, which
  *   makes it CANCELLED.
  * - A task waiting only for the answers of messages sent to another owner (core/movetasks.ts,
- *   relays) steps every MIN_INTERVAL_MS until they come.
+ *   relays), or for the holds a task read back inherited, steps every MIN_INTERVAL_MS until they
+ *   come.
  * - A task that is done (COMPLETED, CANCELLED, FAILED) drops its timer. Tasks that were RUNNING
  *   in a store loaded from Redis are picked up by the constructor.
  */
@@ -94,7 +95,7 @@ export class MoveTaskRunner {
       return;
     }
     // Waiting for relays to another owner only (nothing to take meanwhile): no busy loop on them.
-    const idle = moved === 0 && r.task.relays.size > 0;
+    const idle = moved === 0 && r.task.awaiting > 0;
     const delay = rate !== undefined ? Math.max(MIN_INTERVAL_MS, 1000 / rate) : idle ? MIN_INTERVAL_MS : 0;
     this.schedule(r, delay);
   }

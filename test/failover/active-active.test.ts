@@ -22,7 +22,6 @@ import {
   SendMessageCommand,
   SQSServiceException,
   StartMessageMoveTaskCommand,
-  type SQSClient,
   type ListMessageMoveTasksResultEntry,
 } from '@aws-sdk/client-sqs';
 import { layoutFor } from '../../src/persistence/layout.js';
@@ -39,6 +38,7 @@ import {
   type Instance,
 } from './harness.js';
 import {
+  dlqPair,
   FifoLoad,
   logStatuses,
   namesOwnedBy,
@@ -190,33 +190,8 @@ function fifoSummary(q: FifoQueueLoad): string {
   return `acked ${r.acked}, lost ${r.lost.length}, unexpected ${r.unexpected.length}, resurrected ${r.resurrected.length}, out of order ${r.outOfOrder.length}, duplicated ${r.duplicated}, send errors ${JSON.stringify(q.f.sendErrors)}`;
 }
 
-/**
- * A dead-letter queue and a source queue whose RedrivePolicy names it (maxReceiveCount 1, a
- * visibility timeout of 1 s), both made through `sdk` (JSON).
- */
-async function dlqPair(
-  sdk: SQSClient,
-  dlqName: string,
-  srcName: string,
-): Promise<{ dlqUrl: string; dlqArn: string; srcUrl: string }> {
-  const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-  const dlqArn =
-    (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] })))
-      .Attributes?.['QueueArn'] ?? '';
-  const srcUrl =
-    (
-      await sdk.send(
-        new CreateQueueCommand({
-          QueueName: srcName,
-          Attributes: {
-            RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 1 }),
-            VisibilityTimeout: '1',
-          },
-        }),
-      )
-    ).QueueUrl ?? '';
-  return { dlqUrl, dlqArn, srcUrl };
-}
+/** A dead-letter pair for the dead-letter tests: maxReceiveCount 1, a visibility timeout of 1 s. */
+const DEAD_LETTER_FAST = { maxReceiveCount: 1, srcAttributes: { VisibilityTimeout: '1' } };
 
 test(
   'Active/active routing: Given three processes, When a queue is created via the first, sent to via the second with aws-cli (Query) and received via the third with the SDK (JSON), Then each is answered by its owner; ListQueues lists every queue from every process; a RedrivePolicy to a dead-letter queue of another owner is accepted, one to a missing queue is refused (400 InvalidParameterValue)',
@@ -282,7 +257,7 @@ test(
     const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
     const sdk = loadClient(n1.url, 1);
     t.after(() => sdk.destroy());
-    const { dlqUrl, dlqArn, srcUrl } = await dlqPair(sdk, dlqName, srcName);
+    const { dlqUrl, dlqArn, srcUrl } = await dlqPair(sdk, dlqName, srcName, DEAD_LETTER_FAST);
     const attrs = await sdk.send(
       new GetQueueAttributesCommand({ QueueUrl: srcUrl, AttributeNames: ['RedrivePolicy'] }),
     );
@@ -334,7 +309,7 @@ for (const where of ['another process', 'the same process'] as const) {
       const [srcName] = namesOwnedBy(map, c.idOf(n3), uniqueName('src'), 1) as [string];
       const sdk = loadClient(n1.url, 1);
       t.after(() => sdk.destroy());
-      const { dlqUrl, srcUrl } = await dlqPair(sdk, dlqName, srcName);
+      const { dlqUrl, srcUrl } = await dlqPair(sdk, dlqName, srcName, DEAD_LETTER_FAST);
       await awsCliOk(n1.url, [
         'send-message',
         '--queue-url',
@@ -772,23 +747,7 @@ for (const where of ['another process', 'the same process'] as const) {
       // JSON (SDK) through n1, which owns neither.
       const sdk = loadClient(n1.url, 1);
       t.after(() => sdk.destroy());
-      const dlqUrl = (await sdk.send(new CreateQueueCommand({ QueueName: dlqName }))).QueueUrl ?? '';
-      const arnOf = async (url: string): Promise<string> =>
-        (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
-          .Attributes?.['QueueArn'] ?? '';
-      const dlqArn = await arnOf(dlqUrl);
-      const srcUrl =
-        (
-          await sdk.send(
-            new CreateQueueCommand({
-              QueueName: srcName,
-              Attributes: {
-                RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 }),
-              },
-            }),
-          )
-        ).QueueUrl ?? '';
-      const srcArn = await arnOf(srcUrl);
+      const { dlqUrl, dlqArn, srcUrl, srcArn } = await dlqPair(sdk, dlqName, srcName, { maxReceiveCount: 5 });
       await sdk.send(new SendMessageCommand({ QueueUrl: dlqUrl, MessageBody: 'to be moved back' }));
       const started = await sdk
         .send(new StartMessageMoveTaskCommand({ SourceArn: dlqArn, DestinationArn: srcArn }))

@@ -12,7 +12,9 @@
  */
 import { hostname } from 'node:os';
 import {
+  CreateQueueCommand,
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
@@ -223,6 +225,42 @@ export function namesOwnedBy(
     if (map[shardOfName(name)] === owner) out.push(name);
   }
   return out;
+}
+
+/**
+ * A dead-letter queue and a source queue whose RedrivePolicy names it, both made through `sdk`
+ * (JSON): FIFO queues when the names end in `.fifo`; `srcAttributes` are the source's others.
+ */
+export async function dlqPair(
+  sdk: SQSClient,
+  dlqName: string,
+  srcName: string,
+  opts: { maxReceiveCount: number; srcAttributes?: Record<string, string> },
+): Promise<{ dlqUrl: string; dlqArn: string; srcUrl: string; srcArn: string }> {
+  const fifo = dlqName.endsWith('.fifo') ? { FifoQueue: 'true' } : undefined;
+  const arnOf = async (url: string): Promise<string> =>
+    (await sdk.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] })))
+      .Attributes?.['QueueArn'] ?? '';
+  const dlqUrl =
+    (await sdk.send(new CreateQueueCommand({ QueueName: dlqName, Attributes: fifo }))).QueueUrl ?? '';
+  const dlqArn = await arnOf(dlqUrl);
+  const srcUrl =
+    (
+      await sdk.send(
+        new CreateQueueCommand({
+          QueueName: srcName,
+          Attributes: {
+            ...fifo,
+            RedrivePolicy: JSON.stringify({
+              deadLetterTargetArn: dlqArn,
+              maxReceiveCount: opts.maxReceiveCount,
+            }),
+            ...opts.srcAttributes,
+          },
+        }),
+      )
+    ).QueueUrl ?? '';
+  return { dlqUrl, dlqArn, srcUrl, srcArn: await arnOf(srcUrl) };
 }
 
 /** Every HTTP answer an SDK client gets, one per attempt (retries included), by status. */

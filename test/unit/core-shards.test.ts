@@ -15,6 +15,12 @@ import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { pageOfQueues } from '../../src/sqs/actions/pages.js';
 import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
+import {
+  deserializeMessage,
+  deserializeMoveTask,
+  serializeMessage,
+  serializeMoveTask,
+} from '../../src/persistence/codec.js';
 import { throwsCode } from '../support/assertions.js';
 import { inGroup, msg } from '../support/queue.js';
 
@@ -598,6 +604,82 @@ void test('Given a relay answered after the shard was read back, then the old ta
   store.movedAway(relays[0] ?? assert.fail(), 'arrived');
   assert.equal(task.moved, 0);
   assert.deepEqual(events, []);
+});
+
+void test('Given a move task whose messages were held for relays when its shard was read back (another process took it), then the task read back waits for them instead of completing, and once their hold ends sends each again under the same id', async (t) => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m1'), clock.now());
+  dlq.sendMessage(msg('m2'), clock.now());
+  dlq.sendMessage(msg('m3'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 2), 2);
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(task.moved, 1);
+  const firstIds = relays.map((r) => r.redriven.id);
+
+  // The process dies with m2 held (its relay unanswered): the next owner reads the shard back as
+  // storage holds it.
+  const records = [...dlq.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
+  const stored = serializeMoveTask(task);
+  clock.advance(1000);
+  store.evictShard(dlq.shard);
+  const back = store.newQueue(id(dlq.name), {}, {}, dlq.createdAt, dlq.uid);
+  store.restore(back);
+  for (const [mid, r] of records) back.restoreMessage(deserializeMessage(mid, r));
+  store.moveTasks.restore(deserializeMoveTask(stored));
+  store.shardLoaded(dlq.shard);
+  const [readBack] = store.moveTasks.list(dlq.arn);
+  assert.ok(readBack !== undefined && readBack !== task);
+  relays.length = 0;
+
+  assert.equal(store.stepMoveTask(readBack, 10), 1, 'm3, the only one in sight');
+  store.movedAway(relays[0] ?? assert.fail(), 'arrived');
+  assert.equal(readBack.moved, 2);
+  assert.equal(store.stepMoveTask(readBack, 10), 0);
+  assert.equal(readBack.status, 'RUNNING', 'm2 is still held: not done');
+  assert.equal(readBack.awaiting, 1);
+
+  clock.advance(TRANSFER_HOLD_MS);
+  assert.equal(store.stepMoveTask(readBack, 10), 1, 'm2 is back, and sent again');
+  assert.equal(relays[1]?.redriven.body, 'm2');
+  assert.equal(relays[1]?.redriven.id, firstIds[1], 'under the id of its first sending: the mark answers');
+  store.movedAway(relays[1] ?? assert.fail(), 'arrived');
+  assert.equal(readBack.status, 'COMPLETED');
+  assert.equal(readBack.moved, 3);
+  assert.equal(back.size, 0);
+
+  // Under the driver, a task read back that waits for such a hold steps every 50 ms, not in a
+  // busy loop.
+  mock.timers.enable({ apis: ['setTimeout'] });
+  t.after(() => mock.timers.reset());
+  back.sendMessage(msg('m4'), clock.now());
+  const next = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  store.stepMoveTask(next, 1);
+  store.movedAway(relays[2] ?? assert.fail(), 'unknown');
+  const again = deserializeMoveTask(serializeMoveTask(next));
+  const held = [...back.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
+  store.evictShard(dlq.shard);
+  const third = store.newQueue(id(dlq.name), {}, {}, dlq.createdAt, dlq.uid);
+  store.restore(third);
+  for (const [mid, r] of held) third.restoreMessage(deserializeMessage(mid, r));
+  store.moveTasks.restore(again);
+  store.shardLoaded(dlq.shard);
+  let steps = 0;
+  const step = store.stepMoveTask.bind(store);
+  store.stepMoveTask = (x, budget) => {
+    steps++;
+    return step(x, budget);
+  };
+  const runner = new MoveTaskRunner(store, clock);
+  t.after(() => runner.close());
+  for (let i = 0; i < 20; i++) {
+    clock.advance(10);
+    mock.timers.tick(10);
+    await Promise.resolve();
+  }
+  assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
+  const [running] = store.moveTasks.list(dlq.arn);
+  assert.equal(running?.status, 'RUNNING');
 });
 
 void test('Given a held message, then it is written as held and relayed; once relayed, a later dead-letter move to a queue held here goes by the mark too, and without anyone to relay it moves as ever', () => {
