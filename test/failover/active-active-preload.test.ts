@@ -6,11 +6,13 @@
  * part of the backlog is read, by the two survivors at once, so the bound is the issue's: lease
  * TTL + renew interval + 1.5 s from the kill to the first 200 of each of its queues.
  *
- * On the 2-core machine the p50 meets that bound with room (2.9 to 3.3 s at ttl 2 s, interval
- * 0.5 s), and is asserted; the max (3.9 to 4.4 s) does not always, and is held as todo: the map
- * moves the shards about 1.7 s after the kill (the member's heartbeat TTL), and each survivor then
- * reads its ~170,000 messages in 1.8 to 2.4 s while sharing the two cores with the other and with
- * Redis.
+ * On the 2-core machine the p50 meets that bound with room (2.8 to 3.0 s at ttl 2 s, interval
+ * 0.5 s), and is asserted. The max met it in the last three runs (3.5 to 3.8 s) but with little
+ * room, so it is held as todo: the map moves the shards 1.5 to 2 s after the kill (when the dead
+ * member's key expires), and each survivor then reads its ~170,000 messages in 1.7 to 2.0 s while
+ * sharing the two cores with the other and with Redis. The processes run with the launchers' Node
+ * flags (owners-harness.ts): without them a major collection during the read put the max at up
+ * to 4.3 s.
  *
  * The messages are sent as SendMessageBatch over JSON 1.0 (the AWS JSON protocol, plain HTTP
  * without the SDK, so that the preload's client leaves the two cores to the servers), each batch
@@ -192,7 +194,9 @@ test(
     assert.ok(p50 <= bound, `half its queues served again only ${p50} ms after the kill (bound ${bound} ms)`);
     await t.test(
       `the last of its queues served again within ${bound} ms (the issue's bound for the max)`,
-      { todo: 'not met reliably on the shared 2-core machine: max 3.9 to 4.4 s measured (see the header)' },
+      {
+        todo: 'met with little room on the shared 2-core machine: max 3.5 to 3.8 s measured (see the header)',
+      },
       () => {
         assert.ok(max <= bound, `the last of its queues served again ${max} ms after the kill`);
       },

@@ -62,6 +62,8 @@ export class Instance {
     readonly port: number,
     readonly controlPort: number,
     private readonly args: readonly string[],
+    /** Node's own flags, before dist/main.js. */
+    private readonly nodeFlags: readonly string[] = [],
   ) {}
 
   get url(): string {
@@ -96,6 +98,7 @@ export class Instance {
         ...this.args,
       ],
       { SHARED_SQS_ADMIN_TOKEN: ADMIN_TOKEN },
+      this.nodeFlags,
     );
     this.proc = child.proc;
     this.alive = true;

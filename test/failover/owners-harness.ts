@@ -22,6 +22,7 @@ import {
 import { parseToken } from '../../src/ha/lock.js';
 import { layoutFor } from '../../src/persistence/layout.js';
 import { SHARD_COUNT, shardOf } from '../../src/shard/hash.js';
+import { productNodeFlags } from '../support/process.js';
 import { startRedis, uniquePrefix, type TestRedis } from '../support/redis.js';
 import { freePort } from '../support/server.js';
 import {
@@ -101,25 +102,33 @@ export async function startOwners(
   for (let k = 0; k < n; k++) {
     const [port, control, internal] = ports.slice(3 * k, 3 * k + 3) as [number, number, number];
     nodes.push(
-      new Instance(`n${k + 1}`, port, control, [
-        '--redis-addr',
-        `127.0.0.1:${redis.port}`,
-        '--redis-prefix',
-        prefix,
-        '--active-active',
-        '--internal-port',
-        String(internal),
-        '--advertise-host',
-        '127.0.0.1',
-        '--leader-ttl',
-        `${timing.ttlMs}ms`,
-        '--leader-interval',
-        `${timing.intervalMs}ms`,
-        '--no-queue-deleted-recently',
-        '--log-level',
-        'info',
-        ...(opts.extraArgs ?? []),
-      ]),
+      new Instance(
+        `n${k + 1}`,
+        port,
+        control,
+        [
+          '--redis-addr',
+          `127.0.0.1:${redis.port}`,
+          '--redis-prefix',
+          prefix,
+          '--active-active',
+          '--internal-port',
+          String(internal),
+          '--advertise-host',
+          '127.0.0.1',
+          '--leader-ttl',
+          `${timing.ttlMs}ms`,
+          '--leader-interval',
+          `${timing.intervalMs}ms`,
+          '--no-queue-deleted-recently',
+          '--log-level',
+          'info',
+          ...(opts.extraArgs ?? []),
+        ],
+        // As the launchers start it (docs/decisions/006-initial-old-space-size.md): the backlog
+        // a survivor takes over at row 32 is read in without a major collection on the way.
+        productNodeFlags(),
+      ),
     );
   }
   const nginx = await startNginx(

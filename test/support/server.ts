@@ -89,12 +89,19 @@ function serverTmpDir(): string {
   return serverTmp;
 }
 
-/** Spawns `node dist/main.js ...args` and collects its output; does not wait for anything. */
-export function spawnMain(args: readonly string[], env: Record<string, string> = {}): Spawned {
+/**
+ * Spawns `node ...nodeFlags dist/main.js ...args` and collects its output; does not wait for
+ * anything.
+ */
+export function spawnMain(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  nodeFlags: readonly string[] = [],
+): Spawned {
   if (!existsSync(MAIN_JS)) {
     throw new Error(`${MAIN_JS} does not exist: run \`npm run build\` first (npm test does)`);
   }
-  return spawnProcess(process.execPath, [MAIN_JS, ...args], {
+  return spawnProcess(process.execPath, [...nodeFlags, MAIN_JS, ...args], {
     cwd: PROJECT_ROOT,
     env: cleanEnv({ TMPDIR: serverTmpDir(), ...env }),
   });
