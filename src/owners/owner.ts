@@ -110,12 +110,15 @@ export class ShardOwner implements OwnedShards {
   // ---- what the router asks ----------------------------------------------------------------
 
   /**
-   * The lease is held here and the shard is being read in: it serves in a moment. Not a shard
-   * refused for want of memory, which waits a minute before it is read again.
+   * The shard serves here in a moment: its lease is held and it is being read in, or the map
+   * gives it here and its lease is not taken yet (a planned move's previous owner is still
+   * handing it over, or a dead owner's lease has not expired). Not a shard refused for want of
+   * memory, which waits a minute before it is read again.
    */
   taking(shard: number): boolean {
     const h = this.byShard.get(shard);
-    return h?.state === 'taking' && h.refusedAt === undefined;
+    if (h === undefined) return !this.stopped && this.opts.map.ownerOf(shard) === this.opts.instanceId;
+    return h.state === 'taking' && h.refusedAt === undefined;
   }
 
   /**

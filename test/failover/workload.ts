@@ -18,9 +18,11 @@
 import { execFile } from 'node:child_process';
 import type { TestContext } from 'node:test';
 import {
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
@@ -79,6 +81,11 @@ export class Workload {
       probe?: boolean;
       sendEveryMs?: number;
       probeEveryMs?: number;
+      /**
+       * Send with SendMessageBatch of this many entries and delete with DeleteMessageBatch, for
+       * more messages a second from the same client; default 1 (SendMessage, DeleteMessage).
+       */
+      batch?: number;
     } = {},
   ) {
     this.sdk = loadClient(url);
@@ -125,15 +132,39 @@ export class Workload {
   }
 
   private async sdkSender(): Promise<void> {
+    const batch = this.opts.batch ?? 1;
     while (this.running) {
-      const body = this.body('sdk');
-      this.attempted.add(body);
+      const bodies = Array.from({ length: batch }, () => this.body('sdk'));
+      for (const body of bodies) this.attempted.add(body);
       try {
-        await this.sdk.send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: body }), {
-          abortSignal: AbortSignal.timeout(20_000),
-        });
-        this.acked.set(body, 'sdk');
-        this.ackedAt.set(body, Date.now());
+        const acked =
+          batch === 1
+            ? await this.sdk
+                .send(new SendMessageCommand({ QueueUrl: this.queueUrl, MessageBody: bodies[0] }), {
+                  abortSignal: AbortSignal.timeout(20_000),
+                })
+                .then(() => bodies)
+            : await this.sdk
+                .send(
+                  new SendMessageBatchCommand({
+                    QueueUrl: this.queueUrl,
+                    Entries: bodies.map((MessageBody, i) => ({ Id: String(i), MessageBody })),
+                  }),
+                  { abortSignal: AbortSignal.timeout(20_000) },
+                )
+                .then((out) => {
+                  // A failed entry was not stored: an error of the send, as a failed SendMessage.
+                  for (const f of out.Failed ?? []) {
+                    const k = `batch-${f.Code ?? 'failed'}`;
+                    this.sendErrors[k] = (this.sendErrors[k] ?? 0) + 1;
+                  }
+                  return (out.Successful ?? []).map((e) => bodies[Number(e.Id)] as string);
+                });
+        const at = Date.now();
+        for (const body of acked) {
+          this.acked.set(body, 'sdk');
+          this.ackedAt.set(body, at);
+        }
       } catch (e) {
         const k = errName(e);
         this.sendErrors[k] = (this.sendErrors[k] ?? 0) + 1;
@@ -221,6 +252,23 @@ export class Workload {
       return 0;
     }
     this.recordReceived(startedAt, messages);
+    if ((this.opts.batch ?? 1) > 1 && messages.length > 0) {
+      try {
+        const out = await this.sdk.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: this.queueUrl,
+            Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+          }),
+          { abortSignal: AbortSignal.timeout(20_000) },
+        );
+        const at = Date.now();
+        // A failed entry was not deleted: it comes back after its visibility timeout.
+        for (const e of out.Successful ?? []) this.recordDeleted(messages[Number(e.Id)]?.MessageId ?? '', at);
+      } catch {
+        // Not deleted: they come back after their visibility timeout and are received again.
+      }
+      return messages.length;
+    }
     await Promise.all(
       messages.map(async (m) => {
         try {
