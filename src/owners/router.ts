@@ -107,7 +107,7 @@ export interface RouterOptions {
   readonly services: SqsServices;
   readonly owner: ShardOwner;
   readonly persistence: Persistence;
-  readonly map: ShardMapView & { refresh(): Promise<void> };
+  readonly map: ShardMapView & { refreshShared(): Promise<void> };
   /** Where a member takes forwarded requests; undefined for one not (or no longer) live. */
   readonly addressOf: (member: string) => string | undefined;
   /** How long a request waits for its shard to be served somewhere: lease TTL + renew interval. */
@@ -195,8 +195,8 @@ export class Router {
       }
       if (answer !== undefined && !('n' in answer)) return answer;
       if (performance.now() >= giveUpAt) return undefined;
-      if (attempt > 0) await map.refresh().catch(() => undefined);
-      await pause(Math.min(10 * 2 ** attempt, 200));
+      if (attempt > 0) await map.refreshShared().catch(() => undefined);
+      await pause(Math.min(10 * 2 ** attempt, 100));
     }
     return undefined;
   }

@@ -199,6 +199,20 @@ export class ShardMap {
   }
 
   /**
+   * A read of the map, shared with the one in flight if there is one: what the routers ask for
+   * between the tries of each request they hold, so that a thousand requests held through a
+   * failover make a few reads of the map, not one each.
+   */
+  refreshShared(): Promise<void> {
+    this.shared ??= this.refresh().finally(() => {
+      this.shared = undefined;
+    });
+    return this.shared;
+  }
+
+  private shared: Promise<void> | undefined;
+
+  /**
    * Reads the map now; `onChange` is told when its version differs from the cached one. Any
    * different version is taken, a lower one too: a Redis restored from a backup starts again.
    */

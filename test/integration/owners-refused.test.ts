@@ -46,7 +46,7 @@ class TestMap implements ShardMapView {
   ownerOf(shard: number): string | undefined {
     return this.owners[shard];
   }
-  refresh(): Promise<void> {
+  refreshShared(): Promise<void> {
     this.reads++;
     return Promise.resolve();
   }

@@ -36,7 +36,7 @@ let mapReads = 0;
 const map = {
   ownerOf: (shard: number) => owners.get(shard),
   onChange: () => undefined,
-  refresh: () => {
+  refreshShared: () => {
     mapReads++;
     return Promise.resolve();
   },
