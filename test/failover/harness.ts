@@ -35,6 +35,23 @@ export interface HaTiming {
 /** Short enough for the suite to finish in minutes; ttl > 3 x interval as the server requires. */
 export const FAST: HaTiming = { ttlMs: 2000, intervalMs: 500 };
 
+/** The flags every instance of a failover cluster shares: its Redis, its lease timing, info logs. */
+export function haArgs(redisPort: number, prefix: string, timing: HaTiming): string[] {
+  return [
+    '--redis-addr',
+    `127.0.0.1:${redisPort}`,
+    '--redis-prefix',
+    prefix,
+    '--leader-ttl',
+    `${timing.ttlMs}ms`,
+    '--leader-interval',
+    `${timing.intervalMs}ms`,
+    '--no-queue-deleted-recently',
+    '--log-level',
+    'info',
+  ];
+}
+
 export interface LeaderView {
   readonly instanceId: string;
   readonly state: string;
@@ -410,21 +427,7 @@ export async function startCluster(
   const timing = opts.timing ?? FAST;
   const redis = opts.redis ?? (await startRedis({ aof: true }));
   const prefix = opts.prefix ?? uniquePrefix();
-  const args = [
-    '--redis-addr',
-    `127.0.0.1:${redis.port}`,
-    '--redis-prefix',
-    prefix,
-    '--leader-election',
-    '--leader-ttl',
-    `${timing.ttlMs}ms`,
-    '--leader-interval',
-    `${timing.intervalMs}ms`,
-    '--no-queue-deleted-recently',
-    '--log-level',
-    'info',
-    ...(opts.extraArgs ?? []),
-  ];
+  const args = ['--leader-election', ...haArgs(redis.port, prefix, timing), ...(opts.extraArgs ?? [])];
   const ports: number[] = [];
   while (ports.length < 4) {
     const p = await freePort();

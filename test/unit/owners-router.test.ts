@@ -268,71 +268,49 @@ async function withLongHold(t: TestContext, fn: (long: Instance) => Promise<void
   }
 }
 
-void test(
-  'Given B holds a shard it refused for want of memory, when A forwards a request for it, then B answers "refused" and A answers 503 at once, with no retry',
-  { timeout: 20_000 },
-  async (t) => {
-    const s = shardOfName('refused-at-b');
-    owners.set(s, 'B');
-    served.B.delete(s);
-    refused.B.add(s);
-    try {
-      await withLongHold(t, async (long) => {
-        const reads = mapReads;
-        await assert.rejects(
-          long.router.execute('CreateQueue', ctx(), { QueueName: 'refused-at-b' }),
-          (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
-        );
-        assert.deepEqual(long.router.forwarded, {
-          answered: 0,
-          not_owner: 0,
-          refused: 1,
-          unsent: 0,
-          lost: 0,
+/**
+ * A request for a shard its holder refused for want of memory, asked at A (through a router that
+ * would hold a request for 10 minutes): B holds it, so A forwards and B answers "refused"; or A
+ * holds it itself. Either way a 503 at once, no retry, nothing run, and the admin API's calls
+ * about its queues answer 503 too.
+ */
+for (const holder of ['B', 'A'] as const) {
+  const name = `refused-at-${holder.toLowerCase()}`;
+  void test(
+    `Given ${holder} holds a shard it refused for want of memory, when A is asked for it, then A answers 503 at once, with no retry${holder === 'B' ? ' (B answered "refused")' : ', forwarding nothing'}`,
+    { timeout: 20_000 },
+    async (t) => {
+      const s = shardOfName(name);
+      owners.set(s, holder);
+      served[holder].delete(s);
+      refused[holder].add(s);
+      try {
+        await withLongHold(t, async (long) => {
+          const reads = mapReads;
+          await assert.rejects(
+            long.router.execute('CreateQueue', ctx(), { QueueName: name }),
+            (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
+          );
+          assert.deepEqual(long.router.forwarded, {
+            answered: 0,
+            not_owner: 0,
+            refused: holder === 'B' ? 1 : 0,
+            unsent: 0,
+            lost: 0,
+          });
+          assert.equal(mapReads, reads, 'the map was not read again: no retry');
+          const store = holder === 'B' ? b.store : long.store;
+          assert.equal(store.get(ACCOUNT, name, REGION), undefined, 'nothing ran');
+          const admin = await long.router.adminAtOwner(s, { method: 'GET', url: '/admin/queues/x' });
+          assert.notEqual(admin, 'here');
+          assert.equal(admin === 'here' ? 0 : admin.status, 503);
         });
-        assert.equal(mapReads, reads, 'the map was not read again: no retry');
-        assert.equal(b.store.get(ACCOUNT, 'refused-at-b', REGION), undefined, 'nothing ran');
-      });
-    } finally {
-      refused.B.delete(s);
-    }
-  },
-);
-
-void test(
-  'Given the map names A for a shard A refused for want of memory, when A is asked, then it answers 503 at once, forwarding nothing',
-  { timeout: 20_000 },
-  async (t) => {
-    const s = shardOfName('refused-at-a');
-    owners.set(s, 'A');
-    served.A.delete(s);
-    refused.A.add(s);
-    try {
-      await withLongHold(t, async (long) => {
-        const reads = mapReads;
-        await assert.rejects(
-          long.router.execute('CreateQueue', ctx(), { QueueName: 'refused-at-a' }),
-          (e: unknown) => e instanceof SqsError && e.errorName === 'ServiceUnavailable',
-        );
-        assert.deepEqual(long.router.forwarded, {
-          answered: 0,
-          not_owner: 0,
-          refused: 0,
-          unsent: 0,
-          lost: 0,
-        });
-        assert.equal(mapReads, reads, 'the map was not read again: no retry');
-        assert.equal(long.store.get(ACCOUNT, 'refused-at-a', REGION), undefined, 'nothing ran');
-        // The admin API's calls about its queues are answered so too.
-        const admin = await long.router.adminAtOwner(s, { method: 'GET', url: '/admin/queues/x' });
-        assert.notEqual(admin, 'here');
-        assert.equal(admin === 'here' ? 0 : admin.status, 503);
-      });
-    } finally {
-      refused.A.delete(s);
-    }
-  },
-);
+      } finally {
+        refused[holder].delete(s);
+      }
+    },
+  );
+}
 
 void test('Given a forwarded request for a shard this instance refused for want of memory, then it answers "refused" without running it', async () => {
   const s = shardOfName('refused-here');
