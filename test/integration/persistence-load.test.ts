@@ -28,18 +28,17 @@ const redis = sharedRedis({ before, after }, { aof: false });
 
 /**
  * Records each HSCAN of a message hash of SHARD under `prefix`: its COUNT and the bytes of records
- * its reply held. The loader also scans other hashes of every shard (move tasks), which are not
- * what the chunk sizes are about.
+ * its reply held. The loader reads message hashes as Buffers (hscanBuffer); it also scans other
+ * hashes of every shard (move tasks), which are not what the chunk sizes are about.
  */
 function spyHscan(c: Redis, prefix: string): { count: number; bytes: number }[] {
   const messageHashes = shardKeysOf(layoutFor(prefix), { shard: SHARD }).messages('');
   const calls: { count: number; bytes: number }[] = [];
-  const original = c.hscan.bind(c) as (...args: unknown[]) => Promise<[string, string[]]>;
-  (c as unknown as { hscan: (...args: unknown[]) => Promise<[string, string[]]> }).hscan = async (
-    ...args
-  ) => {
+  type Scan = (...args: unknown[]) => Promise<[Buffer, Buffer[]]>;
+  const original = c.hscanBuffer.bind(c) as Scan;
+  (c as unknown as { hscanBuffer: Scan }).hscanBuffer = async (...args) => {
     const reply = await original(...args);
-    const bytes = reply[1].reduce((n, s, i) => (i % 2 === 1 ? n + Buffer.byteLength(s) : n), 0);
+    const bytes = reply[1].reduce((n, b, i) => (i % 2 === 1 ? n + b.length : n), 0);
     if (String(args[0]).startsWith(messageHashes)) calls.push({ count: Number(args[3]), bytes });
     return reply;
   };
@@ -60,6 +59,7 @@ test('Given a queue of 1 MiB messages, when it is loaded with a 1 s command time
       [...(store.get('000000000000', 'loaded')?.allMessages() ?? [])].map((m) => m.id).sort(),
       [...ids].sort(),
     );
+    assert.ok(calls.length > 0, 'the message hash was read with HSCAN');
     assert.ok((calls[0]?.count ?? Infinity) <= 4, `first HSCAN asked for ${calls[0]?.count}`);
     for (const c of calls) assert.ok(c.bytes <= 8 * MiB, `an HSCAN reply held ${c.bytes} bytes`);
     assert.equal(progress.messagesTotal, 40);
