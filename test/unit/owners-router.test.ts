@@ -202,12 +202,11 @@ void test('Given ListQueues, when any instance is asked, then it answers from it
   assert.deepEqual(listed.QueueUrls ?? [], []);
 });
 
-void test('Given a forwarded request for a shard this instance does not serve, then it answers "not the owner" without running it', async () => {
-  const s = shardOfName('not-here');
-  served.A.delete(s);
-  const answer = await a.router.handle(
+/** A CreateQueue of `name` as A's forwarding channel hands it to A's router (its handler). */
+function forwardedCreate(name: string): Promise<unknown> {
+  return a.router.handle(
     {
-      s,
+      s: shardOfName(name),
       a: 'CreateQueue',
       c: {
         requestId: 'r',
@@ -217,10 +216,16 @@ void test('Given a forwarded request for a shard this instance does not serve, t
         baseUrl: 'http://x',
         senderId: ACCOUNT,
       },
-      i: { QueueName: 'not-here' },
+      i: { QueueName: name },
     },
     new AbortController().signal,
   );
+}
+
+void test('Given a forwarded request for a shard this instance does not serve, then it answers "not the owner" without running it', async () => {
+  const s = shardOfName('not-here');
+  served.A.delete(s);
+  const answer = await forwardedCreate('not-here');
   assert.deepEqual(answer, { n: 1 });
   assert.equal(a.store.get(ACCOUNT, 'not-here', REGION), undefined);
 });
@@ -317,22 +322,7 @@ void test('Given a forwarded request for a shard this instance refused for want 
   served.A.delete(s);
   refused.A.add(s);
   try {
-    const answer = await a.router.handle(
-      {
-        s,
-        a: 'CreateQueue',
-        c: {
-          requestId: 'r',
-          accountId: ACCOUNT,
-          region: REGION,
-          defaultRegion: REGION,
-          baseUrl: 'http://x',
-          senderId: ACCOUNT,
-        },
-        i: { QueueName: 'refused-here' },
-      },
-      new AbortController().signal,
-    );
+    const answer = await forwardedCreate('refused-here');
     assert.deepEqual(answer, { r: 1 });
     assert.equal(a.store.get(ACCOUNT, 'refused-here', REGION), undefined);
   } finally {
