@@ -156,6 +156,12 @@ export class ShardOwner implements OwnedShards {
     });
   }
 
+  /** Ends the waits (whenServing) of the requests for `shard`: they ask serves() again. */
+  private wake(shard: number): void {
+    for (const done of [...(this.waiting.get(shard) ?? [])]) done();
+    this.waiting.delete(shard);
+  }
+
   /** This process answers for the shard now. */
   serves(shard: number): boolean {
     const h = this.byShard.get(shard);
@@ -365,8 +371,7 @@ export class ShardOwner implements OwnedShards {
         if (h !== undefined && h.state === 'taking' && p.serves(s)) {
           h.state = 'serving';
           now++;
-          for (const done of [...(this.waiting.get(s) ?? [])]) done();
-          this.waiting.delete(s);
+          this.wake(s);
         }
       };
       // Each shard serves once it is read in, not when the last of a takeover's is.
@@ -380,9 +385,8 @@ export class ShardOwner implements OwnedShards {
         if (h === undefined || read.includes(s) || p.shardsDown.get(s) !== 'refused') continue;
         h.refusedAt = this.timers.now();
         refused++;
-        // The requests waiting for it to serve (whenServing) are answered 503 now, not at their timeout.
-        for (const done of [...(this.waiting.get(s) ?? [])]) done();
-        this.waiting.delete(s);
+        // The requests waiting for it to serve are answered 503 now, not at their timeout.
+        this.wake(s);
       }
       if (read.length + refused < list.length) this.retrySoon();
     } catch (e) {

@@ -117,7 +117,10 @@ export interface RouterOptions {
 
 /** Requests other than long polls: how long the owner may take (a slow Redis, a 1 MiB batch). */
 const FORWARD_TIMEOUT_MS = 30_000;
-/** How long a request waits at an owner for a shard it is taking (ShardOwner.taking) before it answers "not the owner". */
+/**
+ * How long a request waits at an owner for a shard it is taking (ShardOwner.taking) before it
+ * answers "not the owner".
+ */
 const TAKING_WAIT_MS = 2_000;
 /** A long poll is answered within its wait; the owner gets this much more before it is given up. */
 const LONG_POLL_SLACK_MS = 5_000;
