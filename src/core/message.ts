@@ -85,8 +85,11 @@ class Extras {
   sequenceNumber: string | undefined = undefined;
   /** Set when the message was moved to this queue as its dead-letter queue: the source's ARN. */
   deadLetterSourceArn: string | undefined = undefined;
-  /** Sent to another process's queue at least once (Queue.hold); see Message.relayed. */
-  relayed = false;
+  /**
+   * 0: never sent to another process's queue; 1: sent at least once (Message.relayed); more: sent,
+   * and held for it until that moment (Message.holdUntil). One slot for both, since a hold is rare.
+   */
+  relay = 0;
   attributes: MessageAttributes | undefined = undefined;
   md5OfAttributes: string | undefined = undefined;
   systemAttributes: MessageAttributes | undefined = undefined;
@@ -241,11 +244,27 @@ export class Message implements HeapItem {
    * mark is read first, also by a process that holds both queues (Queue.hold).
    */
   get relayed(): boolean {
-    return this.extras?.relayed ?? false;
+    return (this.extras?.relay ?? 0) !== 0;
   }
 
   set relayed(r: boolean) {
-    if (r || this.extras !== null) this.extrasRecord().relayed = r;
+    if (r) this.extrasRecord().relay ||= 1;
+    else if (this.extras !== null) this.extras.relay = 0;
+  }
+
+  /**
+   * When the message is held for another process (Queue.hold), the hold's deadline: it is held
+   * while in flight with this as its heapKey. 0 when it is not, or no longer, held. Stored, so the
+   * process that reads the queue back after a takeover keeps the hold (Queue.holds).
+   */
+  get holdUntil(): number {
+    const r = this.extras?.relay ?? 0;
+    return r > 1 ? r : 0;
+  }
+
+  set holdUntil(until: number) {
+    if (until > 1) this.extrasRecord().relay = until;
+    else if (this.extras !== null && this.extras.relay > 1) this.extras.relay = 1;
   }
 
   get attributes(): MessageAttributes | undefined {

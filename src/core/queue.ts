@@ -440,25 +440,23 @@ export class Queue {
     return target?.fifo === this.fifo ? target : undefined;
   }
 
-  /** Messages held out of sight while another process takes them: id → the hold's deadline. */
-  private away: Map<string, number> | undefined;
-
   /**
    * Holds a message out of sight for {@link TRANSFER_HOLD_MS}, as an in-flight one with no
    * receive: a FIFO group waits behind it as behind any message in flight, so the group's order
-   * holds whether the message leaves or comes back. It is written so, marked `relayed`, before it
-   * is sent (the router waits for that write): if this process dies after it arrived and before
-   * its removal here is written, whoever holds this queue next reads the destination's mark before
-   * it moves the message anywhere, even to a queue it holds itself.
+   * holds whether the message leaves or comes back. It is written so, marked `relayed` and with
+   * the hold's deadline (Message.holdUntil), before it is sent (the router waits for that write):
+   * if this process dies after it arrived and before its removal here is written, whoever holds
+   * this queue next keeps the hold until that deadline, and reads the destination's mark before it
+   * moves the message anywhere, even to a queue it holds itself.
    */
   private hold(msg: Message, now: number): void {
     this.visible.unlink(msg);
     msg.state = 'inflight';
     msg.heapKey = now + TRANSFER_HOLD_MS;
     msg.relayed = true;
+    msg.holdUntil = msg.heapKey;
     this.schedule(this.inflight, msg);
     this.listener.change?.({ type: 'message-put', queue: this, message: msg });
-    (this.away ??= new Map()).set(msg.id, msg.heapKey);
     const g = this.groups?.get(msg.groupId ?? '');
     if (g !== undefined) this.groups?.refresh(g);
   }
@@ -478,19 +476,24 @@ export class Queue {
   }
 
   /**
-   * The messages in flight, marked relayed, whose deadline is at most a hold's length from `now`:
-   * what the holds (see hold) of the process that had this queue before it was read back here
-   * left, whose answers will not come here. (A relayed message a consumer received, back as soon,
-   * may be among them.)
+   * The messages held at `now` (see hold): read back here, they are what the holds of the process
+   * that had this queue before left, whose answers will not come here.
    */
   *heldBefore(now: number): IterableIterator<Message> {
     this.tick(now);
-    for (const m of this.inflight) if (m.relayed && m.heapKey <= now + TRANSFER_HOLD_MS) yield m;
+    for (const m of this.inflight) if (this.holds(m, now)) yield m;
   }
 
-  /** Whether `msg` is held for another process (hold), its hold not over at `now`. */
+  /**
+   * Whether `msg` is held for another process (hold), its hold not over at `now`. No hold ends
+   * later than a hold's length from now: a deadline further off is a receive's, in a record from
+   * before holds were stored (codec.ts takes those as held).
+   */
   holds(msg: Message, now: number): boolean {
-    return msg.state === 'inflight' && this.away?.get(msg.id) === msg.heapKey && msg.heapKey > now;
+    const until = msg.holdUntil;
+    return (
+      msg.state === 'inflight' && until === msg.heapKey && until > now && until <= now + TRANSFER_HOLD_MS
+    );
   }
 
   /**
@@ -500,7 +503,7 @@ export class Queue {
    */
   private endHold(msg: Message, now: number): boolean {
     const held = this.holds(msg, now);
-    this.away?.delete(msg.id);
+    msg.holdUntil = 0;
     if (!held || this.deleted) return false;
     this.tick(now);
     return msg.state === 'inflight';

@@ -35,7 +35,7 @@ export class CodecError extends Error {
 const US = '\x1f';
 
 /** The header fields of a message record, in order; see serializeMessage. */
-const MESSAGE_FIELDS = 20;
+const MESSAGE_FIELDS = 21;
 const HEADER = `${MESSAGE_FIELDS}${US}`;
 
 const STATE_CODE: Record<MessageState, string> = {
@@ -90,6 +90,8 @@ export function serializeMessage(m: Message): string {
     US +
     (m.relayed ? '1' : '') +
     US +
+    (m.holdUntil > 0 ? m.holdUntil : '') +
+    US +
     m.body
   );
 }
@@ -124,6 +126,9 @@ export function deserializeMessage(id: string, record: string | Buffer): Message
   // Empty in records written before they were added.
   const visibilityChanged = r.text() === '1';
   const relayed = r.text() === '1';
+  // A record from before holds were stored: a relayed message in flight may be held, so it is
+  // taken as held until its deadline if that is within a hold's length (Queue.holds).
+  const holdUntil = n > 20 ? r.numOrZero('holdUntil') : relayed && state === 'inflight' ? heapKey : 0;
   // Fields a later version appended: skipped.
   for (let i = MESSAGE_FIELDS; i < n; i++) r.skip();
   const m = new Message(
@@ -149,6 +154,7 @@ export function deserializeMessage(id: string, record: string | Buffer): Message
   m.lastReceiveAt = lastReceiveAt;
   m.visibilityChanged = visibilityChanged;
   m.relayed = relayed;
+  m.holdUntil = holdUntil;
   m.receiptNonce = receiptNonce;
   m.sequenceNumber = sequenceNumber;
   m.deadLetterSourceArn = deadLetterSourceArn;
@@ -226,6 +232,15 @@ class Cursor {
       throw new CodecError(`message ${this.id}: ${name} is not a number (${JSON.stringify(f)})`);
     }
     return n;
+  }
+
+  /** A decimal field that is empty when it is 0. */
+  numOrZero(name: string): number {
+    if (this.fields < this.total && this.record[this.at] === US_BYTE) {
+      this.skip();
+      return 0;
+    }
+    return this.num(name);
   }
 
   /** The body: everything after the header. */

@@ -606,6 +606,42 @@ void test('Given a relay answered after the shard was read back, then the old ta
   assert.deepEqual(events, []);
 });
 
+/**
+ * Reads `q`'s shard back as another process would after a takeover: its messages (and the move
+ * tasks given, by their record) as storage holds them, into new objects.
+ */
+function readBack(store: QueueStore, q: Queue, tasks: readonly string[] = []): Queue {
+  const records = [...q.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
+  store.evictShard(q.shard);
+  const back = store.newQueue(id(q.name), {}, {}, q.createdAt, q.uid);
+  store.restore(back);
+  for (const [mid, r] of records) back.restoreMessage(deserializeMessage(mid, r));
+  for (const t of tasks) store.moveTasks.restore(deserializeMoveTask(t));
+  store.shardLoaded(q.shard);
+  return back;
+}
+
+void test('Given a message held for a remote dead-letter queue when its shard is read back by another process, then the hold is kept: a visibility change with an earlier receipt handle is refused until it ends', () => {
+  const { store, a, b } = ownerOfOne();
+  const clock = store.clock as ManualClock;
+  const far = nameIn(b, 'dlq');
+  store.catalog.putRemote(remote(far));
+  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  store.onDeadLetterAway(() => undefined);
+  const sent = src.sendMessage(msg('poison'), clock.now()).message ?? assert.fail();
+  for (let i = 0; i < 3; i++) src.receive(1, undefined, clock.now());
+  const handle = src.receiptHandle(sent);
+  assert.deepEqual(src.receive(1, undefined, clock.now()), [], 'held for its dead-letter queue');
+
+  clock.advance(1000);
+  const back = readBack(store, src);
+  throwsCode(() => back.changeVisibility(handle, 0, clock.now()), 'InvalidParameterValue');
+  assert.deepEqual(back.receive(10, undefined, clock.now()), [], 'still out of sight');
+
+  clock.advance(TRANSFER_HOLD_MS);
+  back.changeVisibility(handle, 0, clock.now());
+});
+
 void test('Given a move task whose messages were held for relays when its shard was read back (another process took it), then the task read back waits for them instead of completing, and once their hold ends sends each again under the same id', async (t) => {
   const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
   dlq.sendMessage(msg('m1'), clock.now());
@@ -619,33 +655,26 @@ void test('Given a move task whose messages were held for relays when its shard 
 
   // The process dies with m2 held (its relay unanswered): the next owner reads the shard back as
   // storage holds it.
-  const records = [...dlq.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
-  const stored = serializeMoveTask(task);
   clock.advance(1000);
-  store.evictShard(dlq.shard);
-  const back = store.newQueue(id(dlq.name), {}, {}, dlq.createdAt, dlq.uid);
-  store.restore(back);
-  for (const [mid, r] of records) back.restoreMessage(deserializeMessage(mid, r));
-  store.moveTasks.restore(deserializeMoveTask(stored));
-  store.shardLoaded(dlq.shard);
-  const [readBack] = store.moveTasks.list(dlq.arn);
-  assert.ok(readBack !== undefined && readBack !== task);
+  const back = readBack(store, dlq, [serializeMoveTask(task)]);
+  const [resumed] = store.moveTasks.list(dlq.arn);
+  assert.ok(resumed !== undefined && resumed !== task);
   relays.length = 0;
 
-  assert.equal(store.stepMoveTask(readBack, 10), 1, 'm3, the only one in sight');
+  assert.equal(store.stepMoveTask(resumed, 10), 1, 'm3, the only one in sight');
   store.movedAway(relays[0] ?? assert.fail(), 'arrived');
-  assert.equal(readBack.moved, 2);
-  assert.equal(store.stepMoveTask(readBack, 10), 0);
-  assert.equal(readBack.status, 'RUNNING', 'm2 is still held: not done');
-  assert.equal(readBack.awaiting, 1);
+  assert.equal(resumed.moved, 2);
+  assert.equal(store.stepMoveTask(resumed, 10), 0);
+  assert.equal(resumed.status, 'RUNNING', 'm2 is still held: not done');
+  assert.equal(resumed.awaiting, 1);
 
   clock.advance(TRANSFER_HOLD_MS);
-  assert.equal(store.stepMoveTask(readBack, 10), 1, 'm2 is back, and sent again');
+  assert.equal(store.stepMoveTask(resumed, 10), 1, 'm2 is back, and sent again');
   assert.equal(relays[1]?.redriven.body, 'm2');
   assert.equal(relays[1]?.redriven.id, firstIds[1], 'under the id of its first sending: the mark answers');
   store.movedAway(relays[1] ?? assert.fail(), 'arrived');
-  assert.equal(readBack.status, 'COMPLETED');
-  assert.equal(readBack.moved, 3);
+  assert.equal(resumed.status, 'COMPLETED');
+  assert.equal(resumed.moved, 3);
   assert.equal(back.size, 0);
 
   // Under the driver, a task read back that waits for such a hold steps every 50 ms, not in a
@@ -656,14 +685,7 @@ void test('Given a move task whose messages were held for relays when its shard 
   const next = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
   store.stepMoveTask(next, 1);
   store.movedAway(relays[2] ?? assert.fail(), 'unknown');
-  const again = deserializeMoveTask(serializeMoveTask(next));
-  const held = [...back.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
-  store.evictShard(dlq.shard);
-  const third = store.newQueue(id(dlq.name), {}, {}, dlq.createdAt, dlq.uid);
-  store.restore(third);
-  for (const [mid, r] of held) third.restoreMessage(deserializeMessage(mid, r));
-  store.moveTasks.restore(again);
-  store.shardLoaded(dlq.shard);
+  readBack(store, back, [serializeMoveTask(next)]);
   let steps = 0;
   const step = store.stepMoveTask.bind(store);
   store.stepMoveTask = (x, budget) => {
@@ -680,6 +702,22 @@ void test('Given a move task whose messages were held for relays when its shard 
   assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
   const [running] = store.moveTasks.list(dlq.arn);
   assert.equal(running?.status, 'RUNNING');
+});
+
+void test('Given a move task whose relayed message a consumer of its source received after the hold, when its shard is read back, then the task does not wait for that message, as the task that ran before would not', () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  dlq.sendMessage(msg('m1'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 10), 1);
+  store.movedAway(relays[0] ?? assert.fail(), 'unknown');
+  clock.advance(TRANSFER_HOLD_MS);
+  assert.equal(dlq.receive(1, 30_000, clock.now()).length, 1, 'back in sight, and received');
+
+  readBack(store, dlq, [serializeMoveTask(task)]);
+  const resumed = store.moveTasks.list(dlq.arn)[0] ?? assert.fail();
+  assert.equal(store.stepMoveTask(resumed, 10), 0);
+  assert.equal(resumed.awaiting, 0, 'a receive is no hold');
+  assert.equal(resumed.status, 'COMPLETED', 'nothing in sight and nothing held');
 });
 
 void test('Given a held message, then it is written as held and relayed; once relayed, a later dead-letter move to a queue held here goes by the mark too, and without anyone to relay it moves as ever', () => {

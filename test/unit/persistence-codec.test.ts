@@ -53,6 +53,7 @@ const MESSAGE_PERSISTED = [
   'receiptNonce',
   'visibilityChanged',
   'relayed',
+  'holdUntil',
   'body',
   'md5OfBody',
   'attributes',
@@ -96,9 +97,6 @@ const QUEUE_STRUCTURE = new Set([
   'deleted',
   // A metrics counter since this process loaded the queue, not state.
   'deadLettered',
-  // Messages held out of sight while another process takes them (a dead-letter move across
-  // owners): never written; after a load they are as Redis had them, and a receive tries again.
-  'away',
 ]);
 const QUEUE_PERSISTED = [
   'accountId',
@@ -156,6 +154,7 @@ function fullMessage(body: string): Message {
   m.sequenceNumber = '17672256001230000001';
   m.deadLetterSourceArn = 'arn:aws:sqs:eu-west-1:123456789012:orders';
   m.relayed = true;
+  m.holdUntil = m.heapKey;
   m.heapIndex = 7;
   return m;
 }
@@ -166,9 +165,12 @@ function field(o: object, k: string): unknown {
   return (o as Record<string, unknown>)[k];
 }
 
+/** The fields of those records that a Message shows under other names. */
+const SHOWN_AS: Readonly<Record<string, readonly string[]>> = { relay: ['relayed', 'holdUntil'] };
+
 /**
  * A Message's fields: its own, and those of the records it keeps the rarer ones in (receive
- * bookkeeping, FIFO and attribute fields), which it shows under the same names.
+ * bookkeeping, FIFO and attribute fields), which it shows under the same names or SHOWN_AS.
  */
 function messageFields(m: Message): string[] {
   const holders = ['delivery', 'extras'];
@@ -176,7 +178,7 @@ function messageFields(m: Message): string[] {
   for (const h of holders) {
     const record = field(m, h);
     assert.ok(record !== null && typeof record === 'object', `fullMessage() leaves no ${h} record`);
-    keys.push(...Object.keys(record));
+    for (const k of Object.keys(record)) keys.push(...(SHOWN_AS[k] ?? [k]));
   }
   return keys;
 }
@@ -234,9 +236,9 @@ test('Given a record of the version before visibilityChanged (18 header fields),
   const rec = serializeMessage(m);
   const US = '\u001f';
   const parts = rec.split(US);
-  assert.equal(parts[0], '20');
-  // The header count, 18 fields, the body: drop the 19th and 20th fields and say 18.
-  const older = ['18', ...parts.slice(1, 19), ...parts.slice(21)].join(US);
+  assert.equal(parts[0], '21');
+  // The header count, 18 fields, the body: drop the 19th to 21st fields and say 18.
+  const older = ['18', ...parts.slice(1, 19), ...parts.slice(22)].join(US);
   const back = deserializeMessage(m.id, older);
   assert.equal(back.visibilityChanged, false);
   assert.equal(back.relayed, false);
@@ -249,11 +251,39 @@ test('Given a record of the version before relayed (19 header fields), when pars
   const m = fullMessage('body text');
   const US = '\u001f';
   const parts = serializeMessage(m).split(US);
-  const older = ['19', ...parts.slice(1, 20), ...parts.slice(21)].join(US);
+  const older = ['19', ...parts.slice(1, 20), ...parts.slice(22)].join(US);
   const back = deserializeMessage(m.id, older);
   assert.equal(back.relayed, false);
+  assert.equal(back.holdUntil, 0);
   assert.equal(back.visibilityChanged, true);
   assert.equal(back.body, 'body text');
+});
+
+test('Given a record of the version before holdUntil (20 header fields), when parsed, then a relayed message in flight is taken as held until its deadline, and any other as not held', () => {
+  const US = '\u001f';
+  const older = (m: Message): string => {
+    const parts = serializeMessage(m).split(US);
+    return ['20', ...parts.slice(1, 21), ...parts.slice(22)].join(US);
+  };
+  const m = fullMessage('body text');
+  m.holdUntil = 0;
+  const back = deserializeMessage(m.id, older(m));
+  assert.equal(back.relayed, true);
+  assert.equal(back.holdUntil, m.heapKey, 'in flight and relayed: maybe held');
+  assert.equal(back.body, 'body text');
+  m.state = 'visible';
+  assert.equal(deserializeMessage(m.id, older(m)).holdUntil, 0, 'in sight: not held');
+  m.state = 'inflight';
+  m.relayed = false;
+  assert.equal(deserializeMessage(m.id, older(m)).holdUntil, 0, 'never relayed: not held');
+});
+
+test('Given a relayed message whose hold ended, when round-tripped, then it is relayed and not held', () => {
+  const m = fullMessage('x');
+  m.holdUntil = 0;
+  const back = deserializeMessage(m.id, serializeMessage(m));
+  assert.equal(back.relayed, true);
+  assert.equal(back.holdUntil, 0);
 });
 
 test('Given a record with a header field this version does not know, when parsed, then it is skipped and the body kept', () => {
