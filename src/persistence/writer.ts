@@ -515,19 +515,21 @@ export class Writer {
   }
 
   /**
-   * The owner has reloaded a failed scope from Redis: record and write its changes again, on a
-   * fresh chain (its next call checks nothing). What of its earlier parts is still unsettled is
-   * rejected: it belongs to the store that was dropped.
+   * The owner has read the scope from Redis (again): its next call starts a fresh chain (checks
+   * nothing), since `commit` may hold another writer's id by now: another process that held the
+   * shard since this one last wrote it. If the scope had failed, its changes are recorded and
+   * written again from now on, and what of its earlier parts is still unsettled is rejected: it
+   * belongs to the store that was dropped.
    */
   resetShard(scope: Scope): void {
     const st = this.scope(scope);
+    st.lastCall = '';
     const cause = st.failure;
     if (cause === undefined) return;
     const err = this.opts.unavailable(cause);
     for (const p of st.pending.splice(0)) this.rejectPart(p, err);
     st.failure = undefined;
     st.epoch++;
-    st.lastCall = '';
     this.busy.delete(st);
   }
 

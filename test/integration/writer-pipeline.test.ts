@@ -341,6 +341,23 @@ test('Given a shard whose lease another instance holds, when a tick writes to th
   assert.deepEqual(await stored(o, bad), [again]);
 });
 
+test('Given a shard this writer wrote, then another process held and wrote, when it is read in here again (resetShard), then the next call starts a fresh chain and is applied', async () => {
+  const o = await open();
+  const q = o.queues[0] as Queue;
+  const keys = o.layout.shards[q.shard];
+  assert.ok(keys !== undefined);
+  const first = send(o, q, 'first');
+  await o.writer.commit([q.shard]);
+  // The other holder's writes: the chain key holds its call's id now.
+  await o.c.set(keys.commit, 'another process');
+  o.writer.resetShard(q.shard);
+  const back = send(o, q, 'back here');
+  await o.writer.commit([q.shard]);
+  assert.deepEqual(o.failures, [], 'not refused as out of chain');
+  assert.deepEqual(await stored(o, q), [first, back].sort());
+  assert.notEqual(await o.c.get(keys.commit), 'another process');
+});
+
 test('Given the chain key changed behind the writer, when its next call runs, then it writes nothing', async () => {
   const o = await open();
   const q = o.queues[0] as Queue;
