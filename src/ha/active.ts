@@ -75,6 +75,8 @@ export interface ActivePassiveOptions {
   readonly timers?: ElectorTimers | undefined;
   /** Each term's writer waits for replicas (--redis-wait-replicas); undefined: no wait. */
   readonly replicaWait?: ReplicaWait | undefined;
+  /** Each term prunes old transfer marks, a step this often (Persistence's option); undefined: never. */
+  readonly pruneMarksEveryMs?: number | undefined;
 }
 
 export interface LeaderStatus extends ElectorStatus {
@@ -329,6 +331,7 @@ export class ActivePassive implements Durability {
       onFatal: (e) => this.opts.onFatal(e),
       log: this.log,
       replicaWait: this.opts.replicaWait,
+      pruneMarksEveryMs: this.opts.pruneMarksEveryMs,
     });
     this.persistence = p;
     try {

@@ -77,6 +77,9 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
     });
     return { durability: owners.persistence, persistence: owners.persistence, owners, instanceId };
   }
+  // The marks an earlier active/active run left (relays from other owners) are pruned in every
+  // mode that reads them: nothing else would ever delete them (src/persistence/marks.ts).
+  const { PRUNE_EVERY_MS } = await import('../persistence/marks.js');
   if (!config.leaderElection) {
     const [{ Persistence }, { createClient }] = await Promise.all([
       import('../persistence/persistence.js'),
@@ -84,6 +87,7 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
     ]);
     const persistence = new Persistence({
       ...common,
+      pruneMarksEveryMs: PRUNE_EVERY_MS,
       redis: createClient(target),
       unavailable: () =>
         new SqsError('ServiceUnavailable', 'The change could not be stored durably; please retry.'),
@@ -108,6 +112,7 @@ export async function durabilityFor(config: Config, opts: DurableOptions): Promi
     instanceId,
     ttlMs: config.leaderTtl,
     intervalMs: config.leaderInterval,
+    pruneMarksEveryMs: PRUNE_EVERY_MS,
     unavailable: () =>
       new SqsError('ServiceUnavailable', 'This instance is not serving; retry against the active one.'),
     onDrop: () => stores.replace(stores.newStore()),

@@ -7,19 +7,26 @@
  * was recorded is stamped and lives a whole lifetime from then; a sending again within a
  * message's longest life is still answered by the mark (the message there once); one step looks
  * at about `pruneMarksCount` marks however many there are; a step whose lease is another's
- * changes nothing.
+ * changes nothing. And a server started without --active-active (one process, and active/passive)
+ * prunes the marks an earlier active/active run left: nothing else would delete them.
  */
 import assert from 'node:assert/strict';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import { MAX_RETENTION_SECONDS } from '../../src/core/limits.js';
 import type { NewMessage } from '../../src/core/message.js';
 import type { Queue } from '../../src/core/queue.js';
 import type { QueueStore } from '../../src/core/store.js';
 import { MARK_LIFETIME_MS, MarkPruner, marksKey } from '../../src/persistence/marks.js';
 import type { Persistence } from '../../src/persistence/persistence.js';
+import { layoutFor } from '../../src/persistence/layout.js';
 import { createRedis } from '../../src/persistence/redis.js';
+import { shardOf } from '../../src/shard/hash.js';
+import { until } from '../support/layout-v1.js';
 import { watchedPersistence, type WatchedPersistence } from '../support/persistence.js';
 import { msg } from '../support/queue.js';
 import { testsRequiring } from '../support/requires.js';
+import { uniquePrefix } from '../support/redis.js';
+import { sqsClient, startServer } from '../support/server.js';
 import { sharedRedis } from '../support/sqs.js';
 
 const { after, before, test } = testsRequiring('redis-server');
@@ -175,3 +182,41 @@ void test("Given a shard's lease held by another token, when a pruning step runs
   assert.deepEqual(await redis.client.hgetall(key), { old: `${dest.shard}:1`, legacy: String(dest.shard) });
   await w.p.close();
 });
+
+for (const [mode, args] of [
+  ['one process', []],
+  ['active/passive', ['--leader-election']],
+] as const) {
+  void test(`Given marks an earlier active/active run left, when a server (${mode}) serves their queue, then the one older than the lifetime is pruned and the younger one kept`, async (t) => {
+    const prefix = uniquePrefix();
+    const server = await startServer({
+      args: ['--redis-addr', `127.0.0.1:${redis.server.port}`, '--redis-prefix', prefix, ...args],
+    });
+    t.after(() => server.stop());
+    const sqs = sqsClient(server.url);
+    t.after(() => sqs.destroy());
+    // JSON 1.0; an active/passive instance answers once it leads.
+    await until(
+      'the queue created',
+      () =>
+        sqs.send(new CreateQueueCommand({ QueueName: 'arrivals' })).then(
+          () => true,
+          () => false,
+        ),
+      (ok) => ok,
+    );
+    const keys = layoutFor(prefix).shards[shardOf(ACCOUNT, REGION, 'arrivals')];
+    assert.ok(keys !== undefined);
+    const [uid] = Object.keys(await redis.client.hgetall(keys.queues));
+    assert.ok(uid !== undefined);
+    const key = `${keys.prefix}in:${uid}`;
+    const now = Date.now();
+    await redis.client.hset(key, 'old', `7:${now - MARK_LIFETIME_MS - DAY}`, 'young', `7:${now - DAY}`);
+    await until(
+      'the old mark pruned',
+      () => redis.client.hkeys(key),
+      (k) => !k.includes('old'),
+    );
+    assert.deepEqual(await redis.client.hkeys(key), ['young']);
+  });
+}
