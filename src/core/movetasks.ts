@@ -17,9 +17,11 @@
  * A destination another process holds (many owners) is sent the message through `relay` instead:
  * the message is held out of sight in the source (Queue.holdForMove, so a FIFO group waits for
  * it) and leaves it, counted as moved, only when that process has it durably (`relayed`). While
- * relays are unanswered the task does not complete. Nor does a task read back (its shard taken
- * from a process that died, or read in again) while its source still holds messages the process
- * before it held for such relays: they come back when their hold ends, and are sent again.
+ * relays are unanswered the task does not complete. A task read back (its shard taken from a
+ * process that died, or read in again) finds the messages the process before it held for such
+ * relays still held (the hold is stored) and sends them again at once under the same ids, so the
+ * destination's mark answers those that had arrived; one that may be held for a dead letter of
+ * the source's own instead is waited for until its hold ends, then taken as any other.
  */
 import { createHash } from 'node:crypto';
 import { uuid } from './ids.js';
@@ -28,6 +30,14 @@ import type { ChangeEvent, RemoteQueue } from './events.js';
 import { MOVE_TASK_HISTORY } from './limits.js';
 import type { Message, NewMessage } from './message.js';
 import { asRemote, type Queue } from './queue.js';
+
+/**
+ * Whether a hold of `msg` in `source` may be for a dead letter of the source's own (Queue.hold
+ * from a receive past its maxReceiveCount) rather than for a move task's relay.
+ */
+function mayBeDeadLetter(source: Queue, msg: Message): boolean {
+  return source.redrive !== null && msg.receiveCount >= source.redrive.maxReceiveCount;
+}
 
 export type MoveTaskStatus = 'RUNNING' | 'COMPLETED' | 'CANCELLING' | 'CANCELLED' | 'FAILED';
 
@@ -64,9 +74,10 @@ export class MoveTask implements MoveTaskState {
   readonly relays = new Set<Message>();
   /**
    * Messages of its source that a hold made before this task object was read back keeps out of
-   * sight (the process before it sent them, and its answer will never come here), with the end
-   * of that hold: the task waits for them as for its relays, and a step takes each again once it
-   * is back (the destination's mark answers one that had arrived). Found at its first step.
+   * sight, and that it does not send again at once (it may be a dead letter's hold: see step),
+   * with the end of that hold: the task waits for them as for its relays, and a step takes each
+   * again once it is back (the destination's mark answers one that had arrived). Found at its
+   * first step.
    */
   readonly inherited = new Map<Message, number>();
   /** Read back from storage: its first step looks for {@link inherited}. */
@@ -221,21 +232,8 @@ export class MoveTasks {
       this.finish(task, 'FAILED', NON_EXISTENT_QUEUE);
       return 0;
     }
-    // A relay whose answer never came is over when its message's hold is: a later step takes it.
-    for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
-    if (task.lookForHolds) {
-      task.lookForHolds = false;
-      for (const m of source.heldBefore(now)) task.inherited.set(m, m.heapKey);
-    }
-    // Likewise for a hold inherited: back in sight, received or gone.
-    for (const [m, until] of task.inherited) {
-      if (m.state !== 'inflight' || m.heapKey !== until || until <= now) task.inherited.delete(m);
-    }
-    let n = 0;
-    let moved = 0;
-    while (n < budget && task.moved + task.relays.size < task.toMove && task.relays.size < MAX_RELAYING) {
-      const msg = source.nextToMove(now);
-      if (msg === undefined) break;
+    /** Where `msg` goes: a queue held here (`dest`), or one another process holds (`target`). */
+    const whereTo = (msg: Message): { dest: Queue | undefined; target: RemoteQueue | undefined } => {
       const origin = msg.deadLetterSourceArn;
       const dest =
         fixedAway === undefined ? (fixed ?? (origin === undefined ? undefined : lookup(origin))) : undefined;
@@ -247,6 +245,37 @@ export class MoveTasks {
           : msg.relayed && away !== undefined
             ? asRemote(dest)
             : undefined;
+      return { dest, target: away === undefined ? undefined : target };
+    };
+    // A relay whose answer never came is over when its message's hold is: a later step takes it.
+    for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
+    let n = 0;
+    if (task.lookForHolds) {
+      task.lookForHolds = false;
+      for (const m of source.heldBefore(now)) {
+        // Most likely held for this task's relay by the process before: sent again now, under
+        // the same id, so the destination's mark answers it if it had arrived. One that may be
+        // held for a dead letter of the source's own (its receives passed the source's
+        // maxReceiveCount) might be on its way elsewhere: waited for until its hold ends.
+        const target = mayBeDeadLetter(source, m) ? undefined : whereTo(m).target;
+        if (target === undefined || away === undefined || !source.holdAgain(m, now)) {
+          task.inherited.set(m, m.heapKey);
+          continue;
+        }
+        n++;
+        task.relays.add(m);
+        away.relay(source, m, target, redriven(m, target.fifo, redriveId(m.id, target.uid)));
+      }
+    }
+    // Likewise for a hold inherited: back in sight, received or gone.
+    for (const [m, until] of task.inherited) {
+      if (m.state !== 'inflight' || m.heapKey !== until || until <= now) task.inherited.delete(m);
+    }
+    let moved = 0;
+    while (n < budget && task.moved + task.relays.size < task.toMove && task.relays.size < MAX_RELAYING) {
+      const msg = source.nextToMove(now);
+      if (msg === undefined) break;
+      const { dest, target } = whereTo(msg);
       if (target !== undefined && away !== undefined) {
         n++;
         source.holdForMove(msg, now);

@@ -476,12 +476,29 @@ export class Queue {
   }
 
   /**
-   * The messages held at `now` (see hold): read back here, they are what the holds of the process
-   * that had this queue before left, whose answers will not come here.
+   * A hold read back here (heldBefore) that this process's relay of it takes over: held for a
+   * whole hold's length from now, written so. False when it is not held.
    */
-  *heldBefore(now: number): IterableIterator<Message> {
+  holdAgain(msg: Message, now: number): boolean {
+    if (!this.holds(msg, now)) return false;
+    this.inflight.remove(msg);
+    msg.heapKey = now + TRANSFER_HOLD_MS;
+    msg.holdUntil = msg.heapKey;
+    this.schedule(this.inflight, msg);
+    this.listener.change?.({ type: 'message-put', queue: this, message: msg });
+    return true;
+  }
+
+  /**
+   * The messages held at `now` (see hold): read back here, they are what the holds of the process
+   * that had this queue before left, whose answers will not come here. A list, not the heap's
+   * iterator: the caller may hold them again (holdAgain), which moves them in the heap.
+   */
+  heldBefore(now: number): Message[] {
     this.tick(now);
-    for (const m of this.inflight) if (this.holds(m, now)) yield m;
+    const out: Message[] = [];
+    for (const m of this.inflight) if (this.holds(m, now)) out.push(m);
+    return out;
   }
 
   /**

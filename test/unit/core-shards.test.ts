@@ -18,8 +18,10 @@ import { MoveTaskRunner } from '../../src/sqs/movetasks.js';
 import {
   deserializeMessage,
   deserializeMoveTask,
+  deserializeQueue,
   serializeMessage,
   serializeMoveTask,
+  serializeQueue,
 } from '../../src/persistence/codec.js';
 import { throwsCode } from '../support/assertions.js';
 import { inGroup, msg } from '../support/queue.js';
@@ -611,9 +613,10 @@ void test('Given a relay answered after the shard was read back, then the old ta
  * tasks given, by their record) as storage holds them, into new objects.
  */
 function readBack(store: QueueStore, q: Queue, tasks: readonly string[] = []): Queue {
+  const record = serializeQueue(q);
   const records = [...q.allMessages()].map((m) => [m.id, serializeMessage(m)] as const);
   store.evictShard(q.shard);
-  const back = store.newQueue(id(q.name), {}, {}, q.createdAt, q.uid);
+  const back = deserializeQueue(record, store);
   store.restore(back);
   for (const [mid, r] of records) back.restoreMessage(deserializeMessage(mid, r));
   for (const t of tasks) store.moveTasks.restore(deserializeMoveTask(t));
@@ -642,7 +645,7 @@ void test('Given a message held for a remote dead-letter queue when its shard is
   back.changeVisibility(handle, 0, clock.now());
 });
 
-void test('Given a move task whose messages were held for relays when its shard was read back (another process took it), then the task read back waits for them instead of completing, and once their hold ends sends each again under the same id', async (t) => {
+void test('Given a move task whose messages were held for relays when its shard was read back (another process took it), then the task read back sends them again at once under the same ids, and completes once they arrived', async (t) => {
   const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
   dlq.sendMessage(msg('m1'), clock.now());
   dlq.sendMessage(msg('m2'), clock.now());
@@ -661,24 +664,21 @@ void test('Given a move task whose messages were held for relays when its shard 
   assert.ok(resumed !== undefined && resumed !== task);
   relays.length = 0;
 
-  assert.equal(store.stepMoveTask(resumed, 10), 1, 'm3, the only one in sight');
+  assert.equal(store.stepMoveTask(resumed, 10), 2, 'm2 sent again, and m3');
+  assert.deepEqual(
+    relays.map((r) => r.redriven.body),
+    ['m2', 'm3'],
+  );
+  assert.equal(relays[0]?.redriven.id, firstIds[1], 'under the id of its first sending: the mark answers');
+  assert.equal(resumed.awaiting, 2);
   store.movedAway(relays[0] ?? assert.fail(), 'arrived');
-  assert.equal(resumed.moved, 2);
-  assert.equal(store.stepMoveTask(resumed, 10), 0);
-  assert.equal(resumed.status, 'RUNNING', 'm2 is still held: not done');
-  assert.equal(resumed.awaiting, 1);
-
-  clock.advance(TRANSFER_HOLD_MS);
-  assert.equal(store.stepMoveTask(resumed, 10), 1, 'm2 is back, and sent again');
-  assert.equal(relays[1]?.redriven.body, 'm2');
-  assert.equal(relays[1]?.redriven.id, firstIds[1], 'under the id of its first sending: the mark answers');
   store.movedAway(relays[1] ?? assert.fail(), 'arrived');
   assert.equal(resumed.status, 'COMPLETED');
   assert.equal(resumed.moved, 3);
   assert.equal(back.size, 0);
 
-  // Under the driver, a task read back that waits for such a hold steps every 50 ms, not in a
-  // busy loop.
+  // Under the driver, a task read back that waits for the answers of what it sent again steps
+  // every 50 ms, not in a busy loop.
   mock.timers.enable({ apis: ['setTimeout'] });
   t.after(() => mock.timers.reset());
   back.sendMessage(msg('m4'), clock.now());
@@ -702,6 +702,34 @@ void test('Given a move task whose messages were held for relays when its shard 
   assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
   const [running] = store.moveTasks.list(dlq.arn);
   assert.equal(running?.status, 'RUNNING');
+});
+
+void test("Given a move task's source that also holds a message for a dead letter of its own when its shard is read back, then the task sends its own relay again at once but waits for that message's hold", () => {
+  const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
+  const far = nameIn(shardOf(ACCOUNT, REGION, src), 'far');
+  store.catalog.putRemote(remote(far));
+  store.setAttributes(dlq, { ...redrive(far), VisibilityTimeout: '0' });
+  const deadLetters: string[] = [];
+  store.onDeadLetterAway((_q, m) => deadLetters.push(m.id));
+  const poison = dlq.sendMessage(msg('poison'), clock.now()).message ?? assert.fail();
+  for (let i = 0; i < 3; i++) dlq.receive(1, undefined, clock.now());
+  assert.deepEqual(dlq.receive(1, undefined, clock.now()), []);
+  assert.deepEqual(deadLetters, [poison.id], 'held for its own dead-letter queue');
+  dlq.sendMessage(msg('other'), clock.now());
+  const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
+  assert.equal(store.stepMoveTask(task, 10), 1);
+  store.movedAway(relays[0] ?? assert.fail(), 'unknown');
+
+  readBack(store, dlq, [serializeMoveTask(task)]);
+  const resumed = store.moveTasks.list(dlq.arn)[0] ?? assert.fail();
+  assert.equal(store.stepMoveTask(resumed, 10), 1);
+  assert.deepEqual(
+    relays.map((r) => r.redriven.body),
+    ['other', 'other'],
+    "the task's own relay sent again; the dead letter not sent here",
+  );
+  assert.equal(resumed.awaiting, 2, 'its relay, and the dead letter it waits for');
+  assert.equal(resumed.status, 'RUNNING');
 });
 
 void test('Given a move task whose relayed message a consumer of its source received after the hold, when its shard is read back, then the task does not wait for that message, as the task that ran before would not', () => {
