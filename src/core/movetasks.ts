@@ -17,7 +17,8 @@
  * A destination another process holds (many owners) is sent the message through `relay` instead:
  * the message is held out of sight in the source (Queue.holdForMove, so a FIFO group waits for
  * it) and leaves it, counted as moved, only when that process has it durably (`relayed`). While
- * relays are unanswered the task does not complete. A task read back (its shard taken from a
+ * relays are unanswered the task does not complete; one that got no answer is sent again a
+ * second later under the same id (RESEND_AFTER_MS). A task read back (its shard taken from a
  * process that died, or read in again) finds the messages the process before it held for such
  * relays still held (the hold is stored) and sends them again at once under the same ids, so the
  * destination's mark answers those that had arrived; one that may be held for a dead letter of
@@ -30,6 +31,14 @@ import type { ChangeEvent, RemoteQueue } from './events.js';
 import { MOVE_TASK_HISTORY } from './limits.js';
 import type { Message, NewMessage } from './message.js';
 import { asRemote, type Queue } from './queue.js';
+
+/**
+ * How long after a relay got no answer (`unknown`) it is sent again, held meanwhile, rather than
+ * once its hold ends: its destination's owner may have died with it, and the next one answers
+ * within a lease TTL (the router waits for it). Sent under the same id, the message cannot arrive
+ * twice (the destination's mark answers), whatever became of the sending before.
+ */
+export const RESEND_AFTER_MS = 1000;
 
 /**
  * Whether a hold of `msg` in `source` may be for a dead letter of the source's own (Queue.hold
@@ -72,6 +81,11 @@ export class MoveTask implements MoveTaskState {
    * arrived.
    */
   readonly relays = new Set<Message>();
+  /**
+   * Relays whose sending got no answer (`unknown`: no owner answered in time, or the answer was
+   * lost), with when to send them again ({@link RESEND_AFTER_MS} later), still held meanwhile.
+   */
+  readonly resendAt = new Map<Message, number>();
   /**
    * Messages of its source that a hold made before this task object was read back keeps out of
    * sight, and that it does not send again at once (it may be a dead letter's hold: see step),
@@ -250,6 +264,16 @@ export class MoveTasks {
     // A relay whose answer never came is over when its message's hold is: a later step takes it.
     for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
     let n = 0;
+    for (const [m, at] of task.resendAt) {
+      if (!task.relays.has(m)) task.resendAt.delete(m);
+      else if (at <= now && away !== undefined) {
+        const { target } = whereTo(m);
+        if (target === undefined || !source.holdAgain(m, now)) continue;
+        task.resendAt.delete(m);
+        n++;
+        away.relay(source, m, target, redriven(m, target.fifo, redriveId(m.id, target.uid)));
+      }
+    }
     if (task.lookForHolds) {
       task.lookForHolds = false;
       for (const m of source.heldBefore(now)) {
@@ -308,11 +332,16 @@ export class MoveTasks {
    * The answer to the relay of `msg` (see step): `arrived`, the destination has it durably and
    * the caller took it out of the source (counted as moved, also when the task was cancelled
    * since: it did move); `gone`, the destination does not exist (the task fails; the caller shows
-   * the message again); `unknown`, it stays held, and the task waits for it, until its hold ends.
+   * the message again); `unknown`, it stays held, and the task waits for it, and sends it again
+   * {@link RESEND_AFTER_MS} after `now`.
    */
-  relayed(task: MoveTask, msg: Message, outcome: 'arrived' | 'gone' | 'unknown'): void {
-    if (outcome === 'unknown') return;
+  relayed(task: MoveTask, msg: Message, outcome: 'arrived' | 'gone' | 'unknown', now: number): void {
+    if (outcome === 'unknown') {
+      if (task.relays.has(msg)) task.resendAt.set(msg, now + RESEND_AFTER_MS);
+      return;
+    }
     task.relays.delete(msg);
+    task.resendAt.delete(msg);
     if (outcome === 'arrived') {
       task.moved++;
       if (task.status === 'RUNNING' && task.awaiting === 0 && task.moved >= task.toMove) {

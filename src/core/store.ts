@@ -568,8 +568,8 @@ export class QueueStore {
    * The answer to a move task's relay (onMoveAway): `arrived`, the destination's owner has the
    * message durably, so it leaves the source now (unless its hold is over: then a later step
    * sends it again and the destination's mark answers); `gone`, the destination does not exist,
-   * so the task fails and the message is visible again at once; `unknown`, it stays held until
-   * its hold ends. A task or queue no longer this store's (its shard read back or given away) is
+   * so the task fails and the message is visible again at once; `unknown`, it stays held and is
+   * sent again a moment later (MoveTasks.relayed). A task or queue no longer this store's (its shard read back or given away) is
    * left alone: its next owner sends what it finds again.
    */
   movedAway(away: MoveAway, outcome: 'arrived' | 'gone' | 'unknown'): void {
@@ -578,10 +578,10 @@ export class QueueStore {
     const now = this.clock.now();
     if (outcome === 'arrived') {
       // Its hold over (taken again by a later step, or gone): that sending's answer decides.
-      if (source.completeMove(message, now)) this.moveTasks.relayed(task, message, 'arrived');
+      if (source.completeMove(message, now)) this.moveTasks.relayed(task, message, 'arrived', now);
       return;
     }
     if (outcome === 'gone') source.releaseHold(message, now);
-    this.moveTasks.relayed(task, message, outcome);
+    this.moveTasks.relayed(task, message, outcome, now);
   }
 }

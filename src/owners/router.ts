@@ -299,7 +299,7 @@ export class Router {
         (e: unknown) => {
           this.log.warn(
             { task: away.task.taskId, error: e instanceof Error ? e.message : String(e) },
-            "a move task's message to another owner got no answer; it is sent again after its hold",
+            "a move task's message to another owner got no answer; it is sent again in a moment",
           );
           store.movedAway(away, 'unknown');
         },

@@ -10,7 +10,7 @@ import { catalogEntry, type CatalogEntry, type CatalogRecord } from '../../src/c
 import { ManualClock } from '../../src/core/clock.js';
 import type { ChangeEvent, MoveAway } from '../../src/core/events.js';
 import { TRANSFER_HOLD_MS, type Queue, type QueueIdentity } from '../../src/core/queue.js';
-import { redriveId } from '../../src/core/movetasks.js';
+import { RESEND_AFTER_MS, redriveId } from '../../src/core/movetasks.js';
 import { QueueStore } from '../../src/core/store.js';
 import { shardOf } from '../../src/shard/hash.js';
 import { pageOfQueues } from '../../src/sqs/actions/pages.js';
@@ -533,18 +533,21 @@ void test('Given a dead-letter queue whose source queue is remote, when a move t
   assert.equal(dlq.size, 0);
 });
 
-void test('Given a move task whose relay gets no answer, when the hold ends, then the next step sends the same message again under the same id; a destination that is gone fails the task and shows the message again at once', () => {
+void test('Given a move task whose relay gets no answer, then a step a second later sends the same message again under the same id, still held; a destination that is gone fails the task and shows the message again at once', () => {
   const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
   dlq.sendMessage(msg('m'), clock.now());
   const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
   store.stepMoveTask(task, 10);
   store.movedAway(relays[0] ?? assert.fail(), 'unknown');
   assert.equal(task.relays.size, 1, 'still held: the task waits for it');
-  assert.equal(store.stepMoveTask(task, 10), 0, 'held: nothing to take');
+  assert.equal(store.stepMoveTask(task, 10), 0, 'held, and not yet due again: nothing sent');
   assert.equal(task.status, 'RUNNING');
-  clock.advance(TRANSFER_HOLD_MS);
+  clock.advance(RESEND_AFTER_MS);
   assert.equal(store.stepMoveTask(task, 10), 1);
   assert.equal(relays[1]?.redriven.id, relays[0]?.redriven.id);
+  assert.equal(relays[1]?.message, relays[0]?.message);
+  assert.deepEqual(dlq.counts(clock.now()), { visible: 0, inflight: 1, delayed: 0 }, 'held again');
+  assert.equal(store.stepMoveTask(task, 10), 0, 'sent once per answer');
 
   store.movedAway(relays[1] ?? assert.fail(), 'gone');
   assert.equal(task.status, 'FAILED');
