@@ -41,6 +41,7 @@ import {
 import type { ShardOwner, ShardMapView } from './owner.js';
 import { routeOf } from './route.js';
 import type { MoveAway, RemoteQueue } from '../core/events.js';
+import { RESEND_AFTER_MS } from '../core/movetasks.js';
 import type { Message, NewMessage } from '../core/message.js';
 import type { Queue } from '../core/queue.js';
 import type { QueueStore } from '../core/store.js';
@@ -228,9 +229,11 @@ export class Router {
   /**
    * A message reached its maxReceiveCount, and its dead-letter queue is another owner's
    * (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner has it
-   * durably. Not answered, or not the owner in time: nothing changes here, and the message comes
-   * back when its hold ends, for a later receive to try again (Queue.completeTransfer). A FIFO
-   * message's group waits meanwhile, as it waits for a message in flight. The relay counts as a
+   * durably. No answer (no owner in time, or the answer lost): it stays held and is sent again
+   * {@link RESEND_AFTER_MS} later (its mark answers a second arrival), as long as this process
+   * serves the queue; an error answer leaves it held until its hold ends, for a later receive to
+   * try again (Queue.completeTransfer). A FIFO message's group waits meanwhile, as it waits for a
+   * message in flight. The relay counts as a
    * request in flight on the source's shard, so a shard given away meanwhile is handed over only
    * once the answer is applied and written: its next owner never finds the message still there
    * after it arrived (and, holding the dead-letter queue too, puts it there a second time).
@@ -251,17 +254,30 @@ export class Router {
       .then(() => this.deliver(t))
       .then(
         (answer) => {
-          if (answer !== undefined && 'o' in answer)
-            source.completeTransfer(message, this.opts.services.clock.now());
+          if (answer === undefined)
+            this.relayAgainLater(source, message, target, 'no owner answered in time');
+          else if ('o' in answer) source.completeTransfer(message, this.opts.services.clock.now());
         },
         (e: unknown) => {
-          this.log.warn(
-            { queue: source.arn, error: e instanceof Error ? e.message : String(e) },
-            'a dead-letter move to another owner failed; the message is tried again after its hold',
-          );
+          this.relayAgainLater(source, message, target, e instanceof Error ? e.message : String(e));
         },
       )
       .finally(leave);
+  }
+
+  /** A dead letter whose sending got no answer: sent again, held anew, in a moment (see relayDeadLetter). */
+  private relayAgainLater(source: Queue, message: Message, target: RemoteQueue, why: string): void {
+    this.log.warn(
+      { queue: source.arn, error: why },
+      'a dead-letter move to another owner got no answer; the message is sent again in a moment',
+    );
+    const timer = setTimeout(() => {
+      // A queue read in again since is another object: that one holds the message until its hold ends.
+      if (this.closed || source.deleted || source.evicted || !this.opts.owner.serves(source.shard)) return;
+      if (source.holdAgain(message, this.opts.services.clock.now()))
+        this.relayDeadLetter(source, message, target);
+    }, RESEND_AFTER_MS);
+    timer.unref();
   }
 
   /**

@@ -4,10 +4,12 @@
  * request runs where its shard is served; elsewhere it is forwarded; "not the owner" is retried
  * until the shard is served somewhere or the hold time is up; "refused" (a shard its owner holds
  * but cannot fit in memory) is a 503 at once, never a retry; an answer lost after delivery, or one
- * the router does not know, is a 503, never a retry.
+ * the router does not know, is a 503, never a retry. A dead letter sent to another owner that got
+ * no answer is held and sent again a moment later.
  */
 import assert from 'node:assert/strict';
 import { after, test, type TestContext } from 'node:test';
+import { catalogEntry } from '../../src/core/catalog.js';
 import { QueueStore } from '../../src/core/store.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { ShardOwner } from '../../src/owners/owner.js';
@@ -51,6 +53,9 @@ interface Instance {
 
 const instances: Record<'A' | 'B', Instance> = {} as Record<'A' | 'B', Instance>;
 
+/** What A's router logged as warnings. */
+const warnings: string[] = [];
+
 async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
   const store = new QueueStore(systemClock, { deletedRecentlyMs: 0 });
   const owner = {
@@ -61,11 +66,15 @@ async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
     refused: (s: number) => refused[id].has(s),
     whenServing: () => new Promise<void>((resolve) => waiting.push(resolve)),
   } as unknown as ShardOwner;
+  /** Transfer marks (Persistence.transferMarked): `<uid>:<id>`. */
+  const marks = new Set<string>();
   const persistence = {
     commit: (shard?: number) => {
       commits[id].push(shard ?? -1);
       return Promise.resolve();
     },
+    transferMarked: (_shard: number, uid: string, mid: string) => Promise.resolve(marks.has(`${uid}:${mid}`)),
+    acceptedTransfer: (q: { uid: string }, mid: string) => marks.add(`${q.uid}:${mid}`),
   } as unknown as Persistence;
   const router: Router = new Router({
     instanceId: id,
@@ -75,6 +84,10 @@ async function instance(id: 'A' | 'B', holdMs: number): Promise<Instance> {
     map,
     addressOf: (member) => instances[member as 'A' | 'B'].address,
     holdMs,
+    log:
+      id === 'A'
+        ? { info: () => undefined, warn: (_o, msg) => warnings.push(msg), error: () => undefined }
+        : undefined,
   });
   const rpc = new RpcServer({ handle: (payload, signal) => router.handle(payload, signal) });
   const at = await rpc.listen({ host: '127.0.0.1', port: 0 });
@@ -395,4 +408,61 @@ void test('Given an owner whose answer the router does not know, when A forwards
     b.address = real;
     await other.close();
   }
+});
+
+/** Polls `ok` every 20 ms until it holds, for at most `ms`. */
+async function eventually(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) assert.fail(`${what}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+void test("Given a queue at A whose dead-letter queue is B's, when a message's sending there gets no answer in time (B does not serve that shard then), then A keeps it held and sends it again a moment later, not when its 60 s hold ends, and B takes it once it serves", async (t) => {
+  const dlqName = 'dl-target';
+  const srcName = 'dl-source';
+  const ds = shardOfName(dlqName);
+  const ss = shardOfName(srcName);
+  assert.notEqual(ds, ss);
+  owners.set(ds, 'B');
+  served.B.add(ds);
+  owners.set(ss, 'A');
+  served.A.add(ss);
+  await b.router.execute('CreateQueue', ctx(), { QueueName: dlqName });
+  const dlq = b.store.get(ACCOUNT, dlqName, REGION) ?? assert.fail();
+  // A owns every shard but the dead-letter queue's (a store of many owners knows which it owns).
+  a.store.setOwnedShards([...Array(256).keys()].filter((x) => x !== ds));
+  t.after(() => a.store.setOwnedShards('all'));
+  a.store.catalog.putRemote(
+    catalogEntry(
+      { accountId: ACCOUNT, region: REGION, name: dlqName },
+      { shard: ds, uid: dlq.uid, fifo: false },
+    ),
+  );
+  a.store.onDeadLetterAway((q, m, t) => a.router.relayDeadLetter(q, m, t));
+  const { QueueUrl } = (await a.router.execute('CreateQueue', ctx(), {
+    QueueName: srcName,
+    Attributes: {
+      VisibilityTimeout: '0',
+      RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 1 }),
+    },
+  })) as { QueueUrl: string };
+  const src = a.store.get(ACCOUNT, srcName, REGION) ?? assert.fail();
+  await a.router.execute('SendMessage', ctx(), { QueueUrl, MessageBody: 'poison' });
+  await a.router.execute('ReceiveMessage', ctx(), { QueueUrl });
+
+  served.B.delete(ds);
+  warnings.length = 0;
+  const held = (await a.router.execute('ReceiveMessage', ctx(), { QueueUrl })) as { Messages?: unknown[] };
+  assert.equal(held.Messages, undefined, 'past its maxReceiveCount: held for the dead-letter queue');
+  await eventually('the sending given up (2 s of "not the owner")', () =>
+    warnings.some((w) => w.includes('sent again in a moment')),
+  );
+  assert.deepEqual(src.counts(Date.now()), { visible: 0, inflight: 1, delayed: 0 }, 'still held');
+
+  served.B.add(ds);
+  await eventually('the dead letter at B', () => dlq.counts(Date.now()).visible === 1);
+  await eventually('gone from A', () => src.counts(Date.now()).inflight === 0);
+  assert.deepEqual(src.counts(Date.now()), { visible: 0, inflight: 0, delayed: 0 });
 });
