@@ -229,16 +229,16 @@ export class Router {
   /**
    * A message reached its maxReceiveCount, and its dead-letter queue is another owner's
    * (QueueStore.onDeadLetterAway): sent there, and taken out of `source` once that owner has it
-   * durably. No answer (no owner in time, or the answer lost): it stays held and is sent again
-   * {@link RESEND_AFTER_MS} later (its mark answers a second arrival), as long as this process
-   * serves the queue; an error answer leaves it held until its hold ends, for a later receive to
-   * try again (Queue.completeTransfer). A FIFO message's group waits meanwhile, as it waits for a
-   * message in flight. The relay counts as a
-   * request in flight on the source's shard, so a shard given away meanwhile is handed over only
-   * once the answer is applied and written: its next owner never finds the message still there
-   * after it arrived (and, holding the dead-letter queue too, puts it there a second time).
+   * durably. No answer (no owner in time, or the answer lost): it is sent again
+   * {@link RESEND_AFTER_MS} later (its mark answers a second arrival), while it is held and this
+   * process serves the queue; once the hold ends, or after an error answer, a later receive tries
+   * again (Queue.completeTransfer). A FIFO message's group waits meanwhile, as it waits for a
+   * message in flight. The relay counts as a request in flight on the source's shard, so a shard
+   * given away meanwhile is handed over only once the answer is applied and written: its next
+   * owner never finds the message still there after it arrived (and, holding the dead-letter queue
+   * too, puts it there a second time).
    */
-  relayDeadLetter(source: Queue, message: Message, target: RemoteQueue): void {
+  relayDeadLetter(source: Queue, message: Message, target: RemoteQueue, tries = 0): void {
     const t: DeadLetter = {
       s: target.shard,
       arn: target.arn,
@@ -255,27 +255,39 @@ export class Router {
       .then(
         (answer) => {
           if (answer === undefined)
-            this.relayAgainLater(source, message, target, 'no owner answered in time');
+            this.relayAgainLater(source, message, target, 'no owner answered in time', tries);
           else if ('o' in answer) source.completeTransfer(message, this.opts.services.clock.now());
         },
         (e: unknown) => {
-          this.relayAgainLater(source, message, target, e instanceof Error ? e.message : String(e));
+          this.relayAgainLater(source, message, target, e instanceof Error ? e.message : String(e), tries);
         },
       )
       .finally(leave);
   }
 
-  /** A dead letter whose sending got no answer: sent again, held anew, in a moment (see relayDeadLetter). */
-  private relayAgainLater(source: Queue, message: Message, target: RemoteQueue, why: string): void {
-    this.log.warn(
-      { queue: source.arn, error: why },
-      'a dead-letter move to another owner got no answer; the message is sent again in a moment',
-    );
+  /**
+   * A dead letter whose sending got no answer: sent again in a moment while its hold lasts (see
+   * relayDeadLetter), so at most a hold's worth of tries; told once per message.
+   */
+  private relayAgainLater(
+    source: Queue,
+    message: Message,
+    target: RemoteQueue,
+    why: string,
+    tries: number,
+  ): void {
+    if (tries === 0) {
+      this.log.warn(
+        { queue: source.arn, error: why },
+        'a dead-letter move to another owner got no answer; the message is sent again in a moment',
+      );
+    }
     const timer = setTimeout(() => {
       // A queue read in again since is another object: that one holds the message until its hold ends.
       if (this.closed || source.deleted || source.evicted || !this.opts.owner.serves(source.shard)) return;
-      if (source.holdAgain(message, this.opts.services.clock.now()))
-        this.relayDeadLetter(source, message, target);
+      if (source.holds(message, this.opts.services.clock.now())) {
+        this.relayDeadLetter(source, message, target, tries + 1);
+      }
     }, RESEND_AFTER_MS);
     timer.unref();
   }

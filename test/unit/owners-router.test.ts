@@ -419,7 +419,7 @@ async function eventually(what: string, ok: () => boolean, ms = 10_000): Promise
   }
 }
 
-void test("Given a queue at A whose dead-letter queue is B's, when a message's sending there gets no answer in time (B does not serve that shard then), then A keeps it held and sends it again a moment later, not when its 60 s hold ends, and B takes it once it serves", async (t) => {
+void test("Given a queue at A whose dead-letter queue is B's, when a message's sending there gets no answer in time (B does not serve that shard then), then A sends it again a moment later, while it is still held, not when its 60 s hold ends, and B takes it once it serves", async (t) => {
   const dlqName = 'dl-target';
   const srcName = 'dl-source';
   const ds = shardOfName(dlqName);
