@@ -261,17 +261,22 @@ export class MoveTasks {
             : undefined;
       return { dest, target: away === undefined ? undefined : target };
     };
+    let n = 0;
+    /** Sends `msg`, held, to `target` as the new message it makes there, under its one id. */
+    const relay = (msg: Message, target: RemoteQueue, via: MoveAwayHooks): void => {
+      n++;
+      task.relays.add(msg);
+      via.relay(source, msg, target, redriven(msg, target.fifo, redriveId(msg.id, target.uid)));
+    };
     // A relay whose answer never came is over when its message's hold is: a later step takes it.
     for (const m of task.relays) if (!source.holds(m, now)) task.relays.delete(m);
-    let n = 0;
     for (const [m, at] of task.resendAt) {
       if (!task.relays.has(m)) task.resendAt.delete(m);
       else if (at <= now && away !== undefined) {
         const { target } = whereTo(m);
         if (target === undefined || !source.holdAgain(m, now)) continue;
         task.resendAt.delete(m);
-        n++;
-        away.relay(source, m, target, redriven(m, target.fifo, redriveId(m.id, target.uid)));
+        relay(m, target, away);
       }
     }
     if (task.lookForHolds) {
@@ -286,9 +291,7 @@ export class MoveTasks {
           task.inherited.set(m, m.heapKey);
           continue;
         }
-        n++;
-        task.relays.add(m);
-        away.relay(source, m, target, redriven(m, target.fifo, redriveId(m.id, target.uid)));
+        relay(m, target, away);
       }
     }
     // Likewise for a hold inherited: back in sight, received or gone.
@@ -301,10 +304,8 @@ export class MoveTasks {
       if (msg === undefined) break;
       const { dest, target } = whereTo(msg);
       if (target !== undefined && away !== undefined) {
-        n++;
         source.holdForMove(msg, now);
-        task.relays.add(msg);
-        away.relay(source, msg, target, redriven(msg, target.fifo, redriveId(msg.id, target.uid)));
+        relay(msg, target, away);
         continue;
       }
       if (dest === undefined) {
