@@ -569,8 +569,8 @@ export class QueueStore {
    * message durably, so it leaves the source now (unless its hold is over: then a later step
    * sends it again and the destination's mark answers); `gone`, the destination does not exist,
    * so the task fails and the message is visible again at once; `unknown`, it stays held and is
-   * sent again a moment later (MoveTasks.relayed). A task or queue no longer this store's (its shard read back or given away) is
-   * left alone: its next owner sends what it finds again.
+   * sent again a moment later (MoveTasks.relayed). A task or queue no longer this store's (its
+   * shard read back or given away) is left alone: its next owner sends what it finds again.
    */
   movedAway(away: MoveAway, outcome: 'arrived' | 'gone' | 'unknown'): void {
     const { task, source, message } = away;
