@@ -352,11 +352,7 @@ void test('Given a shard being loaded again, when it is given away before its lo
 });
 
 void test('Given a standard queue whose dead-letter queue is remote, when a message passes its maxReceiveCount, then it is held out of sight and asked to go there, and leaves once taken', () => {
-  const { store, a, b } = ownerOfOne();
-  const clock = store.clock as ManualClock;
-  const far = nameIn(b, 'dlq');
-  store.catalog.putRemote(remote(far));
-  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const { store, clock, src, b, far } = withRemoteDlq();
   const away: { arn: string; uid: string; shard: number; id: string }[] = [];
   store.onDeadLetterAway((_q, m, t) => away.push({ ...t, id: m.id }));
   const sent = src.sendMessage(msg('poison'), clock.now()).message;
@@ -374,11 +370,7 @@ void test('Given a standard queue whose dead-letter queue is remote, when a mess
 });
 
 void test('Given a message held for a remote dead-letter queue, when no answer comes before the hold ends, then it is visible again and the next receive asks again', () => {
-  const { store, a, b } = ownerOfOne();
-  const clock = store.clock as ManualClock;
-  const far = nameIn(b, 'dlq');
-  store.catalog.putRemote(remote(far));
-  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const { store, clock, src } = withRemoteDlq();
   let asked = 0;
   store.onDeadLetterAway(() => asked++);
   const sent = src.sendMessage(msg('poison'), clock.now()).message;
@@ -392,6 +384,26 @@ void test('Given a message held for a remote dead-letter queue, when no answer c
   assert.equal(src.completeTransfer(sent, clock.now()), true, 'the answer to the second sending takes it');
 });
 
+/**
+ * A queue of shard a (VisibilityTimeout 0) whose dead-letter queue `far`, of its kind, is a remote
+ * queue of shard b; maxReceiveCount 3.
+ */
+function withRemoteDlq(fifo = false): {
+  store: QueueStore;
+  clock: ManualClock;
+  src: Queue;
+  far: string;
+  a: number;
+  b: number;
+} {
+  const { store, a, b } = ownerOfOne();
+  const far = nameIn(b, 'dlq', fifo);
+  store.catalog.putRemote(remote(far));
+  const attributes = { ...(fifo ? { FifoQueue: 'true' } : {}), ...redrive(far), VisibilityTimeout: '0' };
+  const src = store.create(id(nameIn(a, 'src', fifo)), attributes, {}).queue;
+  return { store, clock: store.clock as ManualClock, src, far, a, b };
+}
+
 /** A FIFO queue of shard a whose dead-letter queue is a remote FIFO queue of shard b. */
 function fifoWithRemoteDlq(): {
   store: QueueStore;
@@ -400,15 +412,7 @@ function fifoWithRemoteDlq(): {
   far: string;
   away: string[];
 } {
-  const { store, a, b } = ownerOfOne();
-  const clock = store.clock as ManualClock;
-  const far = nameIn(b, 'dlq', true);
-  store.catalog.putRemote(remote(far));
-  const src = store.create(
-    id(nameIn(a, 'src', true)),
-    { FifoQueue: 'true', ...redrive(far), VisibilityTimeout: '0' },
-    {},
-  ).queue;
+  const { store, clock, src, far } = withRemoteDlq(true);
   const away: string[] = [];
   store.onDeadLetterAway((_q, m, t) => {
     assert.equal(t.fifo, true);
@@ -611,6 +615,26 @@ void test('Given a relay answered after the shard was read back, then the old ta
   assert.deepEqual(events, []);
 });
 
+/** Counts the store's move-task steps from now on (the driver's calls of stepMoveTask). */
+function countSteps(store: QueueStore): () => number {
+  let steps = 0;
+  const step = store.stepMoveTask.bind(store);
+  store.stepMoveTask = (task, budget) => {
+    steps++;
+    return step(task, budget);
+  };
+  return () => steps;
+}
+
+/** 200 ms of the store's clock and of the mocked timers, in 10 ms ticks, promises settled between. */
+async function run200ms(clock: ManualClock): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    clock.advance(10);
+    mock.timers.tick(10);
+    await Promise.resolve();
+  }
+}
+
 /**
  * Reads `q`'s shard back as another process would after a takeover: its messages (and the move
  * tasks given, by their record) as storage holds them, into new objects.
@@ -628,11 +652,7 @@ function readBack(store: QueueStore, q: Queue, tasks: readonly string[] = []): Q
 }
 
 void test('Given a message held for a remote dead-letter queue when its shard is read back by another process, then the hold is kept: a visibility change with an earlier receipt handle is refused until it ends', () => {
-  const { store, a, b } = ownerOfOne();
-  const clock = store.clock as ManualClock;
-  const far = nameIn(b, 'dlq');
-  store.catalog.putRemote(remote(far));
-  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const { store, clock, src } = withRemoteDlq();
   store.onDeadLetterAway(() => undefined);
   const sent = src.sendMessage(msg('poison'), clock.now()).message ?? assert.fail();
   for (let i = 0; i < 3; i++) src.receive(1, undefined, clock.now());
@@ -689,20 +709,11 @@ void test('Given a move task whose messages were held for relays when its shard 
   store.stepMoveTask(next, 1);
   store.movedAway(relays[2] ?? assert.fail(), 'unknown');
   readBack(store, back, [serializeMoveTask(next)]);
-  let steps = 0;
-  const step = store.stepMoveTask.bind(store);
-  store.stepMoveTask = (x, budget) => {
-    steps++;
-    return step(x, budget);
-  };
+  const steps = countSteps(store);
   const runner = new MoveTaskRunner(store, clock);
   t.after(() => runner.close());
-  for (let i = 0; i < 20; i++) {
-    clock.advance(10);
-    mock.timers.tick(10);
-    await Promise.resolve();
-  }
-  assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
+  await run200ms(clock);
+  assert.ok(steps() >= 3 && steps() <= 6, `${steps()} steps in 200 ms`);
   const [running] = store.moveTasks.list(dlq.arn);
   assert.equal(running?.status, 'RUNNING');
 });
@@ -752,11 +763,7 @@ void test('Given a move task whose relayed message a consumer of its source rece
 });
 
 void test('Given a held message, then it is written as held and relayed; once relayed, a later dead-letter move to a queue held here goes by the mark too, and without anyone to relay it moves as ever', () => {
-  const { store, a, b } = ownerOfOne();
-  const clock = store.clock as ManualClock;
-  const far = nameIn(b, 'dlq');
-  store.catalog.putRemote(remote(far));
-  const src = store.create(id(nameIn(a, 'src')), { ...redrive(far), VisibilityTimeout: '0' }, {}).queue;
+  const { store, clock, src, a, b, far } = withRemoteDlq();
   const away: { arn: string; id: string }[] = [];
   store.onDeadLetterAway((_q, m, t) => away.push({ arn: t.arn, id: m.id }));
   const puts: { state: string; relayed: boolean }[] = [];
@@ -822,22 +829,13 @@ void test('Given a driver running a task with no rate whose only message is on i
   t.after(() => mock.timers.reset());
   const { store, clock, dlq, src, relays } = dlqWithRemoteSource();
   dlq.sendMessage(msg('m'), clock.now());
-  let steps = 0;
-  const step = store.stepMoveTask.bind(store);
-  store.stepMoveTask = (task, budget) => {
-    steps++;
-    return step(task, budget);
-  };
+  const steps = countSteps(store);
   const runner = new MoveTaskRunner(store, clock);
   const task = store.startMoveTask(ACCOUNT, dlq.arn, arnOf(src), undefined, REGION);
   runner.start(task);
-  for (let i = 0; i < 20; i++) {
-    clock.advance(10);
-    mock.timers.tick(10);
-    await Promise.resolve();
-  }
+  await run200ms(clock);
   assert.equal(relays.length, 1);
-  assert.ok(steps >= 3 && steps <= 6, `${steps} steps in 200 ms`);
+  assert.ok(steps() >= 3 && steps() <= 6, `${steps()} steps in 200 ms`);
   store.movedAway(relays[0] ?? assert.fail(), 'arrived');
   assert.equal(task.status, 'COMPLETED');
   clock.advance(50);
